@@ -1,0 +1,70 @@
+# mcpswarm — see README.md. Every target runs on a fresh machine with Go;
+# tools (buf, protoc plugins, staticcheck) are installed with `go install`
+# into ./.cache/bin on first use.
+
+GO        ?= go
+BIN       := bin/mcpswarm
+TOOLS     := $(CURDIR)/.cache/bin
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS   := -X github.com/mcpswarm/mcpswarm.version=$(VERSION)
+# Unit, property, integration and in-process multi-node tests; e2e tests that
+# start the real binary live in ./e2e and are part of `make test` too.
+PKGS      := ./...
+TESTFLAGS ?= -count=1 -timeout 12m
+
+BUF_VERSION            := v1.75.0
+PROTOC_GEN_GO_VERSION  := v1.36.12
+PROTOC_GEN_GRPC_VERSION := v1.6.0
+STATICCHECK_VERSION    := v0.8.2
+
+.PHONY: build run test race bench proto proto-check lint e2e conformance cluster clean tools
+
+build: ## build bin/mcpswarm
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/node
+
+run: build ## one development node on loopback (MCP at http://127.0.0.1:8080/mcp)
+	$(BIN) serve --dev --name dev1
+
+test: build ## everything that fits in CI: unit, property, integration, e2e
+	$(GO) test $(TESTFLAGS) $(PKGS)
+
+race: ## the whole suite under the race detector
+	$(GO) test -race $(TESTFLAGS) $(PKGS)
+
+bench: ## benchmarks (figures go to docs/BENCHMARKS.md)
+	$(GO) test -run '^$$' -bench . -benchmem -timeout 20m ./crdt/... ./session/... ./cluster/... ./mcp/... .
+
+e2e: build ## only the tests that start the real binary
+	$(GO) test $(TESTFLAGS) ./e2e/...
+
+conformance: build ## the official MCP conformance suite, 10 consecutive runs
+	npm ci --prefix e2e --no-audit --no-fund
+	RUNS=$${RUNS:-10} bash e2e/conformance/run.sh
+
+$(TOOLS)/buf:
+	GOBIN=$(TOOLS) $(GO) install github.com/bufbuild/buf/cmd/buf@$(BUF_VERSION)
+$(TOOLS)/protoc-gen-go:
+	GOBIN=$(TOOLS) $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
+$(TOOLS)/protoc-gen-go-grpc:
+	GOBIN=$(TOOLS) $(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GRPC_VERSION)
+$(TOOLS)/staticcheck:
+	GOBIN=$(TOOLS) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+
+tools: $(TOOLS)/buf $(TOOLS)/protoc-gen-go $(TOOLS)/protoc-gen-go-grpc
+
+proto: tools ## regenerate proto/**/*.pb.go with buf (local plugins, offline)
+	PATH=$(TOOLS):$$PATH buf lint
+	PATH=$(TOOLS):$$PATH buf generate
+
+proto-check: proto ## fail when the committed generated code differs from the protos
+	git diff --exit-code -- proto
+
+lint: $(TOOLS)/staticcheck ## go vet + staticcheck
+	$(GO) vet ./...
+	$(TOOLS)/staticcheck ./...
+
+cluster: build ## three development nodes on loopback; Ctrl-C stops them all
+	bash deploy/local-cluster.sh
+
+clean:
+	rm -rf bin data

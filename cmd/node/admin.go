@@ -1,0 +1,217 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/mcpswarm/mcpswarm"
+	adminv1 "github.com/mcpswarm/mcpswarm/proto/mcpswarm/admin/v1"
+)
+
+func adminCommands() []command {
+	return []command{
+		{"members", "list cluster members (admin API)", adminRun(listMembers, false)},
+		{"sessions", "list sessions across the swarm (admin API)", adminRun(listSessions, false)},
+		{"tools", "list derived tools, optionally of one session: tools [SESSION]", adminRun(listTools, false)},
+		{"conns", "list MCP client connections (admin API)", adminRun(listConns, false)},
+		{"stop-session", "stop a session: stop-session ID", adminRun(stopSession, false)},
+		{"drain", "drain the node: no new sessions, then leave", adminRun(drain, false)},
+		{"watch", "stream membership and registry events", adminRun(watch, true)},
+	}
+}
+
+type adminCall func(ctx context.Context, c adminv1.AdminServiceClient, args []string, out io.Writer, asJSON bool) error
+
+// adminRun wraps an admin call with the shared flags and the authenticated
+// connection; streaming calls run until interrupted instead of under --timeout.
+func adminRun(call adminCall, streaming bool) func(context.Context, []string, environment) int {
+	return func(ctx context.Context, args []string, env environment) int {
+		fs := flag.NewFlagSet("admin", flag.ContinueOnError)
+		fs.SetOutput(env.stderr)
+		addr := fs.String("addr", "127.0.0.1:9090", "the node's gRPC address (env MCPSWARM_ADDR)")
+		keyFile := fs.String("cluster-key-file", "", "cluster key file (env MCPSWARM_CLUSTER_KEY_FILE)")
+		dev := fs.Bool("dev", false, "use the public development key (nodes started with --dev and no key file)")
+		asJSON := fs.Bool("json", false, "print JSON")
+		timeout := fs.Duration("timeout", 10*time.Second, "deadline for the call (not for watch)")
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return 0
+			}
+			return 2
+		}
+		if err := (settings{fs: fs, getenv: env.getenv}).resolve(); err != nil {
+			fmt.Fprintf(env.stderr, "mcpswarm: %v\n", err)
+			return 2
+		}
+		var key []byte
+		switch {
+		case *keyFile != "":
+			k, err := mcpswarm.LoadClusterKey(*keyFile)
+			if err != nil {
+				fmt.Fprintf(env.stderr, "mcpswarm: --cluster-key-file: %v\n", err)
+				return 2
+			}
+			key = k
+		case *dev:
+			key = mcpswarm.DevClusterKey()
+		default:
+			fmt.Fprintln(env.stderr, "mcpswarm: --cluster-key-file: the admin API needs the cluster key (or --dev for development nodes)")
+			return 2
+		}
+		conn, err := grpc.NewClient(*addr,
+			grpc.WithTransportCredentials(insecure.NewCredentials()),
+			grpc.WithPerRPCCredentials(mcpswarm.AdminCredentials{Token: mcpswarm.AdminToken(key)}))
+		if err != nil {
+			fmt.Fprintf(env.stderr, "mcpswarm: --addr: %v\n", err)
+			return 2
+		}
+		defer conn.Close()
+		callCtx := ctx
+		if !streaming {
+			var cancel context.CancelFunc
+			callCtx, cancel = context.WithTimeout(ctx, *timeout)
+			defer cancel()
+		}
+		if err := call(callCtx, adminv1.NewAdminServiceClient(conn), fs.Args(), env.stdout, *asJSON); err != nil {
+			fmt.Fprintf(env.stderr, "mcpswarm: %v\n", err)
+			return 1
+		}
+		return 0
+	}
+}
+
+func printJSON(out io.Writer, m proto.Message) error {
+	b, err := protojson.MarshalOptions{Multiline: true, EmitUnpopulated: true}.Marshal(m)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(out, string(b))
+	return err
+}
+
+func listMembers(ctx context.Context, c adminv1.AdminServiceClient, _ []string, out io.Writer, asJSON bool) error {
+	resp, err := c.ListMembers(ctx, &adminv1.ListMembersRequest{})
+	if err != nil {
+		return fmt.Errorf("listing members: %w", err)
+	}
+	if asJSON {
+		return printJSON(out, resp)
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tSTATE\tGRPC\tGOSSIP\tVERSION\t")
+	for _, m := range resp.GetMembers() {
+		name := m.GetName()
+		if m.GetSelf() {
+			name += " (self)"
+		}
+		state := strings.ToLower(strings.TrimPrefix(m.GetState().String(), "MEMBER_STATE_"))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\n", name, state, m.GetGrpcAddress(), m.GetGossipAddress(), m.GetVersion())
+	}
+	return tw.Flush()
+}
+
+func listSessions(ctx context.Context, c adminv1.AdminServiceClient, _ []string, out io.Writer, asJSON bool) error {
+	resp, err := c.ListSessions(ctx, &adminv1.ListSessionsRequest{})
+	if err != nil {
+		return fmt.Errorf("listing sessions: %w", err)
+	}
+	if asJSON {
+		return printJSON(out, resp)
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tAPP\tPRINCIPAL\tOWNER\tSTATUS\t")
+	for _, s := range resp.GetSessions() {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\n", s.GetId(), s.GetApp(), s.GetPrincipal(), s.GetOwnerNode(), s.GetStatus())
+	}
+	return tw.Flush()
+}
+
+func listTools(ctx context.Context, c adminv1.AdminServiceClient, args []string, out io.Writer, asJSON bool) error {
+	req := &adminv1.ListToolsRequest{}
+	if len(args) > 0 {
+		req.Session = args[0]
+	}
+	resp, err := c.ListTools(ctx, req)
+	if err != nil {
+		return fmt.Errorf("listing tools: %w", err)
+	}
+	if asJSON {
+		return printJSON(out, resp)
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tSESSION\tSENSITIVE\tDESCRIPTION\t")
+	for _, t := range resp.GetTools() {
+		fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t\n", t.GetName(), t.GetSession(), t.GetSensitive(), t.GetDescription())
+	}
+	return tw.Flush()
+}
+
+func listConns(ctx context.Context, c adminv1.AdminServiceClient, _ []string, out io.Writer, asJSON bool) error {
+	resp, err := c.ListConnections(ctx, &adminv1.ListConnectionsRequest{})
+	if err != nil {
+		return fmt.Errorf("listing connections: %w", err)
+	}
+	if asJSON {
+		return printJSON(out, resp)
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tHOME\tPRINCIPAL\tPROTOCOL\tTRANSPORT\t")
+	for _, x := range resp.GetConnections() {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\n", x.GetId(), x.GetHomeNode(), x.GetPrincipal(), x.GetProtocolVersion(), x.GetTransport())
+	}
+	return tw.Flush()
+}
+
+func stopSession(ctx context.Context, c adminv1.AdminServiceClient, args []string, out io.Writer, _ bool) error {
+	if len(args) != 1 {
+		return errors.New("stop-session needs exactly one session id")
+	}
+	if _, err := c.StopSession(ctx, &adminv1.StopSessionRequest{Id: args[0]}); err != nil {
+		return fmt.Errorf("stopping session %s: %w", args[0], err)
+	}
+	fmt.Fprintf(out, "stopped %s\n", args[0])
+	return nil
+}
+
+func drain(ctx context.Context, c adminv1.AdminServiceClient, _ []string, out io.Writer, _ bool) error {
+	resp, err := c.Drain(ctx, &adminv1.DrainRequest{})
+	if err != nil {
+		return fmt.Errorf("draining: %w", err)
+	}
+	fmt.Fprintf(out, "draining; %d sessions stopped\n", resp.GetSessionsStopped())
+	return nil
+}
+
+func watch(ctx context.Context, c adminv1.AdminServiceClient, _ []string, out io.Writer, asJSON bool) error {
+	stream, err := c.WatchEvents(ctx, &adminv1.WatchEventsRequest{})
+	if err != nil {
+		return fmt.Errorf("watching events: %w", err)
+	}
+	for {
+		ev, err := stream.Recv()
+		if err != nil {
+			if errors.Is(err, io.EOF) || ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("watching events: %w", err)
+		}
+		if asJSON {
+			b, _ := json.Marshal(map[string]string{"time": ev.GetTime().AsTime().Format(time.RFC3339Nano), "kind": ev.GetKind(), "key": ev.GetKey(), "change": ev.GetChange(), "detail": ev.GetDetail()})
+			fmt.Fprintln(out, string(b))
+			continue
+		}
+		fmt.Fprintf(out, "%s %-10s %-8s %s %s\n", ev.GetTime().AsTime().Format(time.TimeOnly), ev.GetKind(), ev.GetChange(), ev.GetKey(), ev.GetDetail())
+	}
+}

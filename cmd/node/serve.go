@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/mcpswarm/mcpswarm"
+)
+
+// serveFlags binds `mcpswarm serve`'s flags to a Config.
+func serveFlags(cfg *mcpswarm.Config, logFormat, logLevel, configFile *string) *flag.FlagSet {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.StringVar(configFile, "config", "", "YAML file of settings (keys are these flag names); precedence: flag > MCPSWARM_<FLAG> > file > default")
+	fs.StringVar(&cfg.Name, "name", cfg.Name, "node name, stable across restarts (the pod name in Kubernetes)")
+	fs.StringVar(&cfg.HTTPAddr, "http", cfg.HTTPAddr, "HTTP listen address: MCP (/mcp, /sse), /healthz, /readyz, /metrics")
+	fs.StringVar(&cfg.GRPCAddr, "grpc", cfg.GRPCAddr, "gRPC listen address: peer and admin APIs, gRPC health")
+	fs.StringVar(&cfg.GossipAddr, "gossip", cfg.GossipAddr, "memberlist gossip bind address (TCP and UDP)")
+	fs.StringVar(&cfg.Advertise, "advertise", cfg.Advertise, "host other nodes use to reach this one (default: the bind hosts)")
+	fs.Var(listValue{&cfg.Join}, "join", "comma-separated gossip addresses of nodes to join, or dns:NAME for a Kubernetes headless Service")
+	fs.StringVar(&cfg.DataDir, "data-dir", "", "directory of the node's bbolt file (default ./data/<name>)")
+	fs.StringVar(&cfg.PolicyFile, "policy", "", "authorization policy file (YAML); required on a network address unless --dev")
+	fs.BoolVar(&cfg.Dev, "dev", false, "development mode: built-in allow-all policy and public cluster key; loopback addresses only")
+	fs.BoolVar(&cfg.Stdio, "stdio", false, "serve MCP over standard input and output (logs go to stderr)")
+	fs.StringVar(&cfg.ClusterKeyFile, "cluster-key-file", "", "file holding the cluster key (base64 of 32 bytes; see `mcpswarm keygen`)")
+	fs.Var(listValue{&cfg.Startable}, "startable", "comma-separated apps clients may start (default: the demo apps)")
+	fs.BoolVar(&cfg.Conformance, "conformance", false, "also register the MCP conformance suite's fixture tools, resources and prompts")
+	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", cfg.ShutdownTimeout, "how long in-flight calls may take at shutdown")
+	fs.DurationVar(&cfg.DeadGrace, "dead-grace", cfg.DeadGrace, "how long a dead node's sessions stay hidden before they are deleted")
+	fs.StringVar(logFormat, "log-format", "auto", "log format: text, json, or auto (text on a terminal, else json)")
+	fs.StringVar(logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	return fs
+}
+
+func runServe(ctx context.Context, args []string, env environment) int {
+	cfg := mcpswarm.DefaultConfig()
+	var logFormat, logLevel, configFile string
+	fs := serveFlags(&cfg, &logFormat, &logLevel, &configFile)
+	fs.SetOutput(env.stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(env.stderr, "Usage: mcpswarm serve [flags]\n\nRuns a node. Every flag may also come from MCPSWARM_<FLAG> (e.g. MCPSWARM_DATA_DIR)\nor from the --config YAML file; precedence: flag > environment > file > default.\n\nFlags:")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(env.stderr, "mcpswarm serve: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	if err := (settings{fs: fs, getenv: env.getenv}).resolve(); err != nil {
+		fmt.Fprintf(env.stderr, "mcpswarm serve: %v\n", err)
+		return 2
+	}
+	if cfg.DataDir == "" {
+		cfg.DataDir = filepath.Join("data", cfg.Name)
+	}
+	cfg.Version = mcpswarm.Version()
+
+	logOut := env.stderr
+	logger, err := newLogger(logOut, logFormat, logLevel)
+	if err != nil {
+		fmt.Fprintf(env.stderr, "mcpswarm serve: %v\n", err)
+		return 2
+	}
+
+	ctx, stop := signalContext(ctx, logger)
+	defer stop()
+
+	node, err := mcpswarm.NewNode(cfg, mcpswarm.WithLogger(logger), mcpswarm.WithStdio(env.stdin, env.stdout))
+	if err != nil {
+		fmt.Fprintf(env.stderr, "mcpswarm serve: %v\n", err)
+		return 1
+	}
+	if err := node.Run(ctx); err != nil {
+		fmt.Fprintf(env.stderr, "mcpswarm serve: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// signalContext is cancelled by the first SIGINT or SIGTERM, which starts a
+// graceful shutdown; a second signal exits at once.
+func signalContext(parent context.Context, logger *slog.Logger) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(parent)
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case s := <-sigs:
+			logger.Info("shutting down (send the signal again to force exit)", "signal", s.String())
+			cancel()
+		case <-done:
+			return
+		}
+		select {
+		case s := <-sigs:
+			logger.Error("forced exit", "signal", s.String())
+			os.Exit(130)
+		case <-done:
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(sigs)
+		close(done)
+		cancel()
+	}
+}
+
+func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level: %q is not one of debug, info, warn, error", level)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "auto":
+		if f, ok := w.(*os.File); ok && isTerminal(f) {
+			return slog.New(slog.NewTextHandler(w, opts)), nil
+		}
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	default:
+		return nil, fmt.Errorf("--log-format: %q is not one of text, json, auto", format)
+	}
+}
+
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

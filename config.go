@@ -1,0 +1,240 @@
+package mcpswarm
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is everything a node needs to start. cmd/node fills it from flags,
+// MCPSWARM_* environment variables and a YAML file; embedders fill it in Go.
+type Config struct {
+	// Name is the node's stable name (the pod name in Kubernetes).
+	Name string
+	// HTTPAddr serves MCP, /healthz, /readyz and /metrics.
+	HTTPAddr string
+	// GRPCAddr serves the peer and admin APIs.
+	GRPCAddr string
+	// GossipAddr is memberlist's bind address (TCP and UDP).
+	GossipAddr string
+	// Advertise is the host peers should use to reach this node; empty means
+	// the host of each bind address.
+	Advertise string
+	// Join lists seed gossip addresses, or "dns:NAME" for a headless Service.
+	Join []string
+	// DataDir holds the node's bbolt file.
+	DataDir string
+	// PolicyFile is the operator's authorization policy (YAML).
+	PolicyFile string
+	// Dev selects the built-in development policy (allow all) and, without a
+	// key file, the public development cluster key. Loopback only.
+	Dev bool
+	// Stdio serves MCP over standard input and output.
+	Stdio bool
+	// ClusterKeyFile holds the cluster's shared secret (see `mcpswarm keygen`).
+	ClusterKeyFile string
+	// Startable lists the apps clients may start; empty means the demo apps.
+	Startable []string
+	// Conformance registers the MCP conformance suite's fixture tools,
+	// resources and prompts on top of the normal surface.
+	Conformance bool
+	// ShutdownTimeout bounds how long in-flight work may take at shutdown.
+	ShutdownTimeout time.Duration
+	// DeadGrace is how long a dead node's entries stay hidden before they are
+	// deleted.
+	DeadGrace time.Duration
+	// Version is reported in member metadata and `mcpswarm version`.
+	Version string
+}
+
+// DefaultConfig returns the defaults documented on each flag.
+func DefaultConfig() Config {
+	host, _ := os.Hostname()
+	if host == "" {
+		host = "node"
+	}
+	return Config{
+		Name:            host,
+		HTTPAddr:        "127.0.0.1:8080",
+		GRPCAddr:        "127.0.0.1:9090",
+		GossipAddr:      "127.0.0.1:7946",
+		ShutdownTimeout: 10 * time.Second,
+		DeadGrace:       30 * time.Second,
+	}
+}
+
+// FieldError is a configuration error that names the setting at fault, so
+// the operator sees one line saying which flag to fix and why.
+type FieldError struct {
+	Flag string
+	Err  error
+}
+
+func (e *FieldError) Error() string { return "--" + e.Flag + ": " + e.Err.Error() }
+func (e *FieldError) Unwrap() error { return e.Err }
+
+func fieldErr(flag string, format string, args ...any) error {
+	return &FieldError{Flag: flag, Err: fmt.Errorf(format, args...)}
+}
+
+// Validate checks the configuration without touching the network. The first
+// problem found is returned as a *FieldError.
+func (c *Config) Validate() error {
+	if !validName(c.Name) {
+		return fieldErr("name", "%q is not a valid node name (1-64 of A-Z a-z 0-9 . _ -)", c.Name)
+	}
+	for _, a := range []struct{ flag, addr string }{{"http", c.HTTPAddr}, {"grpc", c.GRPCAddr}, {"gossip", c.GossipAddr}} {
+		if err := validAddr(a.addr); err != nil {
+			return &FieldError{Flag: a.flag, Err: err}
+		}
+	}
+	for _, j := range c.Join {
+		if strings.HasPrefix(j, "dns:") {
+			if len(j) == len("dns:") {
+				return fieldErr("join", "dns: needs a name, e.g. dns:mcpswarm-headless")
+			}
+			continue
+		}
+		if err := validAddr(j); err != nil {
+			return &FieldError{Flag: "join", Err: err}
+		}
+	}
+	if c.DataDir == "" {
+		return fieldErr("data-dir", "must not be empty")
+	}
+	if c.Dev {
+		for _, a := range []struct{ flag, addr string }{{"http", c.HTTPAddr}, {"grpc", c.GRPCAddr}, {"gossip", c.GossipAddr}, {"advertise", c.Advertise}} {
+			if a.addr == "" {
+				continue
+			}
+			if !isLoopback(a.addr) {
+				return fieldErr("dev", "refuses non-loopback address %s (--%s); use a policy file and a cluster key instead", a.addr, a.flag)
+			}
+		}
+	}
+	if !c.Dev && c.ClusterKeyFile == "" && (len(c.Join) > 0) {
+		return fieldErr("cluster-key-file", "joining a cluster needs the cluster key (write one with `mcpswarm keygen`), or --dev on loopback")
+	}
+	if c.ShutdownTimeout <= 0 {
+		return fieldErr("shutdown-timeout", "must be positive")
+	}
+	if c.DeadGrace <= 0 {
+		return fieldErr("dead-grace", "must be positive")
+	}
+	return nil
+}
+
+// ClusterKey returns the cluster key from the key file, or the development
+// key in --dev without one. dev reports whether the development key is used.
+func (c *Config) ClusterKey() (key []byte, dev bool, err error) {
+	if c.ClusterKeyFile != "" {
+		k, err := LoadClusterKey(c.ClusterKeyFile)
+		if err != nil {
+			return nil, false, &FieldError{Flag: "cluster-key-file", Err: err}
+		}
+		return k, false, nil
+	}
+	if c.Dev {
+		return DevClusterKey(), true, nil
+	}
+	// A single node without --dev and without a key still needs session-id
+	// sealing and gossip encryption: a per-process random key keeps both
+	// sound (ids do not survive a restart, and nobody can join).
+	text, err := GenerateClusterKey()
+	if err != nil {
+		return nil, false, err
+	}
+	k, err := ParseClusterKey(text)
+	return k, false, err
+}
+
+// CheckDataDir makes sure the data directory exists and is writable.
+func (c *Config) CheckDataDir() error {
+	if err := os.MkdirAll(c.DataDir, 0o750); err != nil {
+		return &FieldError{Flag: "data-dir", Err: fmt.Errorf("not writable: %w", unwrapPath(err))}
+	}
+	f, err := os.CreateTemp(c.DataDir, ".probe-*")
+	if err != nil {
+		return &FieldError{Flag: "data-dir", Err: fmt.Errorf("not writable: %w", unwrapPath(err))}
+	}
+	name := f.Name()
+	_ = f.Close()
+	_ = os.Remove(name)
+	return nil
+}
+
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: %w", filepath.Clean(pe.Path), pe.Err)
+	}
+	return err
+}
+
+func validName(s string) bool {
+	if len(s) == 0 || len(s) > 64 {
+		return false
+	}
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '_', r == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func validAddr(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("invalid address %q: want host:port", addr)
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p < 0 || p > 65535 {
+		return fmt.Errorf("invalid address %q: port %q is not a number from 0 to 65535", addr, port)
+	}
+	if host == "" {
+		return nil
+	}
+	if net.ParseIP(host) == nil && !validHostname(host) {
+		return fmt.Errorf("invalid address %q: %q is neither an IP nor a host name", addr, host)
+	}
+	return nil
+}
+
+func validHostname(h string) bool {
+	if len(h) > 253 {
+		return false
+	}
+	for _, label := range strings.Split(h, ".") {
+		if label == "" || len(label) > 63 {
+			return false
+		}
+		for _, r := range label {
+			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// isLoopback reports whether addr (host:port or a bare host) names only the
+// loopback interface.
+func isLoopback(addr string) bool {
+	host := addr
+	if h, _, err := net.SplitHostPort(addr); err == nil {
+		host = h
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

@@ -1,0 +1,39 @@
+package mcpswarm
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+func promhttpHandler(reg *prometheus.Registry) http.Handler {
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})
+}
+
+// readyzBody is what /readyz answers: whether the node serves, and the
+// members it sees, so `curl /readyz` shows the cluster at a glance.
+type readyzBody struct {
+	Ready   bool           `json:"ready"`
+	Node    string         `json:"node"`
+	Reason  string         `json:"reason,omitempty"`
+	Members []readyzMember `json:"members,omitempty"`
+}
+
+type readyzMember struct {
+	Name  string `json:"name"`
+	State string `json:"state"`
+}
+
+func (n *Node) serveReadyz(w http.ResponseWriter, _ *http.Request) {
+	body := readyzBody{Node: n.cfg.Name, Ready: true, Members: n.readyMembers()}
+	status := http.StatusOK
+	if err := n.readiness(); err != nil {
+		body.Ready, body.Reason = false, err.Error()
+		status = http.StatusServiceUnavailable
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(body)
+}

@@ -1,0 +1,281 @@
+// Package mcpswarm is the node: it wires membership and replication
+// (cluster), the app runtime (session), authorization (authz) and the MCP
+// front (mcp) together, owns their lifecycle, and serves the HTTP and gRPC
+// listeners.
+package mcpswarm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/reflection"
+)
+
+// Option adjusts how a Node is built.
+type Option func(*options)
+
+type options struct {
+	logger *slog.Logger
+	stdin  io.Reader
+	stdout io.Writer
+}
+
+// WithLogger sets the node's logger (default: slog.Default()).
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+
+// WithStdio sets the streams served by --stdio.
+func WithStdio(in io.Reader, out io.Writer) Option {
+	return func(o *options) { o.stdin, o.stdout = in, out }
+}
+
+// component is one part of the node with a lifecycle. Components start in
+// order and stop in reverse; a failed start stops those already started.
+type component struct {
+	name  string
+	start func(ctx context.Context) error
+	stop  func(ctx context.Context) error
+}
+
+// Node is one mcpswarm process.
+type Node struct {
+	cfg  Config
+	opts options
+	log  *slog.Logger
+
+	metrics *prometheus.Registry
+	health  *health.Server
+	grpc    *grpc.Server
+	http    *http.Server
+	httpLn  net.Listener
+	grpcLn  net.Listener
+	mux     *http.ServeMux
+
+	parts   []component
+	started []component
+
+	readyMu sync.Mutex
+	readyFn []func() error
+
+	serveErr chan error
+}
+
+// NewNode validates cfg and builds a node. Nothing listens until Start.
+func NewNode(cfg Config, opts ...Option) (*Node, error) {
+	o := options{logger: slog.Default()}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	n := &Node{
+		cfg:      cfg,
+		opts:     o,
+		log:      o.logger.With("node", cfg.Name),
+		metrics:  prometheus.NewRegistry(),
+		health:   health.NewServer(),
+		mux:      http.NewServeMux(),
+		serveErr: make(chan error, 2),
+	}
+	n.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if err := n.build(); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// Run starts the node, serves until ctx is cancelled, then stops it within
+// the configured shutdown timeout.
+func (n *Node) Run(ctx context.Context) error {
+	if err := n.Start(ctx); err != nil {
+		return err
+	}
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case runErr = <-n.serveErr:
+		n.log.Error("listener failed", "err", runErr)
+	}
+	stopCtx, cancel := context.WithTimeout(context.Background(), n.cfg.ShutdownTimeout)
+	defer cancel()
+	if err := n.Stop(stopCtx); err != nil {
+		return errors.Join(runErr, err)
+	}
+	return runErr
+}
+
+// Start binds the listeners and starts every component in order. On failure
+// it stops what it started and returns one error naming what failed.
+func (n *Node) Start(ctx context.Context) error {
+	for _, c := range n.parts {
+		if err := c.start(ctx); err != nil {
+			err = fmt.Errorf("starting %s: %w", c.name, err)
+			stopCtx, cancel := context.WithTimeout(context.Background(), n.cfg.ShutdownTimeout)
+			defer cancel()
+			if serr := n.Stop(stopCtx); serr != nil {
+				err = fmt.Errorf("%w; additionally, stopping: %v", err, serr)
+			}
+			return err
+		}
+		n.started = append(n.started, c)
+	}
+	n.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	n.log.Info("node started", "http", n.HTTPAddr(), "grpc", n.GRPCAddr(), "version", n.cfg.Version)
+	return nil
+}
+
+// Stop stops the started components in reverse order.
+func (n *Node) Stop(ctx context.Context) error {
+	n.health.Shutdown()
+	var errs []error
+	for i := len(n.started) - 1; i >= 0; i-- {
+		c := n.started[i]
+		if c.stop == nil {
+			continue
+		}
+		if err := c.stop(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("stopping %s: %w", c.name, err))
+		}
+	}
+	n.started = nil
+	if len(errs) == 0 {
+		n.log.Info("node stopped")
+	}
+	return errors.Join(errs...)
+}
+
+// HTTPAddr is the bound HTTP address (useful with port 0).
+func (n *Node) HTTPAddr() string {
+	if n.httpLn == nil {
+		return ""
+	}
+	return n.httpLn.Addr().String()
+}
+
+// GRPCAddr is the bound gRPC address.
+func (n *Node) GRPCAddr() string {
+	if n.grpcLn == nil {
+		return ""
+	}
+	return n.grpcLn.Addr().String()
+}
+
+// onReady adds a readiness condition reported by /readyz.
+func (n *Node) onReady(check func() error) {
+	n.readyMu.Lock()
+	n.readyFn = append(n.readyFn, check)
+	n.readyMu.Unlock()
+}
+
+func (n *Node) readiness() error {
+	n.readyMu.Lock()
+	checks := append([]func() error(nil), n.readyFn...)
+	n.readyMu.Unlock()
+	for _, c := range checks {
+		if err := c(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// listen binds addr, naming the flag in the error.
+func listen(flagName, addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		var oe *net.OpError
+		if errors.As(err, &oe) && oe.Err != nil {
+			return nil, &FieldError{Flag: flagName, Err: fmt.Errorf("listen %s: %w", addr, unwrapSyscall(oe.Err))}
+		}
+		return nil, &FieldError{Flag: flagName, Err: err}
+	}
+	return ln, nil
+}
+
+func unwrapSyscall(err error) error {
+	var se interface{ Unwrap() error }
+	if errors.As(err, &se) {
+		if inner := se.Unwrap(); inner != nil {
+			return inner
+		}
+	}
+	return err
+}
+
+// listeners is the component that binds and serves HTTP and gRPC.
+func (n *Node) listeners() component {
+	return component{
+		name: "listeners",
+		start: func(context.Context) error {
+			var err error
+			if n.httpLn, err = listen("http", n.cfg.HTTPAddr); err != nil {
+				return err
+			}
+			if n.grpcLn, err = listen("grpc", n.cfg.GRPCAddr); err != nil {
+				_ = n.httpLn.Close()
+				return err
+			}
+			n.http = &http.Server{
+				Handler:           n.mux,
+				ReadHeaderTimeout: 10 * time.Second,
+				MaxHeaderBytes:    64 << 10,
+				ErrorLog:          slog.NewLogLogger(n.log.Handler(), slog.LevelWarn),
+			}
+			go func() {
+				if err := n.http.Serve(n.httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+					n.serveErr <- fmt.Errorf("http: %w", err)
+				}
+			}()
+			go func() {
+				if err := n.grpc.Serve(n.grpcLn); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+					n.serveErr <- fmt.Errorf("grpc: %w", err)
+				}
+			}()
+			return nil
+		},
+		stop: func(ctx context.Context) error {
+			var errs []error
+			if n.http != nil {
+				if err := n.http.Shutdown(ctx); err != nil {
+					errs = append(errs, fmt.Errorf("http: %w", err))
+					_ = n.http.Close()
+				}
+			}
+			if n.grpc != nil {
+				stopped := make(chan struct{})
+				go func() { n.grpc.GracefulStop(); close(stopped) }()
+				select {
+				case <-stopped:
+				case <-ctx.Done():
+					n.grpc.Stop()
+					<-stopped
+				}
+			}
+			return errors.Join(errs...)
+		},
+	}
+}
+
+// registerBase installs the endpoints every node has.
+func (n *Node) registerBase() {
+	n.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = io.WriteString(w, "ok\n")
+	})
+	n.mux.HandleFunc("GET /readyz", n.serveReadyz)
+	n.mux.Handle("GET /metrics", promhttpHandler(n.metrics))
+	healthpb.RegisterHealthServer(n.grpc, n.health)
+	reflection.Register(n.grpc)
+}
