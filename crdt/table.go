@@ -1,0 +1,306 @@
+package crdt
+
+import (
+	"encoding/binary"
+	"hash/maphash"
+	"slices"
+	"strings"
+	"unsafe"
+)
+
+// table holds one partition's entries compactly: each entry is encoded as
+// uvarint(seq) uvarint(len key) uvarint(len value) key value in an
+// append-only arena, and an open-addressing hash table (linear probing,
+// backward-shift deletion) maps keys to 32-bit arena references. A live entry
+// costs its key and value bytes, a few header bytes and 5 to 10 bytes of
+// table, instead of the ~60 bytes of a Go map of strings to structs.
+//
+// Arena bytes are never modified once written, so value slices handed out by
+// get and all stay valid and unchanged after later writes; compaction copies
+// live entries into fresh blocks and leaves the old ones to the collector.
+type table struct {
+	seed  maphash.Seed
+	ctrl  []uint8  // 0: empty slot; otherwise 1 + top bits of the key's hash
+	slots []uint32 // arena reference of the entry in each used slot
+	n     int      // live entries
+
+	blocks  [][]byte // small entries, blockSize bytes each at most
+	large   [][]byte // entries above largeEntry bytes, one allocation each
+	free    []uint32 // reusable indexes of large
+	live    int      // encoded bytes of live small entries
+	garbage int      // encoded bytes of replaced or removed small entries
+	// minGarbage is the garbage below which the arena is never compacted.
+	minGarbage int
+}
+
+const (
+	blockSize  = 64 << 10
+	largeEntry = 8 << 10
+	largeBit   = 1 << 31
+	maxBlocks  = 1 << 15 // block index and 16-bit offset fit below largeBit
+	minSlots   = 8
+	loadNum    = 4 // grow above loadNum/loadDen occupancy
+	loadDen    = 5
+)
+
+func newTable(seed maphash.Seed) *table { return &table{seed: seed, minGarbage: 4 * blockSize} }
+
+func (t *table) len() int { return t.n }
+
+// entryAt decodes the entry referenced by ref; the returned slices are
+// capped so callers cannot append into the arena.
+func (t *table) entryAt(ref uint32) (key, value []byte, seq uint64) {
+	if ref&largeBit != 0 {
+		return decodeEntry(t.large[ref&^largeBit])
+	}
+	return decodeEntry(t.blocks[ref>>16][ref&0xffff:])
+}
+
+func encodedSize(key string, value []byte, seq uint64) int {
+	return uvarintLen(seq) + uvarintLen(uint64(len(key))) + uvarintLen(uint64(len(value))) + len(key) + len(value)
+}
+
+func uvarintLen(x uint64) int {
+	n := 1
+	for x >= 0x80 {
+		x >>= 7
+		n++
+	}
+	return n
+}
+
+// store writes an entry into the arena and returns its reference.
+func (t *table) store(key string, value []byte, seq uint64) uint32 {
+	size := encodedSize(key, value, seq)
+	var dst []byte
+	var ref uint32
+	if size > largeEntry || (len(t.blocks) >= maxBlocks && !t.roomInLastBlock(size)) {
+		dst = make([]byte, 0, size)
+		if k := len(t.free); k > 0 {
+			ref = t.free[k-1]
+			t.free = t.free[:k-1]
+		} else {
+			ref = uint32(len(t.large)) | largeBit
+			t.large = append(t.large, nil)
+		}
+		dst = appendEntry(dst, key, value, seq)
+		t.large[ref&^largeBit] = dst
+		return ref
+	}
+	if !t.roomInLastBlock(size) {
+		t.blocks = append(t.blocks, make([]byte, 0, blockSize))
+	}
+	bi := len(t.blocks) - 1
+	blk := t.blocks[bi]
+	ref = uint32(bi)<<16 | uint32(len(blk))
+	t.blocks[bi] = appendEntry(blk, key, value, seq)
+	t.live += size
+	return ref
+}
+
+func (t *table) roomInLastBlock(size int) bool {
+	if len(t.blocks) == 0 {
+		return false
+	}
+	blk := t.blocks[len(t.blocks)-1]
+	return cap(blk)-len(blk) >= size
+}
+
+func appendEntry(dst []byte, key string, value []byte, seq uint64) []byte {
+	dst = binary.AppendUvarint(dst, seq)
+	dst = binary.AppendUvarint(dst, uint64(len(key)))
+	dst = binary.AppendUvarint(dst, uint64(len(value)))
+	dst = append(dst, key...)
+	return append(dst, value...)
+}
+
+// release accounts for an entry that is no longer referenced.
+func (t *table) release(ref uint32) {
+	if ref&largeBit != 0 {
+		t.large[ref&^largeBit] = nil
+		t.free = append(t.free, ref)
+		return
+	}
+	k, v, s := t.entryAt(ref)
+	size := uvarintLen(s) + uvarintLen(uint64(len(k))) + uvarintLen(uint64(len(v))) + len(k) + len(v)
+	t.live -= size
+	t.garbage += size
+}
+
+func (t *table) hash(key string) (uint64, uint8) {
+	h := maphash.String(t.seed, key)
+	return h, uint8(h>>57) + 1
+}
+
+// find returns the slot holding key, or -1.
+func (t *table) find(key string) int {
+	if t.n == 0 {
+		return -1
+	}
+	h, fp := t.hash(key)
+	mask := len(t.slots) - 1
+	for i := int(h) & mask; ; i = (i + 1) & mask {
+		c := t.ctrl[i]
+		if c == 0 {
+			return -1
+		}
+		if c == fp {
+			if k, _, _ := t.entryAt(t.slots[i]); string(k) == key {
+				return i
+			}
+		}
+	}
+}
+
+// get returns the value and seq stored for key.
+func (t *table) get(key string) ([]byte, uint64, bool) {
+	i := t.find(key)
+	if i < 0 {
+		return nil, 0, false
+	}
+	_, v, s := t.entryAt(t.slots[i])
+	return v, s, true
+}
+
+// set stores key -> (value, seq), replacing any previous entry.
+func (t *table) set(key string, value []byte, seq uint64) {
+	if i := t.find(key); i >= 0 {
+		old := t.slots[i]
+		t.slots[i] = t.store(key, value, seq)
+		t.release(old)
+		t.maybeCompact()
+		return
+	}
+	if (t.n+1)*loadDen > len(t.slots)*loadNum {
+		t.grow()
+	}
+	h, fp := t.hash(key)
+	mask := len(t.slots) - 1
+	i := int(h) & mask
+	for t.ctrl[i] != 0 {
+		i = (i + 1) & mask
+	}
+	t.ctrl[i] = fp
+	t.slots[i] = t.store(key, value, seq)
+	t.n++
+}
+
+// del removes key; it reports whether it was present.
+func (t *table) del(key string) bool {
+	i := t.find(key)
+	if i < 0 {
+		return false
+	}
+	t.release(t.slots[i])
+	t.n--
+	// Backward-shift deletion: move later members of the probe run into the
+	// hole when their home slot allows it, so no tombstones are needed.
+	mask := len(t.slots) - 1
+	hole := i
+	for j := (i + 1) & mask; t.ctrl[j] != 0; j = (j + 1) & mask {
+		k, _, _ := t.entryAt(t.slots[j])
+		home := int(maphash.Bytes(t.seed, k)) & mask
+		// j may move to hole when home is not in the cyclic range (hole, j].
+		if (j > hole && (home <= hole || home > j)) || (j < hole && home <= hole && home > j) {
+			t.ctrl[hole], t.slots[hole] = t.ctrl[j], t.slots[j]
+			hole = j
+		}
+	}
+	t.ctrl[hole], t.slots[hole] = 0, 0
+	t.maybeCompact()
+	return true
+}
+
+func (t *table) grow() {
+	size := max(minSlots, len(t.slots)*2)
+	for t.n*loadDen >= size*loadNum {
+		size *= 2
+	}
+	oldCtrl, oldSlots := t.ctrl, t.slots
+	t.ctrl = make([]uint8, size)
+	t.slots = make([]uint32, size)
+	mask := size - 1
+	for i, c := range oldCtrl {
+		if c == 0 {
+			continue
+		}
+		k, _, _ := t.entryAt(oldSlots[i])
+		j := int(maphash.Bytes(t.seed, k)) & mask
+		for t.ctrl[j] != 0 {
+			j = (j + 1) & mask
+		}
+		t.ctrl[j], t.slots[j] = c, oldSlots[i]
+	}
+}
+
+// maybeCompact rewrites the small entries into fresh blocks once the
+// garbage outweighs the live bytes, which bounds the arena at about twice
+// the live data.
+func (t *table) maybeCompact() {
+	if t.garbage < t.minGarbage || t.garbage < t.live {
+		return
+	}
+	old := t.blocks
+	t.blocks, t.live, t.garbage = nil, 0, 0
+	for i, c := range t.ctrl {
+		if c == 0 || t.slots[i]&largeBit != 0 {
+			continue
+		}
+		ref := t.slots[i]
+		blk := old[ref>>16]
+		k, v, s := decodeEntry(blk[ref&0xffff:])
+		t.slots[i] = t.store(unsafeString(k), v, s)
+	}
+}
+
+func decodeEntry(b []byte) (key, value []byte, seq uint64) {
+	seq, n1 := binary.Uvarint(b)
+	kl, n2 := binary.Uvarint(b[n1:])
+	vl, n3 := binary.Uvarint(b[n1+n2:])
+	off := n1 + n2 + n3
+	key = b[off : off+int(kl) : off+int(kl)]
+	off += int(kl)
+	return key, b[off : off+int(vl) : off+int(vl)], seq
+}
+
+// tableEntry is one entry seen through the arena: the slices alias it.
+type tableEntry struct {
+	key   []byte
+	value []byte
+	seq   uint64
+}
+
+// sorted returns every entry ordered by key.
+func (t *table) sorted() []tableEntry {
+	out := make([]tableEntry, 0, t.n)
+	for i, c := range t.ctrl {
+		if c == 0 {
+			continue
+		}
+		k, v, s := t.entryAt(t.slots[i])
+		out = append(out, tableEntry{key: k, value: v, seq: s})
+	}
+	slices.SortFunc(out, func(a, b tableEntry) int { return strings.Compare(unsafeString(a.key), unsafeString(b.key)) })
+	return out
+}
+
+// each calls fn for every entry in table order (not sorted).
+func (t *table) each(fn func(tableEntry)) {
+	for i, c := range t.ctrl {
+		if c == 0 {
+			continue
+		}
+		k, v, s := t.entryAt(t.slots[i])
+		fn(tableEntry{key: k, value: v, seq: s})
+	}
+}
+
+// unsafeString views b as a string without copying. Only used on arena
+// bytes, which are never modified after they are written, and never for a
+// string that outlives the call it is made for.
+func unsafeString(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
+}
