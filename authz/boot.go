@@ -1,0 +1,108 @@
+package authz
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+)
+
+// BootConfig is what CheckBoot needs to know about a node about to start.
+type BootConfig struct {
+	// Guard is the node's guard; nil when an embedder passed none.
+	Guard *Guard
+	// NetworkTransports is true when SSE or Streamable HTTP is served.
+	NetworkTransports bool
+	// Dev is true under --dev (the built-in allow-all development policy).
+	Dev bool
+	// ListenAddrs are the host:port addresses the network transports bind.
+	ListenAddrs []string
+	// SensitiveStaticTools are the static tools annotated destructiveHint or
+	// sensitive.
+	SensitiveStaticTools []string
+}
+
+// CheckBoot applies the boot gates and returns the first refusal as a
+// one-line error naming the missing setting, or nil:
+//
+//   - --dev binds only loopback addresses;
+//   - a network transport needs a guard whose tool and read policies were
+//     both configured by an operator or embedder (a framework default never
+//     counts; an explicit empty rule list does);
+//   - a static tool annotated destructiveHint or sensitive needs an
+//     authorizer to exist at all.
+//
+// stdio alone is exempt from the network gate.
+func CheckBoot(c BootConfig) error {
+	if c.Dev {
+		for _, addr := range c.ListenAddrs {
+			loop, err := isLoopback(addr)
+			if err != nil {
+				return fmt.Errorf("--dev: cannot tell whether address %q is loopback: %w", addr, err)
+			}
+			if !loop {
+				return fmt.Errorf("--dev: refuses non-loopback address %s", addr)
+			}
+		}
+	}
+	g := c.Guard
+	if g != nil && (g.Tools == nil || g.Reads == nil) {
+		missing := "tool"
+		if g.Tools != nil {
+			missing = "read"
+		} else if g.Reads == nil {
+			missing = "tool and read"
+		}
+		return fmt.Errorf("--policy: guard %q has no %s authorizer", g.Name, missing)
+	}
+	if c.NetworkTransports {
+		switch {
+		case g == nil:
+			return fmt.Errorf("--policy: a network transport needs an operator-configured tool and read policy (no authorizer was given)")
+		case g.ToolsSource != SourceConfigured && g.ReadsSource != SourceConfigured:
+			if g.Name != DefaultGuardName {
+				return fmt.Errorf("--policy: a network transport needs an operator-configured tool and read policy (policy %q has neither a tools: nor a reads: section)", g.Name)
+			}
+			return fmt.Errorf("--policy: a network transport needs an operator-configured tool and read policy (got the framework default)")
+		case g.ToolsSource != SourceConfigured:
+			return fmt.Errorf("--policy: a network transport needs an operator-configured tool policy (policy %q has no tools: section)", g.Name)
+		case g.ReadsSource != SourceConfigured:
+			return fmt.Errorf("--policy: a network transport needs an operator-configured read policy (policy %q has no reads: section)", g.Name)
+		}
+	}
+	if g == nil && len(c.SensitiveStaticTools) > 0 {
+		if len(c.SensitiveStaticTools) == 1 {
+			return fmt.Errorf("--policy: sensitive tool %q needs an authorizer and none was given", c.SensitiveStaticTools[0])
+		}
+		return fmt.Errorf("--policy: sensitive tools %s need an authorizer and none was given", strings.Join(quoteAll(c.SensitiveStaticTools), ", "))
+	}
+	return nil
+}
+
+func quoteAll(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = fmt.Sprintf("%q", s)
+	}
+	return out
+}
+
+// isLoopback reports whether every address a listener on addr binds is a
+// loopback address. An empty or unspecified host binds every interface.
+func isLoopback(addr string) (bool, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false, err
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true, nil
+	}
+	if host == "" {
+		return false, nil
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return false, fmt.Errorf("host %q is neither an IP address nor localhost", host)
+	}
+	return ip.Unmap().IsLoopback(), nil
+}
