@@ -105,7 +105,7 @@ func (v *jwtVerifier) keyFor(t *jwt.Token) (any, error) {
 }
 
 // jwt parses the policy's jwt section and loads its key material.
-func (r *nodeReader) jwt(n *yaml.Node, dir string, readFile readFileFunc) (*jwtVerifier, error) {
+func (r *nodeReader) jwt(key, n *yaml.Node, dir string, readFile readFileFunc) (*jwtVerifier, error) {
 	fields, err := r.mapping(n, "jwt", "issuer", "audience", "leeway", "hs256_secret_file", "public_keys", "jwks_file")
 	if err != nil {
 		return nil, err
@@ -147,13 +147,13 @@ func (r *nodeReader) jwt(n *yaml.Node, dir string, readFile readFileFunc) (*jwtV
 		}
 	}
 	if v.issuer == "" {
-		return nil, r.errf(n, "jwt needs issuer")
+		return nil, r.errf(key, "jwt needs issuer")
 	}
 	if len(v.audiences) == 0 {
-		return nil, r.errf(n, "jwt needs audience")
+		return nil, r.errf(key, "jwt needs audience")
 	}
 	if source == nil {
-		return nil, r.errf(n, "jwt needs one key source: hs256_secret_file, public_keys or jwks_file")
+		return nil, r.errf(key, "jwt needs one key source: hs256_secret_file, public_keys or jwks_file")
 	}
 	if v.keys, err = r.jwtKeys(source, dir, readFile); err != nil {
 		return nil, err

@@ -145,7 +145,7 @@ func parsePolicy(file string, data []byte, dir string, readFile readFileFunc) (*
 		case "tokens":
 			p.tokens, err = r.tokens(f.value)
 		case "jwt":
-			p.jwt, err = r.jwt(f.value, dir, readFile)
+			p.jwt, err = r.jwt(f.keyN, f.value, dir, readFile)
 		case "roles":
 			p.roles, err = r.roleMap(f.value)
 		case "tools":
