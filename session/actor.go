@@ -1,0 +1,256 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+
+	"github.com/sony/gobreaker/v2"
+	"gomodules.xyz/jsonpatch/v2"
+)
+
+// request is one message to a session's actor; reply is buffered so the
+// actor never blocks on a caller that gave up.
+type request struct {
+	ctx   context.Context
+	tool  string
+	args  map[string]any
+	key   *Key
+	reply chan reply
+}
+
+type reply struct {
+	res Result
+	// fault marks an outcome that counts against the tool's circuit breaker.
+	fault bool
+}
+
+// rendered is everything derived from one model.
+type rendered struct {
+	model     Model
+	modelJSON json.RawMessage
+	view      Node
+	derived   Derivation
+	resources map[string]json.RawMessage // widgets, model/<key>; context is added at commit
+}
+
+// actor is a running session: one goroutine applies its messages in order.
+type actor struct {
+	info    Info
+	app     App
+	projs   []Projection
+	mgr     *Manager
+	mailbox chan *request
+	quit    chan struct{}
+	done    chan struct{}
+
+	mu        sync.RWMutex // guards the published state below
+	model     Model
+	modelJSON json.RawMessage
+	view      Node
+	tools     *sticky
+	resources map[string]json.RawMessage
+
+	bmu      sync.Mutex
+	breakers map[string]*gobreaker.TwoStepCircuitBreaker[struct{}]
+
+	warned map[string]bool // actor goroutine only (and start, before it runs)
+}
+
+// render computes the view, tools and resources of m, recovering panics in
+// the app's View and projections.
+func (a *actor) render(m Model) (r rendered, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("rendering view: panic: %v", p)
+		}
+	}()
+	r.model = m
+	if r.modelJSON, err = json.Marshal(m); err != nil {
+		return r, fmt.Errorf("encoding model: %w", err)
+	}
+	r.view = a.app.View(m)
+	r.derived = Derive(a.info.ID, r.view)
+	if r.resources, err = project(a.projs, m); err != nil {
+		return r, err
+	}
+	w, err := json.Marshal(WidgetTree(r.view))
+	if err != nil {
+		return r, fmt.Errorf("encoding widgets: %w", err)
+	}
+	r.resources[ResourceWidgets] = w
+	return r, nil
+}
+
+// commit publishes r and returns the events it causes.
+func (a *actor) commit(r rendered) []Event {
+	for _, w := range r.derived.Warnings {
+		if s := w.String(); !a.warned[s] {
+			a.warned[s] = true
+			a.mgr.log.Warn("deriving tools", "session", a.info.ID, "widget", w.Widget, "action", w.Action, "reason", w.Reason)
+		}
+	}
+	a.mu.Lock()
+	changed := a.tools.add(r.derived.Tools)
+	ctxDoc, err := contextDoc(a.info, r.resources, r.resources[ResourceWidgets], a.tools.tools)
+	if err != nil {
+		a.mgr.log.Warn("building context resource", "session", a.info.ID, "err", err)
+	} else {
+		r.resources[ResourceContext] = ctxDoc
+	}
+	old := a.resources
+	a.model, a.modelJSON, a.view, a.resources = r.model, r.modelJSON, r.view, r.resources
+	a.mu.Unlock()
+
+	var evs []Event
+	if changed {
+		evs = append(evs, Event{Kind: ToolsChanged, Session: a.info.ID, Principal: a.info.Principal})
+	}
+	if old == nil || !a.mgr.hasSubscribers() {
+		return evs
+	}
+	for _, name := range sortedKeys(r.resources) {
+		prev, ok := old[name]
+		cur := r.resources[name]
+		if ok && string(prev) == string(cur) {
+			continue
+		}
+		if !ok {
+			prev = []byte("null")
+		}
+		ev := Event{Kind: ResourceChanged, Session: a.info.ID, Principal: a.info.Principal, Resource: name}
+		if ops, err := jsonpatch.CreatePatch(prev, cur); err == nil {
+			ev.Patch, _ = json.Marshal(ops)
+		}
+		evs = append(evs, ev)
+	}
+	return evs
+}
+
+func sortedKeys(m map[string]json.RawMessage) []string {
+	return slices.Sorted(maps.Keys(m))
+}
+
+// run is the actor loop. It exits when quit is closed, answering anything
+// left in the mailbox with ErrNotRunning.
+func (a *actor) run() {
+	defer close(a.done)
+	for {
+		select {
+		case <-a.quit:
+			for {
+				select {
+				case r := <-a.mailbox:
+					r.reply <- reply{res: errorResult(fmt.Errorf("session `%s`: %w", a.info.ID, ErrNotRunning))}
+				default:
+					return
+				}
+			}
+		case r := <-a.mailbox:
+			r.reply <- a.handle(r)
+		}
+	}
+}
+
+func (a *actor) handle(r *request) reply {
+	if err := r.ctx.Err(); err != nil {
+		return reply{res: errorResult(fmt.Errorf("call abandoned before it ran: %w", err))}
+	}
+	if r.key != nil {
+		return a.apply(r.ctx, KeyPress{Key: *r.key}, "key")
+	}
+	t, ok := a.tools.get(r.tool) // only this goroutine writes tools
+	if !ok {
+		return reply{res: errorResult(fmt.Errorf("session `%s` has no tool `%s`", a.info.ID, r.tool))}
+	}
+	if t.Action == "discover_tools" && t.Widget == "" {
+		return reply{res: discoverResult(a.tools.tools, r.args)}
+	}
+	out, err := Invoke(a.view, t, r.args)
+	if err != nil {
+		return reply{res: errorResult(err)}
+	}
+	if !t.Sensitive {
+		return reply{res: valueResult(out.Value)}
+	}
+	rep := a.apply(r.ctx, out.Msg, t.Action)
+	if !rep.res.IsError {
+		rep.res.Text = fmt.Sprintf("%s applied to widget `%s`", t.Action, t.Widget)
+	}
+	return rep
+}
+
+// apply runs Update with msg, re-renders, snapshots and publishes. An error
+// or panic in the app leaves the session's model unchanged.
+func (a *actor) apply(ctx context.Context, msg Msg, what string) reply {
+	m, err := a.update(ctx, msg)
+	if err != nil {
+		return reply{res: errorResult(fmt.Errorf("%s: %w", what, err)), fault: true}
+	}
+	r, err := a.render(m)
+	if err != nil {
+		return reply{res: errorResult(fmt.Errorf("%s: %w", what, err)), fault: true}
+	}
+	evs := a.commit(r)
+	a.mgr.save(a)
+	a.mgr.emit(evs...)
+	return reply{}
+}
+
+func (a *actor) update(ctx context.Context, msg Msg) (m Model, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("update panicked: %v", p)
+			a.mgr.log.Error("update panicked", "session", a.info.ID, "app", a.info.App, "panic", fmt.Sprint(p))
+		}
+	}()
+	a.mu.RLock()
+	cur := a.model
+	a.mu.RUnlock()
+	if cu, ok := a.app.(ContextUpdater); ok {
+		m, err = cu.UpdateContext(ctx, cur, msg)
+	} else {
+		m, err = a.app.Update(cur, msg)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("update: %w", err)
+	}
+	return m, nil
+}
+
+// snapshot returns the session's snapshot.
+func (a *actor) snapshot() Snapshot {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	return Snapshot{Info: a.info, Model: a.modelJSON, Tools: append([]Tool(nil), a.tools.tools...)}
+}
+
+// breaker returns the circuit breaker of tool, creating it on first use.
+func (a *actor) breaker(tool string) *gobreaker.TwoStepCircuitBreaker[struct{}] {
+	a.bmu.Lock()
+	defer a.bmu.Unlock()
+	if b, ok := a.breakers[tool]; ok {
+		return b
+	}
+	if a.breakers == nil {
+		a.breakers = map[string]*gobreaker.TwoStepCircuitBreaker[struct{}]{}
+	}
+	b := gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{
+		Name:        tool,
+		MaxRequests: 1,
+		Timeout:     a.mgr.cfg.BreakerTimeout,
+		ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= uint32(a.mgr.cfg.BreakerFaults) },
+		IsExcluded:  func(err error) bool { return errors.Is(err, errNotCounted) },
+	})
+	a.breakers[tool] = b
+	return b
+}
+
+var (
+	errFault      = errors.New("fault")
+	errNotCounted = errors.New("not counted")
+)

@@ -1,0 +1,189 @@
+package session
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+)
+
+// Tool is a derived tool definition, transport-neutral.
+type Tool struct {
+	// Name is "<session>.<widget>.<action>" or "<session>.discover_tools".
+	Name                    string
+	Session, Widget, Action string
+	// Kind is the widget kind, e.g. "button" ("" for discover_tools).
+	Kind        string
+	Description string
+	// InputSchema is a sanitised JSON Schema object.
+	InputSchema json.RawMessage
+	// ReadOnly marks read actions.
+	ReadOnly bool
+	// Sensitive marks write actions: they never run without an authorizer.
+	Sensitive bool
+	// Destructive marks writes that destroy data (destructiveHint).
+	Destructive bool
+}
+
+// Equal reports whether two tool definitions are identical.
+func (t Tool) Equal(o Tool) bool {
+	return t.Name == o.Name && t.Session == o.Session && t.Widget == o.Widget && t.Action == o.Action &&
+		t.Kind == o.Kind && t.Description == o.Description && bytes.Equal(t.InputSchema, o.InputSchema) &&
+		t.ReadOnly == o.ReadOnly && t.Sensitive == o.Sensitive && t.Destructive == o.Destructive
+}
+
+// Warning reports a widget or action that derived no tool, and why.
+type Warning struct {
+	Widget, Action, Reason string
+}
+
+func (w Warning) String() string {
+	if w.Action == "" {
+		return fmt.Sprintf("widget %q: %s", w.Widget, w.Reason)
+	}
+	return fmt.Sprintf("widget %q action %q: %s", w.Widget, w.Action, w.Reason)
+}
+
+// Derivation is the result of deriving a view's tools: the tools in view
+// order (the first widget with a given id and action wins) and warnings for
+// what was refused.
+type Derivation struct {
+	Tools    []Tool
+	Warnings []Warning
+}
+
+// Derive walks view and derives the tools of every ToolProvider with a valid
+// id that is not excluded. It is pure: no I/O, no clocks. A session id that
+// is not valid derives nothing and one warning.
+func Derive(session string, view Node) Derivation {
+	var d Derivation
+	if !ValidID(session) {
+		d.Warnings = append(d.Warnings, Warning{Reason: fmt.Sprintf("session id %q is not 1-32 characters of [A-Za-z0-9_-]; no tools derived", Sanitize(session))})
+		return d
+	}
+	seen := map[string]bool{}
+	walk(view, func(n Node) {
+		deriveNode(session, n, seen, &d)
+	})
+	return d
+}
+
+// Merge returns the tools of a followed by those of b not named in a: the
+// derivation of a view whose parts derived a and b, in that order.
+func Merge(a, b []Tool) []Tool {
+	out := make([]Tool, 0, len(a)+len(b))
+	seen := make(map[string]bool, len(a)+len(b))
+	for _, ts := range [][]Tool{a, b} {
+		for _, t := range ts {
+			if !seen[t.Name] {
+				seen[t.Name] = true
+				out = append(out, t)
+			}
+		}
+	}
+	return out
+}
+
+// walk visits n and its descendants depth-first, in order. Nil nodes are
+// skipped.
+func walk(n Node, visit func(Node)) {
+	if n == nil {
+		return
+	}
+	visit(n)
+	if c, ok := n.(Container); ok {
+		for _, ch := range c.Children() {
+			walk(ch, visit)
+		}
+	}
+}
+
+func deriveNode(session string, n Node, seen map[string]bool, d *Derivation) {
+	p, ok := n.(ToolProvider)
+	if !ok {
+		return
+	}
+	if ex, ok := n.(Excluder); ok && ex.Excluded() {
+		return
+	}
+	id := p.WidgetID()
+	acts := p.Actions()
+	if len(acts) == 0 {
+		return
+	}
+	if !ValidID(id) {
+		d.Warnings = append(d.Warnings, Warning{Widget: Sanitize(id), Reason: "widget id is not 1-32 characters of [A-Za-z0-9_-]; no tools derived"})
+		return
+	}
+	kind := Sanitize(p.Kind())
+	for _, a := range acts {
+		if !ValidAction(a.Name) {
+			d.Warnings = append(d.Warnings, Warning{Widget: id, Action: Sanitize(a.Name), Reason: "action name does not match ^[a-z][a-z0-9_]{0,31}$; no tool derived"})
+			continue
+		}
+		name := session + "." + id + "." + a.Name
+		if seen[name] {
+			continue
+		}
+		schema, err := cleanSchema(a.Schema)
+		if err != nil {
+			d.Warnings = append(d.Warnings, Warning{Widget: id, Action: a.Name, Reason: err.Error() + "; no tool derived"})
+			continue
+		}
+		seen[name] = true
+		d.Tools = append(d.Tools, Tool{
+			Name: name, Session: session, Widget: id, Action: a.Name, Kind: kind,
+			Description: Sanitize(a.Description), InputSchema: schema,
+			ReadOnly: !a.Write, Sensitive: a.Write, Destructive: a.Write && a.Destructive,
+		})
+	}
+}
+
+// discoverTool is the per-session search tool.
+func discoverTool(session string) Tool {
+	return Tool{
+		Name: session + ".discover_tools", Session: session, Action: "discover_tools",
+		Description: "Search this session's tools by keyword (name, widget, action, kind or description).",
+		InputSchema: json.RawMessage(`{"properties":{"query":{"description":"Keywords to search for; empty lists every tool.","type":"string"}},"type":"object"}`),
+		ReadOnly:    true,
+	}
+}
+
+// sticky is a session's tool set: every tool any render derived, in the
+// order first seen. It is not safe for concurrent use.
+type sticky struct {
+	tools []Tool
+	index map[string]int
+}
+
+func newSticky(session string) *sticky {
+	s := &sticky{index: map[string]int{}}
+	s.add([]Tool{discoverTool(session)})
+	return s
+}
+
+// add merges derived tools into the set and reports whether the set or a
+// tool's definition changed.
+func (s *sticky) add(tools []Tool) bool {
+	changed := false
+	for _, t := range tools {
+		if i, ok := s.index[t.Name]; ok {
+			if !s.tools[i].Equal(t) {
+				s.tools[i] = t
+				changed = true
+			}
+			continue
+		}
+		s.index[t.Name] = len(s.tools)
+		s.tools = append(s.tools, t)
+		changed = true
+	}
+	return changed
+}
+
+func (s *sticky) get(name string) (Tool, bool) {
+	i, ok := s.index[name]
+	if !ok {
+		return Tool{}, false
+	}
+	return s.tools[i], true
+}

@@ -1,0 +1,42 @@
+package session
+
+import "errors"
+
+var (
+	// ErrNotRunning is returned by Manager methods given a session id that
+	// is not running on this manager.
+	ErrNotRunning = errors.New("session: not running")
+	// ErrNotStartable is returned by Manager.Start for an app outside the
+	// startable list; the name is refused before any registry lookup.
+	ErrNotStartable = errors.New("session: app not startable")
+	// ErrBusy is returned by Manager.Call and SendKey when the session's
+	// mailbox is full.
+	ErrBusy = errors.New("session: busy")
+	// ErrTimeout is returned by Manager.Call and SendKey when the update did
+	// not answer within the call timeout; the update may still apply.
+	ErrTimeout = errors.New("session: timed out")
+	// ErrLimit is returned by Manager.Start when a per-principal or per-node
+	// cap on live sessions is reached.
+	ErrLimit = errors.New("session: limit reached")
+	// ErrInvalidID is returned for a session, app or widget id that is not
+	// 1-32 characters of [A-Za-z0-9_-].
+	ErrInvalidID = errors.New("session: invalid id")
+	// ErrExists is returned by Manager.Start for an id already running and by
+	// Registry.Register for a name already registered.
+	ErrExists = errors.New("session: already exists")
+	// ErrCircuitOpen is returned by Manager.Call while a tool's circuit
+	// breaker is open after repeated faults.
+	ErrCircuitOpen = errors.New("session: circuit open")
+	// ErrClosed is returned by Manager methods after Close.
+	ErrClosed = errors.New("session: manager closed")
+	// ErrUnknownResource is returned by Manager.ReadResource for a name the
+	// session does not offer.
+	ErrUnknownResource = errors.New("session: unknown resource")
+
+	// ErrWidget marks a call to a widget that is not in the current view, no
+	// longer offers the action, or is now of another kind. It never counts
+	// toward a tool's circuit breaker.
+	ErrWidget = errors.New("widget unavailable")
+	// ErrInvalidArgs marks arguments a widget action refuses.
+	ErrInvalidArgs = errors.New("invalid arguments")
+)

@@ -1,0 +1,55 @@
+package session
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Info describes a running session.
+type Info struct {
+	ID, App, Principal string
+	Created            time.Time
+	// Status is "running".
+	Status string
+}
+
+// EventKind says what an Event reports.
+type EventKind int
+
+// Event kinds.
+const (
+	// ToolsChanged: the session's sticky tool set or a tool's definition changed.
+	ToolsChanged EventKind = iota
+	// ResourceChanged: the named resource of the session changed; Patch
+	// holds the RFC 6902 patch from its previous content.
+	ResourceChanged
+	// Started: the session started (or was restored).
+	Started
+	// Stopped: the session stopped.
+	Stopped
+)
+
+func (k EventKind) String() string {
+	switch k {
+	case ToolsChanged:
+		return "tools_changed"
+	case ResourceChanged:
+		return "resource_changed"
+	case Started:
+		return "started"
+	case Stopped:
+		return "stopped"
+	}
+	return "unknown"
+}
+
+// Event is a change in a session, delivered to Manager subscribers.
+type Event struct {
+	Kind      EventKind
+	Session   string
+	Principal string
+	// Resource is "widgets", "context" or "model/<key>" (ResourceChanged).
+	Resource string
+	// Patch is an RFC 6902 JSON Patch (ResourceChanged).
+	Patch json.RawMessage
+}

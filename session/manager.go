@@ -1,0 +1,500 @@
+package session
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sony/gobreaker/v2"
+)
+
+// ManagerConfig configures a Manager. Zero fields take the defaults noted.
+type ManagerConfig struct {
+	// Registry holds the apps; required.
+	Registry *Registry
+	// Startable names the apps clients may start. Nil means the registry's
+	// DefaultStartable list; an empty non-nil slice makes nothing startable.
+	// Every name must be registered.
+	Startable []string
+	// Store receives snapshots; nil keeps none.
+	Store Store
+	// MaxPerPrincipal caps live sessions per principal (default 16).
+	MaxPerPrincipal int
+	// MaxSessions caps live sessions on this node (default 10,000).
+	MaxSessions int
+	// CallTimeout bounds how long Call and SendKey wait for an update
+	// (default 5 s); the update may still apply after it.
+	CallTimeout time.Duration
+	// Mailbox is each session's queue length (default 64); a full mailbox
+	// answers ErrBusy at once.
+	Mailbox int
+	// BreakerFaults is how many consecutive faults open a tool's circuit
+	// breaker (default 5).
+	BreakerFaults int
+	// BreakerTimeout is how long a breaker stays open before it lets one
+	// call through (default 30 s).
+	BreakerTimeout time.Duration
+	// Logger receives warnings (refused tools, panics, store errors);
+	// nil uses slog.Default().
+	Logger *slog.Logger
+}
+
+// Manager owns the sessions running on this node. It is safe for concurrent
+// use.
+type Manager struct {
+	cfg       ManagerConfig
+	log       *slog.Logger
+	startable map[string]bool
+
+	mu       sync.RWMutex
+	sessions map[string]*actor
+	perPrin  map[string]int
+	closed   bool
+
+	subMu  sync.RWMutex
+	subs   map[uint64]func(Event)
+	subSeq uint64
+	nsubs  atomic.Int32
+}
+
+// NewManager validates cfg and returns a Manager with no sessions.
+func NewManager(cfg ManagerConfig) (*Manager, error) {
+	if cfg.Registry == nil {
+		return nil, errors.New("creating session manager: registry is required")
+	}
+	if cfg.MaxPerPrincipal == 0 {
+		cfg.MaxPerPrincipal = 16
+	}
+	if cfg.MaxSessions == 0 {
+		cfg.MaxSessions = 10000
+	}
+	if cfg.CallTimeout == 0 {
+		cfg.CallTimeout = 5 * time.Second
+	}
+	if cfg.Mailbox == 0 {
+		cfg.Mailbox = 64
+	}
+	if cfg.BreakerFaults == 0 {
+		cfg.BreakerFaults = 5
+	}
+	if cfg.BreakerTimeout == 0 {
+		cfg.BreakerTimeout = 30 * time.Second
+	}
+	if cfg.MaxPerPrincipal < 0 || cfg.MaxSessions < 0 || cfg.CallTimeout < 0 || cfg.Mailbox < 0 || cfg.BreakerFaults < 0 || cfg.BreakerTimeout < 0 {
+		return nil, errors.New("creating session manager: limits, timeouts and sizes must not be negative")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	names := cfg.Startable
+	if names == nil {
+		names = cfg.Registry.DefaultStartable()
+	}
+	startable := make(map[string]bool, len(names))
+	for _, n := range names {
+		if _, ok := cfg.Registry.Lookup(n); !ok {
+			return nil, fmt.Errorf("creating session manager: startable app %q is not registered", n)
+		}
+		startable[n] = true
+	}
+	return &Manager{
+		cfg: cfg, log: cfg.Logger, startable: startable,
+		sessions: map[string]*actor{}, perPrin: map[string]int{}, subs: map[uint64]func(Event){},
+	}, nil
+}
+
+// Startable lists the apps clients may start, sorted by name.
+func (m *Manager) Startable() []AppInfo {
+	out := make([]AppInfo, 0, len(m.startable))
+	for n := range m.startable {
+		if info, ok := m.cfg.Registry.Info(n); ok {
+			out = append(out, info)
+		}
+	}
+	slices.SortFunc(out, func(a, b AppInfo) int { return compareStrings(a.Name, b.Name) })
+	return out
+}
+
+func compareStrings(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// Start starts app as session id for principal. An empty id is generated.
+// An app outside the startable list is refused (ErrNotStartable) before any
+// registry lookup; an invalid id answers ErrInvalidID, a running one
+// ErrExists, a full cap ErrLimit.
+func (m *Manager) Start(ctx context.Context, id, app, principal string) (Info, error) {
+	if !m.startable[app] {
+		return Info{}, fmt.Errorf("starting session: app %q: %w", Sanitize(app), ErrNotStartable)
+	}
+	return m.start(ctx, id, app, principal, nil)
+}
+
+func (m *Manager) start(ctx context.Context, id, app, principal string, snap *Snapshot) (Info, error) {
+	if err := ctx.Err(); err != nil {
+		return Info{}, fmt.Errorf("starting session: %w", err)
+	}
+	if id == "" {
+		id = newID()
+	}
+	if !ValidID(id) {
+		return Info{}, fmt.Errorf("starting session %q: %w", Sanitize(id), ErrInvalidID)
+	}
+	factory, ok := m.cfg.Registry.Lookup(app)
+	if !ok {
+		return Info{}, fmt.Errorf("starting session %s: app %q is not registered: %w", id, app, ErrNotStartable)
+	}
+	if err := m.admit(id, principal); err != nil {
+		return Info{}, err
+	}
+	a, err := m.newActor(id, app, principal, factory, snap)
+	if err != nil {
+		return Info{}, fmt.Errorf("starting session %s: %w", id, err)
+	}
+	m.mu.Lock()
+	if err := m.admitLocked(id, principal); err != nil {
+		m.mu.Unlock()
+		return Info{}, err
+	}
+	m.sessions[id] = a
+	m.perPrin[principal]++
+	m.mu.Unlock()
+	go a.run()
+	m.save(a)
+	m.emit(Event{Kind: Started, Session: id, Principal: principal},
+		Event{Kind: ToolsChanged, Session: id, Principal: principal})
+	return a.info, nil
+}
+
+// admit checks the caps and uniqueness before the app's Init runs; the
+// check is repeated under the lock when the session is inserted.
+func (m *Manager) admit(id, principal string) error {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.admitLocked(id, principal)
+}
+
+func (m *Manager) admitLocked(id, principal string) error {
+	switch {
+	case m.closed:
+		return fmt.Errorf("starting session %s: %w", id, ErrClosed)
+	case m.sessions[id] != nil:
+		return fmt.Errorf("starting session %s: %w", id, ErrExists)
+	case len(m.sessions) >= m.cfg.MaxSessions:
+		return fmt.Errorf("starting session %s: node runs %d sessions, its cap: %w", id, m.cfg.MaxSessions, ErrLimit)
+	case m.perPrin[principal] >= m.cfg.MaxPerPrincipal:
+		return fmt.Errorf("starting session %s: principal runs %d sessions, its cap: %w", id, m.cfg.MaxPerPrincipal, ErrLimit)
+	}
+	return nil
+}
+
+func (m *Manager) newActor(id, app, principal string, factory func() App, snap *Snapshot) (a *actor, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("initialising app %s: panic: %v", app, p)
+		}
+	}()
+	impl := factory()
+	if impl == nil {
+		return nil, fmt.Errorf("app %s factory returned nil", app)
+	}
+	a = &actor{
+		info: Info{ID: id, App: app, Principal: principal, Created: time.Now().UTC(), Status: "running"},
+		app:  impl, projs: projections(impl), mgr: m,
+		mailbox: make(chan *request, m.cfg.Mailbox), quit: make(chan struct{}), done: make(chan struct{}),
+		tools: newSticky(id), warned: map[string]bool{},
+	}
+	var model Model
+	if snap != nil {
+		a.info.Created = snap.Info.Created
+		if model, err = decodeModel(impl, snap.Model); err != nil {
+			return nil, err
+		}
+		for _, t := range snap.Tools {
+			if t.Session == id {
+				a.tools.add([]Tool{t})
+			}
+		}
+	} else if model, err = impl.Init(); err != nil {
+		return nil, fmt.Errorf("initialising app %s: %w", app, err)
+	}
+	r, err := a.render(model)
+	if err != nil {
+		return nil, err
+	}
+	a.commit(r)
+	return a, nil
+}
+
+// Stop stops session id and deletes its snapshot.
+func (m *Manager) Stop(ctx context.Context, id string) error {
+	m.mu.Lock()
+	a := m.sessions[id]
+	if a == nil {
+		m.mu.Unlock()
+		return fmt.Errorf("stopping session %s: %w", Sanitize(id), ErrNotRunning)
+	}
+	delete(m.sessions, id)
+	if m.perPrin[a.info.Principal]--; m.perPrin[a.info.Principal] == 0 {
+		delete(m.perPrin, a.info.Principal)
+	}
+	m.mu.Unlock()
+	close(a.quit)
+	if m.cfg.Store != nil {
+		if err := m.cfg.Store.Delete(id); err != nil {
+			m.log.Warn("deleting session snapshot", "session", id, "err", err)
+		}
+	}
+	select {
+	case <-a.done:
+	case <-ctx.Done():
+		return fmt.Errorf("stopping session %s: waiting for its last update: %w", id, ctx.Err())
+	}
+	m.emit(Event{Kind: Stopped, Session: id, Principal: a.info.Principal})
+	return nil
+}
+
+// Get returns the info of a running session.
+func (m *Manager) Get(id string) (Info, bool) {
+	a := m.actor(id)
+	if a == nil {
+		return Info{}, false
+	}
+	return a.info, true
+}
+
+// List returns every running session, sorted by id.
+func (m *Manager) List() []Info {
+	m.mu.RLock()
+	out := make([]Info, 0, len(m.sessions))
+	for _, a := range m.sessions {
+		out = append(out, a.info)
+	}
+	m.mu.RUnlock()
+	slices.SortFunc(out, func(a, b Info) int { return compareStrings(a.ID, b.ID) })
+	return out
+}
+
+func (m *Manager) actor(id string) *actor {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.sessions[id]
+}
+
+func (m *Manager) running(id string) (*actor, error) {
+	if a := m.actor(id); a != nil {
+		return a, nil
+	}
+	return nil, fmt.Errorf("session `%s`: %w", Sanitize(id), ErrNotRunning)
+}
+
+// Tools returns the session's sticky tool set, discover_tools first.
+func (m *Manager) Tools(id string) ([]Tool, error) {
+	a, err := m.running(id)
+	if err != nil {
+		return nil, err
+	}
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	return slices.Clone(a.tools.tools), nil
+}
+
+// Call runs a derived tool (its full name) with args and answers once the
+// session has handled it: a read from the current view, a write after
+// Update has run. Tool-level failures are a Result with IsError; the error
+// return is ErrNotRunning, ErrBusy, ErrTimeout (the update may still
+// apply), ErrCircuitOpen or the context's error.
+func (m *Manager) Call(ctx context.Context, id, tool string, args map[string]any) (Result, error) {
+	a, err := m.running(id)
+	if err != nil {
+		return Result{}, fmt.Errorf("calling %s: %w", Sanitize(tool), err)
+	}
+	done, err := a.breaker(tool).Allow()
+	if err != nil {
+		if errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests) {
+			return Result{}, fmt.Errorf("calling %s: tool failed repeatedly, retry later: %w", tool, ErrCircuitOpen)
+		}
+		return Result{}, fmt.Errorf("calling %s: %w", tool, err)
+	}
+	res, fault, err := m.send(ctx, a, &request{ctx: ctx, tool: tool, args: args})
+	switch {
+	case fault:
+		done(errFault)
+	case err != nil:
+		done(errNotCounted)
+	default:
+		done(nil)
+	}
+	if err != nil {
+		return Result{}, fmt.Errorf("calling %s: %w", Sanitize(tool), err)
+	}
+	return res, nil
+}
+
+// SendKey delivers k to the session's Update as a KeyPress message.
+func (m *Manager) SendKey(ctx context.Context, id string, k Key) (Result, error) {
+	a, err := m.running(id)
+	if err != nil {
+		return Result{}, fmt.Errorf("sending key: %w", err)
+	}
+	res, _, err := m.send(ctx, a, &request{ctx: ctx, key: &k})
+	if err != nil {
+		return Result{}, fmt.Errorf("sending key to %s: %w", id, err)
+	}
+	if !res.IsError {
+		res.Text = "key delivered"
+	}
+	return res, nil
+}
+
+// send queues r without blocking and waits for its answer.
+func (m *Manager) send(ctx context.Context, a *actor, r *request) (Result, bool, error) {
+	r.reply = make(chan reply, 1)
+	select {
+	case <-a.quit:
+		return Result{}, false, fmt.Errorf("session `%s`: %w", a.info.ID, ErrNotRunning)
+	default:
+	}
+	select {
+	case a.mailbox <- r:
+	default:
+		return Result{}, false, fmt.Errorf("session `%s` has %d calls waiting: %w", a.info.ID, cap(a.mailbox), ErrBusy)
+	}
+	timer := time.NewTimer(m.cfg.CallTimeout)
+	defer timer.Stop()
+	select {
+	case rep := <-r.reply:
+		return rep.res, rep.fault, nil
+	case <-timer.C:
+		return Result{}, true, fmt.Errorf("no answer within %s; the update may still apply, check the session's state before retrying: %w", m.cfg.CallTimeout, ErrTimeout)
+	case <-ctx.Done():
+		return Result{}, false, fmt.Errorf("call cancelled; the update may still apply: %w", ctx.Err())
+	case <-a.done:
+		return Result{}, false, fmt.Errorf("session `%s` stopped: %w", a.info.ID, ErrNotRunning)
+	}
+}
+
+// Model returns the session's model as JSON.
+func (m *Manager) Model(id string) (json.RawMessage, error) {
+	a, err := m.running(id)
+	if err != nil {
+		return nil, fmt.Errorf("reading model: %w", err)
+	}
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	return slices.Clone(a.modelJSON), nil
+}
+
+// Close stops every session, keeping their snapshots for Restore, and
+// refuses new ones.
+func (m *Manager) Close(ctx context.Context) error {
+	m.mu.Lock()
+	m.closed = true
+	all := make([]*actor, 0, len(m.sessions))
+	for _, a := range m.sessions {
+		all = append(all, a)
+	}
+	m.sessions = map[string]*actor{}
+	m.perPrin = map[string]int{}
+	m.mu.Unlock()
+	for _, a := range all {
+		close(a.quit)
+	}
+	for _, a := range all {
+		select {
+		case <-a.done:
+			m.emit(Event{Kind: Stopped, Session: a.info.ID, Principal: a.info.Principal})
+		case <-ctx.Done():
+			return fmt.Errorf("closing session manager: %w", ctx.Err())
+		}
+	}
+	return nil
+}
+
+// Restore starts every session in the Store from its snapshot, skipping
+// (and reporting) those it cannot start. The startable list does not apply:
+// snapshots are this node's own.
+func (m *Manager) Restore(ctx context.Context) error {
+	if m.cfg.Store == nil {
+		return nil
+	}
+	snaps, err := m.cfg.Store.Load()
+	if err != nil {
+		return fmt.Errorf("restoring sessions: %w", err)
+	}
+	var errs []error
+	for _, s := range snaps {
+		if _, err := m.start(ctx, s.Info.ID, s.Info.App, s.Info.Principal, &s); err != nil {
+			errs = append(errs, fmt.Errorf("restoring session %s: %w", Sanitize(s.Info.ID), err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Subscribe registers fn for every event until cancel is called. fn is
+// called from session goroutines and must not block.
+func (m *Manager) Subscribe(fn func(Event)) (cancel func()) {
+	m.subMu.Lock()
+	m.subSeq++
+	key := m.subSeq
+	m.subs[key] = fn
+	m.nsubs.Add(1)
+	m.subMu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			m.subMu.Lock()
+			delete(m.subs, key)
+			m.nsubs.Add(-1)
+			m.subMu.Unlock()
+		})
+	}
+}
+
+func (m *Manager) hasSubscribers() bool { return m.nsubs.Load() > 0 }
+
+func (m *Manager) emit(evs ...Event) {
+	if len(evs) == 0 || !m.hasSubscribers() {
+		return
+	}
+	m.subMu.RLock()
+	fns := make([]func(Event), 0, len(m.subs))
+	for _, fn := range m.subs {
+		fns = append(fns, fn)
+	}
+	m.subMu.RUnlock()
+	for _, ev := range evs {
+		for _, fn := range fns {
+			fn(ev)
+		}
+	}
+}
+
+func (m *Manager) save(a *actor) {
+	if m.cfg.Store == nil {
+		return
+	}
+	if err := m.cfg.Store.Save(a.snapshot()); err != nil {
+		m.log.Warn("saving session snapshot", "session", a.info.ID, "err", err)
+	}
+}
+
+func newID() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return "s" + hex.EncodeToString(b[:])
+}

@@ -1,0 +1,101 @@
+package session
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+)
+
+// Resource names every session offers, besides model/<key> per projection.
+const (
+	ResourceWidgets = "widgets"
+	ResourceContext = "context"
+)
+
+// WidgetTree describes view for the widgets resource: each node's kind, id,
+// offered actions, state (from Describer, which never includes masked
+// values) and children.
+func WidgetTree(view Node) map[string]any {
+	if view == nil {
+		return nil
+	}
+	m := map[string]any{"kind": Sanitize(view.Kind())}
+	if id := view.WidgetID(); id != "" {
+		m["id"] = Sanitize(id)
+	}
+	if p, ok := view.(ToolProvider); ok {
+		names := []string{}
+		if ex, ok := view.(Excluder); !ok || !ex.Excluded() {
+			for _, a := range p.Actions() {
+				names = append(names, a.Name)
+			}
+		}
+		m["actions"] = names
+	}
+	if d, ok := view.(Describer); ok {
+		m["state"] = d.Describe()
+	}
+	if c, ok := view.(Container); ok {
+		kids := make([]map[string]any, 0, len(c.Children()))
+		for _, ch := range c.Children() {
+			if ch != nil {
+				kids = append(kids, WidgetTree(ch))
+			}
+		}
+		m["children"] = kids
+	}
+	return m
+}
+
+// projections returns the app's projections keyed by resource name
+// ("model/<key>"), skipping keys that are not valid ids.
+func projections(app App) []Projection {
+	rp, ok := app.(ResourceProvider)
+	if !ok {
+		return nil
+	}
+	var out []Projection
+	for _, p := range rp.Resources() {
+		if ValidID(p.Key) && p.Project != nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// project evaluates every projection of m as JSON, recovering a panic.
+func project(ps []Projection, m Model) (out map[string]json.RawMessage, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("projecting model: panic: %v", r)
+		}
+	}()
+	out = make(map[string]json.RawMessage, len(ps))
+	for _, p := range ps {
+		b, err := json.Marshal(p.Project(m))
+		if err != nil {
+			return nil, fmt.Errorf("projecting model/%s: %w", p.Key, err)
+		}
+		out["model/"+p.Key] = b
+	}
+	return out, nil
+}
+
+// contextDoc assembles the context resource.
+func contextDoc(info Info, projected map[string]json.RawMessage, widgets json.RawMessage, tools []Tool) ([]byte, error) {
+	names := make([]string, len(tools))
+	for i, t := range tools {
+		names[i] = t.Name
+	}
+	proj := make(map[string]json.RawMessage, len(projected))
+	for _, k := range slices.Sorted(maps.Keys(projected)) {
+		proj[k[len("model/"):]] = projected[k]
+	}
+	return json.Marshal(map[string]any{
+		"session":     map[string]any{"id": info.ID, "app": info.App, "status": info.Status, "created": info.Created},
+		"projections": proj,
+		"widgets":     widgets,
+		"tools":       names,
+	})
+}
