@@ -30,8 +30,10 @@ func (o Origin) IsZero() bool { return o.Name == "" && o.Epoch == 0 }
 // a non-zero epoch.
 func (o Origin) Valid() bool { return validName(o.Name) && o.Epoch > 0 }
 
-// Compare orders origins by their string form, the order Digest, Lookup and
-// Range use. It returns -1, 0 or +1.
+// Compare orders origins as their string forms order, except that epochs
+// of the same name compare numerically. Digest, Lookup and Range list
+// origins in this order; since a map holds one epoch per name, it is the
+// order of their strings. It returns -1, 0 or +1.
 func (o Origin) Compare(p Origin) int {
 	if o.Name == p.Name {
 		return cmp.Compare(o.Epoch, p.Epoch)
