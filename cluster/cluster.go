@@ -1,0 +1,448 @@
+package cluster
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/mcpswarm/mcpswarm/crdt"
+	peerv1 "github.com/mcpswarm/mcpswarm/proto/mcpswarm/peer/v1"
+)
+
+// Errors returned by Cluster and Registry methods.
+var (
+	// ErrNotStarted is returned by Registry writes before Start.
+	ErrNotStarted = errors.New("cluster: not started")
+	// ErrStopped is returned by Start, Registry writes and PeerConn after
+	// Stop or Kill.
+	ErrStopped = errors.New("cluster: stopped")
+	// ErrStarted is returned by Registry and Start once Start has run.
+	ErrStarted = errors.New("cluster: already started")
+	// ErrUnknownPeer is returned by PeerConn for a name that is not a live
+	// member.
+	ErrUnknownPeer = errors.New("cluster: unknown or unreachable peer")
+)
+
+// ForwardHandler serves the forwarded client work of the peer protocol; the
+// layer above the cluster implements it.
+type ForwardHandler interface {
+	CallTool(req *peerv1.CallToolRequest, stream grpc.ServerStreamingServer[peerv1.CallToolResponse]) error
+	ReadResource(ctx context.Context, req *peerv1.ReadResourceRequest) (*peerv1.ReadResourceResponse, error)
+	DeliverClientMessage(ctx context.Context, req *peerv1.DeliverClientMessageRequest) (*peerv1.DeliverClientMessageResponse, error)
+}
+
+// Cluster is this node's membership and registry replication.
+type Cluster struct {
+	cfg     Config
+	log     *slog.Logger
+	metrics *metrics
+	keys    keys
+	store   Storage
+	origin  crdt.Origin
+	view    *view
+	repl    *replicator
+	fwd     atomic.Pointer[ForwardHandler]
+
+	regMu sync.Mutex
+	regs  map[string]*Registry
+
+	mu      sync.Mutex
+	state   int // 0 new, 1 started, 2 stopped
+	ml      *memberlist.Memberlist
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	joined  atomic.Bool
+	aeDone  atomic.Bool
+	seedsOn bool
+}
+
+const (
+	stateNew = iota
+	stateStarted
+	stateStopped
+)
+
+// New checks cfg, opens the store and draws this run's epoch. It does no
+// networking.
+func New(cfg Config) (*Cluster, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, fmt.Errorf("cluster: invalid configuration: %w", err)
+	}
+	k, err := deriveKeys(cfg.Key)
+	if err != nil {
+		return nil, err
+	}
+	met, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("registering cluster metrics: %w", err)
+	}
+	store := cfg.Storage
+	if store == nil && cfg.DataDir != "" {
+		if store, err = OpenBolt(cfg.DataDir); err != nil {
+			return nil, fmt.Errorf("opening store in data dir %s: %w", cfg.DataDir, err)
+		}
+	} else if store == nil {
+		store = NewMemoryStorage()
+	}
+	epoch, err := drawEpoch(store, time.Now())
+	if err != nil {
+		_ = store.Close()
+		return nil, fmt.Errorf("drawing epoch in data dir %q: %w", cfg.DataDir, err)
+	}
+	c := &Cluster{
+		cfg: cfg, log: cfg.Logger.With(slog.String("node", cfg.Name)), metrics: met, keys: k, store: store,
+		origin: crdt.Origin{Name: cfg.Name, Epoch: epoch},
+		regs:   map[string]*Registry{},
+	}
+	c.view = newView(cfg.Name, nodeMeta{GRPCAddr: cfg.GRPCAddr, Epoch: epoch, Version: cfg.Version}, c.log, met)
+	if _, err := (nodeMeta{GRPCAddr: cfg.GRPCAddr, Epoch: epoch, Version: cfg.Version}).encode(); err != nil {
+		_ = store.Close()
+		return nil, fmt.Errorf("cluster: invalid configuration: %w", err)
+	}
+	c.repl = newReplicator(c)
+	return c, nil
+}
+
+// drawEpoch picks max(last+1, unixMillis<<16 | random16) and records it, so a
+// name's epochs strictly increase across restarts.
+func drawEpoch(s Storage, now time.Time) (uint64, error) {
+	hist, err := s.Epochs()
+	if err != nil {
+		return 0, err
+	}
+	var r [2]byte
+	if _, err := rand.Read(r[:]); err != nil {
+		return 0, fmt.Errorf("reading random bits: %w", err)
+	}
+	e := uint64(now.UnixMilli())<<16 | uint64(binary.BigEndian.Uint16(r[:]))
+	if len(hist) > 0 {
+		e = max(e, slices.Max(hist)+1)
+	}
+	if err := s.AddEpoch(e); err != nil {
+		return 0, err
+	}
+	return e, nil
+}
+
+// Registry declares (or returns) the replicated registry name. Declare every
+// registry before Start; names are 1 to 32 lowercase letters.
+func (c *Cluster) Registry(name string) (*Registry, error) {
+	if !registryName.MatchString(name) {
+		return nil, fmt.Errorf("declaring registry %q: name must be 1 to 32 of [a-z]", name)
+	}
+	c.regMu.Lock()
+	defer c.regMu.Unlock()
+	if r, ok := c.regs[name]; ok {
+		return r, nil
+	}
+	c.mu.Lock()
+	st := c.state
+	c.mu.Unlock()
+	if st != stateNew {
+		return nil, fmt.Errorf("declaring registry %s: %w", name, ErrStarted)
+	}
+	r := newRegistry(c, name)
+	c.regs[name] = r
+	return r, nil
+}
+
+// registry returns a declared registry or nil.
+func (c *Cluster) registry(name string) *Registry {
+	c.regMu.Lock()
+	defer c.regMu.Unlock()
+	return c.regs[name]
+}
+
+// registries returns the declared registries sorted by name.
+func (c *Cluster) registries() []*Registry {
+	c.regMu.Lock()
+	out := make([]*Registry, 0, len(c.regs))
+	for _, r := range c.regs {
+		out = append(out, r)
+	}
+	c.regMu.Unlock()
+	slices.SortFunc(out, func(a, b *Registry) int { return compareStrings(a.name, b.name) })
+	return out
+}
+
+func compareStrings(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// Register registers the peer service on s. Install UnaryInterceptor and
+// StreamInterceptor (or ServerOptions) on s as well.
+func (c *Cluster) Register(s *grpc.Server) {
+	peerv1.RegisterPeerServiceServer(s, &peerServer{c: c})
+}
+
+// ServerOptions returns the options the node's gRPC server needs for the
+// peer service: message size limits, keepalive and the credential
+// interceptors.
+func (c *Cluster) ServerOptions() []grpc.ServerOption {
+	return serverOptions(c)
+}
+
+// SetForwardHandler sets the handler of forwarded client work. Until it is
+// set those calls answer Unavailable.
+func (c *Cluster) SetForwardHandler(h ForwardHandler) {
+	c.fwd.Store(&h)
+}
+
+func (c *Cluster) forwardHandler() (ForwardHandler, error) {
+	p := c.fwd.Load()
+	if p == nil || *p == nil {
+		return nil, status.Error(codes.Unavailable, "no forward handler on this node")
+	}
+	return *p, nil
+}
+
+// Start restores this node's own entries under the new epoch, starts
+// memberlist, joins the seeds and starts replication. A failed initial join
+// is retried in the background while the node is alone.
+func (c *Cluster) Start(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch c.state {
+	case stateStarted:
+		return ErrStarted
+	case stateStopped:
+		return ErrStopped
+	}
+	restored := 0
+	for _, r := range c.registries() {
+		n, err := r.restore()
+		if err != nil {
+			return fmt.Errorf("starting cluster: %w", err)
+		}
+		restored += n
+	}
+	ml, err := memberlist.Create(c.memberlistConfig())
+	if err != nil {
+		return fmt.Errorf("starting memberlist on %s: %w", c.cfg.GossipAddr, err)
+	}
+	c.ml = ml
+	c.state = stateStarted
+	runCtx, cancel := context.WithCancel(context.Background())
+	c.cancel = cancel
+	c.log.Info("cluster started", slog.String("origin", c.origin.String()), slog.String("gossip", ml.LocalNode().Address()),
+		slog.String("grpc", c.cfg.GRPCAddr), slog.Int("restored", restored))
+	c.wg.Add(2)
+	go func() { defer c.wg.Done(); c.repl.run(runCtx) }()
+	first := c.joinOnce(ctx)
+	go func() { defer c.wg.Done(); c.joinLoop(runCtx, first) }()
+	return nil
+}
+
+func (c *Cluster) memberlistConfig() *memberlist.Config {
+	mc := memberlist.DefaultLANConfig()
+	host, port, _ := net.SplitHostPort(c.cfg.GossipAddr)
+	p, _ := net.LookupPort("tcp", port)
+	mc.Name = c.cfg.Name
+	mc.BindAddr, mc.BindPort = host, p
+	mc.AdvertisePort = p
+	if c.cfg.AdvertiseAddr != "" {
+		mc.AdvertiseAddr = c.cfg.AdvertiseAddr
+	}
+	mc.SecretKey = c.keys.gossip
+	mc.Delegate = c.view
+	mc.Events = c.view
+	mc.Logger = newStdLogger(c.log)
+	mc.DeadNodeReclaimTime = time.Second // a restarted pod may take its name back once the old one is dead
+	if c.cfg.Memberlist != nil {
+		c.cfg.Memberlist(mc)
+	}
+	return mc
+}
+
+// joinOnce resolves the seeds and joins them; it reports whether the node
+// counts as joined (reached a seed, or has none but itself).
+func (c *Cluster) joinOnce(ctx context.Context) bool {
+	if len(c.cfg.Join) == 0 {
+		c.joined.Store(true)
+		return true
+	}
+	self := c.ml.LocalNode().Address()
+	resolve := c.cfg.Resolve
+	if resolve == nil {
+		_, port, _ := net.SplitHostPort(self)
+		resolve = systemResolver(port)
+	}
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	seeds, err := resolveSeeds(rctx, c.cfg.Join, resolve, self)
+	cancel()
+	if err != nil {
+		c.log.Warn("resolving seeds", slog.String("reason", err.Error()))
+	}
+	if len(seeds) == 0 {
+		if err == nil {
+			c.joined.Store(true) // only ourselves: the first node
+		}
+		return c.joined.Load()
+	}
+	n, err := c.ml.Join(seeds)
+	if n > 0 {
+		c.joined.Store(true)
+		c.log.Info("joined cluster", slog.Int("reached", n), slog.Any("seeds", seeds))
+		return true
+	}
+	c.log.Warn("joining seeds", slog.Any("seeds", seeds), slog.Any("reason", err))
+	return false
+}
+
+// joinLoop re-resolves and re-joins the seeds while the node is alone.
+func (c *Cluster) joinLoop(ctx context.Context, _ bool) {
+	if len(c.cfg.Join) == 0 {
+		return
+	}
+	t := time.NewTicker(c.cfg.JoinRetry)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if c.ml.NumMembers() > 1 {
+			continue
+		}
+		c.joinOnce(ctx)
+	}
+}
+
+// Stop leaves the cluster gracefully, stops replication, closes peer
+// connections and the store.
+func (c *Cluster) Stop(ctx context.Context) error {
+	return c.shutdown(ctx, true)
+}
+
+// Kill stops the node as a crash would: memberlist's listeners and peer
+// connections close without a leave message. For tests.
+func (c *Cluster) Kill() {
+	_ = c.shutdown(context.Background(), false)
+}
+
+func (c *Cluster) shutdown(ctx context.Context, leave bool) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.state == stateStopped {
+		return nil
+	}
+	wasStarted := c.state == stateStarted
+	c.state = stateStopped
+	var errs []error
+	if wasStarted {
+		if leave {
+			timeout := time.Second
+			if dl, ok := ctx.Deadline(); ok {
+				timeout = min(timeout, time.Until(dl))
+			}
+			if err := c.ml.Leave(timeout); err != nil {
+				errs = append(errs, fmt.Errorf("leaving cluster: %w", err))
+			}
+		}
+		if err := c.ml.Shutdown(); err != nil {
+			errs = append(errs, fmt.Errorf("stopping memberlist: %w", err))
+		}
+		c.cancel()
+		c.wg.Wait()
+		c.repl.closeLinks()
+	}
+	if err := c.store.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("closing store: %w", err))
+	}
+	c.log.Info("cluster stopped", slog.Bool("left", leave))
+	return errors.Join(errs...)
+}
+
+func (c *Cluster) writable() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch c.state {
+	case stateNew:
+		return ErrNotStarted
+	case stateStopped:
+		return ErrStopped
+	}
+	return nil
+}
+
+// SetDraining announces (or withdraws) that this node is draining.
+func (c *Cluster) SetDraining(draining bool) error {
+	c.view.setMeta(func(m *nodeMeta) { m.Draining = draining })
+	c.mu.Lock()
+	ml := c.ml
+	started := c.state == stateStarted
+	c.mu.Unlock()
+	if !started {
+		return nil
+	}
+	if err := ml.UpdateNode(time.Second); err != nil {
+		return fmt.Errorf("announcing draining=%t: %w", draining, err)
+	}
+	return nil
+}
+
+// Self returns this node as a member.
+func (c *Cluster) Self() Member {
+	if m, ok := c.view.get(c.cfg.Name); ok && m.Epoch == c.origin.Epoch {
+		return m
+	}
+	return Member{Name: c.cfg.Name, Epoch: c.origin.Epoch, Origin: c.origin, GRPCAddr: c.cfg.GRPCAddr,
+		GossipAddr: c.cfg.GossipAddr, Version: c.cfg.Version, Self: true}
+}
+
+// Origin returns this node's origin (name and epoch of this run).
+func (c *Cluster) Origin() crdt.Origin { return c.origin }
+
+// Members returns every member in the view, sorted by name, self included.
+func (c *Cluster) Members() []Member { return c.view.list() }
+
+// Member returns the member named name.
+func (c *Cluster) Member(name string) (Member, bool) { return c.view.get(name) }
+
+// WatchMembers calls fn for every change of a member, in order, outside the
+// view's lock; fn must not block long. cancel stops the calls.
+func (c *Cluster) WatchMembers(fn func(Member)) (cancel func()) { return c.view.watch(fn) }
+
+// Ready reports whether the node has joined (or is alone with no seeds) and
+// finished its first anti-entropy round.
+func (c *Cluster) Ready() bool {
+	c.mu.Lock()
+	started := c.state == stateStarted
+	c.mu.Unlock()
+	return started && c.joined.Load() && c.aeDone.Load()
+}
+
+// PeerConn returns the authenticated connection to a live peer, for
+// forwarding. It fails for unknown, dead, departed or suspect peers.
+func (c *Cluster) PeerConn(name string) (*grpc.ClientConn, error) {
+	m, ok := c.view.get(name)
+	if !ok || m.Self || (m.State != StateAlive && m.State != StateDraining) {
+		return nil, fmt.Errorf("connecting to %s: %w", name, ErrUnknownPeer)
+	}
+	cc := c.repl.conn(m.Origin)
+	if cc == nil {
+		return nil, fmt.Errorf("connecting to %s: %w", name, ErrUnknownPeer)
+	}
+	return cc, nil
+}

@@ -1,0 +1,232 @@
+package cluster
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"regexp"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/mcpswarm/mcpswarm/crdt"
+)
+
+// Config configures a Cluster. Start from DefaultConfig (LAN timers) or
+// LocalConfig (loopback and tests) and set Name, GossipAddr, GRPCAddr and
+// Key. A zero duration or count means "use the DefaultConfig value". The
+// Config must not be changed after it is passed to New.
+type Config struct {
+	// Name is the node name: stable across restarts (the pod name).
+	Name string
+	// GossipAddr is the host:port memberlist binds (TCP and UDP). Port 0
+	// picks an ephemeral port.
+	GossipAddr string
+	// AdvertiseAddr is the host advertised to other members; "" advertises
+	// the bound address.
+	AdvertiseAddr string
+	// GRPCAddr is this node's gRPC address as peers should dial it. It
+	// travels in the memberlist metadata.
+	GRPCAddr string
+	// Join lists seed gossip addresses (host:port) or "dns:NAME" entries that
+	// are resolved (SRV, then A) and re-resolved while the node is alone.
+	Join []string
+	// Key is the 32-byte cluster key. The gossip encryption key and the peer
+	// credential are derived from it with HKDF under distinct labels.
+	Key []byte
+	// DataDir holds the bbolt file (node.db). "" keeps everything in memory.
+	DataDir string
+	// Storage overrides DataDir with a caller-provided store (tests).
+	Storage Storage
+	// Version is this node's software version, carried in the metadata.
+	Version string
+	// Memberlist, if set, adjusts the memberlist configuration after the
+	// cluster has filled it in (tests: short timers, a wrapped transport).
+	Memberlist func(*memberlist.Config)
+	// DeadGrace is how long a dead or departed origin's entries stay hidden
+	// before they are deleted.
+	DeadGrace time.Duration
+	// BatchDelay is how long local deltas are collected before a push.
+	BatchDelay time.Duration
+	// AntiEntropy is the period of the digest exchange with one random
+	// peer; each round is jittered by up to ±25 %.
+	AntiEntropy time.Duration
+	// PeerQueue bounds the batches queued for one peer; when it is full the
+	// batch is dropped for that peer, which then repairs by catch-up.
+	PeerQueue int
+	// Dialer, if set, dials peers' gRPC addresses (fault tests).
+	Dialer func(ctx context.Context, addr string) (net.Conn, error)
+	// TLS, if set, is used to dial peers; nil dials in plaintext (the
+	// credential is still required).
+	TLS *tls.Config
+	// Logger receives the cluster's logs; nil discards them.
+	Logger *slog.Logger
+	// Registerer receives the cluster's metrics; nil registers none.
+	Registerer prometheus.Registerer
+
+	// MaxMessageBytes bounds one peer message in either direction.
+	MaxMessageBytes int
+	// SnapshotChunkBytes bounds the entries of one snapshot chunk.
+	SnapshotChunkBytes int
+	// StreamIdle is how long a Replicate stream may stay silent before the
+	// receiver cuts it; senders send a heartbeat every StreamIdle/3.
+	StreamIdle time.Duration
+	// CatchUpTimeout bounds one whole catch-up or digest call.
+	CatchUpTimeout time.Duration
+	// SuspectAfter is how many consecutive failed gRPC attempts to a peer
+	// that memberlist still reports alive mark it suspect.
+	SuspectAfter int
+	// RetryMin and RetryMax bound the jittered exponential backoff between
+	// attempts to re-open a peer stream.
+	RetryMin, RetryMax time.Duration
+	// JoinRetry is how often a node that is alone re-resolves and re-joins
+	// its seeds.
+	JoinRetry time.Duration
+	// Resolve resolves a "dns:NAME" seed to host:port addresses; nil uses
+	// the system resolver (SRV, then A with this node's gossip port).
+	Resolve func(ctx context.Context, name string) ([]string, error)
+	// CRDT sets the per-registry map bounds; its Registry field is ignored.
+	CRDT crdt.Config
+}
+
+// DefaultConfig returns LAN settings: memberlist's LAN timers, 30 s grace,
+// 5 ms batching and a 1 s anti-entropy round.
+func DefaultConfig() Config {
+	return Config{
+		GossipAddr:         "0.0.0.0:7946",         // memberlist's conventional port
+		DeadGrace:          30 * time.Second,       // hidden → deleted, as Phoenix's down period
+		BatchDelay:         5 * time.Millisecond,   // a few ms of batching per push
+		AntiEntropy:        time.Second,            // digest exchange with one random peer
+		PeerQueue:          256,                    // batches per peer before dropping to catch-up
+		MaxMessageBytes:    4 << 20,                // gRPC's default receive limit
+		SnapshotChunkBytes: 256 << 10,              // well below MaxMessageBytes
+		StreamIdle:         15 * time.Second,       // heartbeat every 5 s
+		CatchUpTimeout:     30 * time.Second,       // room for a 100k-entry snapshot on a slow link
+		SuspectAfter:       3,                      // three failed attempts in a row
+		RetryMin:           100 * time.Millisecond, // first re-dial
+		RetryMax:           5 * time.Second,        // backoff ceiling
+		JoinRetry:          5 * time.Second,        // re-resolve seeds while alone
+		CRDT:               crdt.DefaultConfig(),   // log 1024 deltas / 1 MiB, keys 256 B, values 1 MiB
+		Memberlist:         nil,                    // memberlist.DefaultLANConfig timers as they are
+		Logger:             nil,                    // discard
+		Registerer:         nil,                    // no metrics
+		Dialer:             nil,                    // net.Dialer
+		Resolve:            nil,                    // system resolver
+		TLS:                nil,                    // plaintext + credential
+		Join:               nil,                    // alone
+		Version:            "",                     // set by the binary
+		Key:                nil,                    // required
+		DataDir:            "",                     // in memory
+		Storage:            nil,                    // from DataDir
+		AdvertiseAddr:      "",                     // the bound address
+		GRPCAddr:           "",                     // required
+		Name:               "",                     // required
+	}
+}
+
+// LocalConfig returns short timers for loopback clusters and tests: failures
+// are detected in about a second and dead entries deleted after 2 s.
+func LocalConfig() Config {
+	c := DefaultConfig()
+	c.GossipAddr = "127.0.0.1:0"        // ephemeral loopback port
+	c.DeadGrace = 2 * time.Second       // hidden → deleted
+	c.BatchDelay = 2 * time.Millisecond // tighter batching on loopback
+	c.AntiEntropy = 200 * time.Millisecond
+	c.StreamIdle = 3 * time.Second // heartbeat every second
+	c.CatchUpTimeout = 10 * time.Second
+	c.RetryMin = 20 * time.Millisecond
+	c.RetryMax = 500 * time.Millisecond
+	c.JoinRetry = 200 * time.Millisecond
+	c.Memberlist = LocalMemberlist // probe every 200 ms
+	return c
+}
+
+// LocalMemberlist shortens memberlist's timers for loopback clusters: probe
+// every 200 ms, suspect → dead after 400 ms to 2.4 s. LocalConfig uses it.
+func LocalMemberlist(mc *memberlist.Config) {
+	mc.ProbeInterval = 200 * time.Millisecond // one probe per interval
+	mc.ProbeTimeout = 100 * time.Millisecond  // loopback RTT is far below
+	mc.SuspicionMult = 2                      // min suspicion 2 × interval
+	mc.GossipInterval = 50 * time.Millisecond // fast dissemination
+	mc.PushPullInterval = 5 * time.Second     // full state sync
+	mc.TCPTimeout = 500 * time.Millisecond    // push/pull and fallback probes
+	mc.GossipToTheDeadTime = 2 * time.Second  // keep telling the dead they are dead
+	mc.IndirectChecks = 1                     // few nodes on loopback
+	mc.RetransmitMult = 2                     // small clusters
+	mc.DeadNodeReclaimTime = time.Millisecond // a restarted node may reuse its name at once
+}
+
+var registryName = regexp.MustCompile(`^[a-z]{1,32}$`)
+
+// withDefaults fills zero fields from DefaultConfig and checks the rest.
+func (c Config) withDefaults() (Config, error) {
+	d := DefaultConfig()
+	if c.DeadGrace <= 0 {
+		c.DeadGrace = d.DeadGrace
+	}
+	if c.BatchDelay <= 0 {
+		c.BatchDelay = d.BatchDelay
+	}
+	if c.AntiEntropy <= 0 {
+		c.AntiEntropy = d.AntiEntropy
+	}
+	if c.PeerQueue <= 0 {
+		c.PeerQueue = d.PeerQueue
+	}
+	if c.MaxMessageBytes <= 0 {
+		c.MaxMessageBytes = d.MaxMessageBytes
+	}
+	if c.SnapshotChunkBytes <= 0 {
+		c.SnapshotChunkBytes = d.SnapshotChunkBytes
+	}
+	if c.StreamIdle <= 0 {
+		c.StreamIdle = d.StreamIdle
+	}
+	if c.CatchUpTimeout <= 0 {
+		c.CatchUpTimeout = d.CatchUpTimeout
+	}
+	if c.SuspectAfter <= 0 {
+		c.SuspectAfter = d.SuspectAfter
+	}
+	if c.RetryMin <= 0 {
+		c.RetryMin = d.RetryMin
+	}
+	if c.RetryMax < c.RetryMin {
+		c.RetryMax = max(d.RetryMax, c.RetryMin)
+	}
+	if c.JoinRetry <= 0 {
+		c.JoinRetry = d.JoinRetry
+	}
+	if c.CRDT == (crdt.Config{}) {
+		c.CRDT = d.CRDT
+	}
+	if c.GossipAddr == "" {
+		c.GossipAddr = d.GossipAddr
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	var errs []error
+	if !nodeName.MatchString(c.Name) {
+		errs = append(errs, fmt.Errorf("name %q must be 1 to 64 of [A-Za-z0-9._-]", c.Name))
+	}
+	if len(c.Key) != 32 {
+		errs = append(errs, fmt.Errorf("cluster key must be 32 bytes, got %d", len(c.Key)))
+	}
+	if c.GRPCAddr == "" {
+		errs = append(errs, errors.New("grpc address must be set"))
+	}
+	if _, _, err := net.SplitHostPort(c.GossipAddr); err != nil {
+		errs = append(errs, fmt.Errorf("gossip address %q must be host:port", c.GossipAddr))
+	}
+	if c.SnapshotChunkBytes > c.MaxMessageBytes/2 {
+		errs = append(errs, errors.New("snapshot chunk bytes must be at most half of max message bytes"))
+	}
+	return c, errors.Join(errs...)
+}
+
+var nodeName = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)

@@ -1,0 +1,479 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/keepalive"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/mcpswarm/mcpswarm/crdt"
+	peerv1 "github.com/mcpswarm/mcpswarm/proto/mcpswarm/peer/v1"
+)
+
+// batch is one push to every peer: merged own deltas and when the oldest
+// write in it happened.
+type batch struct {
+	req    *peerv1.ReplicateRequest
+	deltas []*peerv1.Delta   // while building
+	tos    map[string]uint64 // own seq per registry once applied
+	since  time.Time         // oldest write
+	size   int               // encoded bytes
+	count  int               // deltas
+}
+
+// link is this node's client side of one peer: the connection, the push
+// queue and its sender goroutine.
+type link struct {
+	name   string
+	origin crdt.Origin
+	addr   string
+	cc     *grpc.ClientConn
+	client peerv1.PeerServiceClient
+	queue  chan *batch
+	ctx    context.Context
+	cancel context.CancelFunc
+	r      *replicator
+
+	mu      sync.Mutex
+	acked   map[string]uint64 // own seq per registry the peer holds
+	fails   int               // consecutive failed attempts
+	failing bool              // reported suspect
+
+	// Owned by the replication loop.
+	syncing, again, againAll bool
+}
+
+func (r *replicator) dial(m Member) (*link, error) {
+	cfg := r.c.cfg
+	tc := insecure.NewCredentials()
+	if cfg.TLS != nil {
+		tc = credentials.NewTLS(cfg.TLS)
+	}
+	opts := []grpc.DialOption{
+		grpc.WithTransportCredentials(tc),
+		grpc.WithPerRPCCredentials(peerCreds{name: cfg.Name, cred: credential(r.c.keys.peer, cfg.Name), secure: cfg.TLS != nil}),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(cfg.MaxMessageBytes), grpc.MaxCallSendMsgSize(cfg.MaxMessageBytes)),
+		grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff:           backoff.Config{BaseDelay: cfg.RetryMin, Multiplier: 1.6, Jitter: 0.2, MaxDelay: cfg.RetryMax},
+			MinConnectTimeout: cfg.CatchUpTimeout,
+		}),
+	}
+	if cfg.Dialer != nil {
+		opts = append(opts, grpc.WithContextDialer(cfg.Dialer))
+	}
+	cc, err := grpc.NewClient("passthrough:///"+m.GRPCAddr, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("creating client for %s: %w", m.GRPCAddr, err)
+	}
+	ctx, cancel := context.WithCancel(r.ctx)
+	return &link{
+		name: m.Name, origin: m.Origin, addr: m.GRPCAddr, cc: cc, client: peerv1.NewPeerServiceClient(cc),
+		queue: make(chan *batch, cfg.PeerQueue), ctx: ctx, cancel: cancel, r: r,
+		acked: map[string]uint64{},
+	}, nil
+}
+
+func (l *link) enqueue(b *batch) {
+	select {
+	case l.queue <- b:
+	default:
+		l.r.c.metrics.queueDrops.Inc()
+		l.r.log.Debug("peer queue full, dropping batch", slog.String("peer", l.name))
+	}
+}
+
+func (l *link) close() {
+	l.cancel()
+	_ = l.cc.Close()
+}
+
+func (l *link) closed() bool { return l.ctx.Err() != nil }
+
+func (l *link) lag(own map[string]uint64) uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var n uint64
+	for reg, s := range own {
+		if a := l.acked[reg]; a < s {
+			n += s - a
+		}
+	}
+	return n
+}
+
+func (l *link) ack(reg string, seq uint64) {
+	l.mu.Lock()
+	l.acked[reg] = max(l.acked[reg], seq)
+	l.mu.Unlock()
+}
+
+// result records the outcome of a call to the peer; SuspectAfter failures
+// in a row mark it suspect in the view, one success clears that.
+func (l *link) result(err error) {
+	if l.closed() {
+		return
+	}
+	r := l.r
+	l.mu.Lock()
+	change := false
+	if err != nil {
+		l.fails++
+		if l.fails >= r.c.cfg.SuspectAfter && !l.failing {
+			l.failing, change = true, true
+		}
+	} else {
+		l.fails = 0
+		if l.failing {
+			l.failing, change = false, true
+		}
+	}
+	failing := l.failing
+	l.mu.Unlock()
+	if !change || !r.c.view.setFailing(l.name, l.origin.Epoch, failing) {
+		return
+	}
+	if failing {
+		r.c.metrics.suspects.Inc()
+		r.log.Warn("peer unreachable over gRPC while memberlist reports it alive: suspect", slog.String("peer", l.origin.String()),
+			slog.String("addr", l.addr), slog.String("reason", err.Error()))
+	} else {
+		r.log.Info("peer reachable over gRPC again", slog.String("peer", l.origin.String()))
+	}
+}
+
+// send keeps a Replicate stream to the peer open and feeds it the queue,
+// re-opening it with jittered exponential backoff.
+func (r *replicator) send(l *link) {
+	wait := r.c.cfg.RetryMin
+	for !l.closed() {
+		established, err := r.stream(l)
+		if l.closed() {
+			return
+		}
+		if established {
+			wait = r.c.cfg.RetryMin
+			r.c.metrics.streamRestarts.Inc()
+			r.log.Debug("replicate stream ended", slog.String("peer", l.name), slog.Any("reason", err))
+		} else {
+			l.result(err)
+		}
+		d := wait/2 + rand.N(wait)
+		wait = min(wait*2, r.c.cfg.RetryMax)
+		t := time.NewTimer(d)
+		select {
+		case <-l.ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+type ackMsg struct {
+	resp *peerv1.ReplicateResponse
+	err  error
+}
+
+// stream runs one Replicate stream until it fails. It reports whether the
+// stream was established (the peer acknowledged the opening position).
+func (r *replicator) stream(l *link) (bool, error) {
+	cfg := r.c.cfg
+	ctx, cancel := context.WithCancel(l.ctx)
+	defer cancel()
+	st, err := l.client.Replicate(ctx)
+	if err != nil {
+		return false, fmt.Errorf("opening replicate stream: %w", err)
+	}
+	acks := make(chan ackMsg, cfg.PeerQueue+4)
+	go func() {
+		for {
+			resp, err := st.Recv()
+			select {
+			case acks <- ackMsg{resp, err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	// The watchdog cuts the stream when the peer stops acknowledging: a Send
+	// blocked by flow control returns once ctx is cancelled.
+	watchdog := time.AfterFunc(cfg.StreamIdle, cancel)
+	defer watchdog.Stop()
+	var inflight []*batch // nil entries are positions
+	sendReq := func(b *batch, req *peerv1.ReplicateRequest) error {
+		if len(inflight) == 0 {
+			watchdog.Reset(cfg.StreamIdle)
+		}
+		if err := st.Send(req); err != nil {
+			return fmt.Errorf("sending to %s: %w", l.name, err)
+		}
+		inflight = append(inflight, b)
+		r.c.metrics.bytesSent.Add(float64(proto.Size(req)))
+		r.c.metrics.deltasSent.Add(float64(len(req.GetDeltas())))
+		return nil
+	}
+	if err := sendReq(nil, r.position()); err != nil {
+		return false, err
+	}
+	established := false
+	hb := time.NewTicker(cfg.StreamIdle / 3)
+	defer hb.Stop()
+	for {
+		// Queued batches go before heartbeats.
+		select {
+		case b := <-l.queue:
+			if err := sendReq(b, b.req); err != nil {
+				return established, err
+			}
+			continue
+		default:
+		}
+		select {
+		case <-ctx.Done():
+			if l.closed() {
+				return established, ctx.Err()
+			}
+			return established, fmt.Errorf("peer %s stopped acknowledging for %s", l.name, cfg.StreamIdle)
+		case b := <-l.queue:
+			if err := sendReq(b, b.req); err != nil {
+				return established, err
+			}
+		case <-hb.C:
+			if err := sendReq(nil, r.position()); err != nil {
+				return established, err
+			}
+		case a := <-acks:
+			if a.err != nil {
+				return established, fmt.Errorf("receiving from %s: %w", l.name, a.err)
+			}
+			if !established {
+				established = true
+				l.result(nil)
+			}
+			if len(inflight) == 0 {
+				return established, fmt.Errorf("unexpected acknowledgement from %s", l.name)
+			}
+			b := inflight[0]
+			inflight = inflight[1:]
+			if len(inflight) == 0 {
+				watchdog.Stop()
+			} else {
+				watchdog.Reset(cfg.StreamIdle)
+			}
+			r.acked(l, b, a.resp)
+		}
+	}
+}
+
+// acked records a peer's acknowledgement of b (nil: a position).
+func (r *replicator) acked(l *link, b *batch, resp *peerv1.ReplicateResponse) {
+	gapped := map[string]bool{}
+	for _, g := range resp.GetGaps() {
+		vs, err := versionsFromPB(g)
+		if err != nil {
+			continue
+		}
+		for _, v := range vs {
+			if v.Origin == r.c.origin {
+				gapped[g.GetRegistry()] = true
+				l.ack(g.GetRegistry(), v.Seq)
+			}
+		}
+	}
+	if b == nil {
+		return
+	}
+	for reg, to := range b.tos {
+		if !gapped[reg] {
+			l.ack(reg, to)
+		}
+	}
+	r.c.metrics.convergence.Observe(time.Since(b.since).Seconds())
+}
+
+// position is a request carrying, per registry, an empty delta at this
+// node's flushed sequence: a peer behind it finds a gap and catches up.
+func (r *replicator) position() *peerv1.ReplicateRequest {
+	req := &peerv1.ReplicateRequest{Sender: r.c.origin.String()}
+	r.pmu.Lock()
+	unflushed := map[string]bool{}
+	for _, p := range r.pending {
+		unflushed[p.registry] = true
+	}
+	r.pmu.Unlock()
+	for _, reg := range r.c.registries() {
+		if unflushed[reg.name] {
+			continue // its next batch carries the position
+		}
+		s := reg.seq(r.c.origin)
+		req.Deltas = append(req.Deltas, &peerv1.Delta{Registry: reg.name, Origin: r.c.origin.String(), From: s, To: s})
+	}
+	return req
+}
+
+// syncWith exchanges digests with the peer and pulls what this node lacks
+// (only the peer's own origin when ownOnly).
+func (r *replicator) syncWith(ctx context.Context, l *link, ownOnly bool) error {
+	ctx, cancel := context.WithTimeout(ctx, r.c.cfg.CatchUpTimeout)
+	defer cancel()
+	sender := r.c.origin.String()
+	req := &peerv1.ExchangeDigestRequest{Sender: sender}
+	regs := r.c.registries()
+	for _, reg := range regs {
+		req.Digests = append(req.Digests, versionsToPB(reg.name, reg.Digest()))
+	}
+	resp, err := l.client.ExchangeDigest(ctx, req)
+	l.result(err)
+	if err != nil {
+		if !l.closed() {
+			r.log.Debug("exchanging digests", slog.String("peer", l.name), slog.String("reason", err.Error()))
+		}
+		return fmt.Errorf("exchanging digests with %s: %w", l.name, err)
+	}
+	var wants []*peerv1.Digest
+	for _, d := range resp.GetDigests() {
+		reg := r.c.registry(d.GetRegistry())
+		if reg == nil {
+			continue
+		}
+		vs, err := versionsFromPB(d)
+		if err != nil {
+			r.reject("malformed digest", l.name, err)
+			return err
+		}
+		var want []crdt.Version
+		for _, v := range vs {
+			if v.Origin == r.c.origin {
+				l.ack(reg.name, v.Seq)
+				continue
+			}
+			if ownOnly && v.Origin != l.origin {
+				continue
+			}
+			if ok, _ := r.c.accept(v.Origin, l.origin); !ok {
+				continue
+			}
+			if have := reg.seq(v.Origin); v.Seq > have {
+				want = append(want, crdt.Version{Origin: v.Origin, Seq: have})
+			}
+		}
+		if len(want) > 0 {
+			wants = append(wants, versionsToPB(reg.name, want))
+		}
+	}
+	if len(wants) == 0 {
+		return nil
+	}
+	r.c.metrics.catchUps.WithLabelValues("client").Inc()
+	st, err := l.client.CatchUp(ctx, &peerv1.CatchUpRequest{Sender: sender, Wants: wants})
+	if err != nil {
+		l.result(err)
+		return fmt.Errorf("catching up from %s: %w", l.name, err)
+	}
+	return r.receiveCatchUp(l, st)
+}
+
+type snapKey struct {
+	reg    string
+	origin crdt.Origin
+}
+
+// receiveCatchUp applies the deltas and snapshots of a catch-up stream.
+func (r *replicator) receiveCatchUp(l *link, st grpc.ServerStreamingClient[peerv1.CatchUpResponse]) error {
+	receivers := map[snapKey]*crdt.SnapshotReceiver{}
+	for {
+		item, err := st.Recv()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			l.result(err)
+			return fmt.Errorf("receiving catch-up from %s: %w", l.name, err)
+		}
+		r.c.metrics.bytesRecv.Add(float64(proto.Size(item)))
+		switch x := item.GetItem().(type) {
+		case *peerv1.CatchUpResponse_Delta:
+			r.c.metrics.deltasRecv.Inc()
+			r.c.applyRemote(l.origin, x.Delta, "catch-up")
+		case *peerv1.CatchUpResponse_Snapshot:
+			if err := r.receiveChunk(l, receivers, x.Snapshot); err != nil {
+				r.reject("malformed snapshot", l.name, err)
+				return err
+			}
+		}
+	}
+}
+
+func (r *replicator) receiveChunk(l *link, receivers map[snapKey]*crdt.SnapshotReceiver, pb *peerv1.SnapshotChunk) error {
+	reg := r.c.registry(pb.GetRegistry())
+	if reg == nil {
+		return fmt.Errorf("snapshot for unknown registry %q", pb.GetRegistry())
+	}
+	c, err := chunkFromPB(pb)
+	if err != nil {
+		return err
+	}
+	if ok, why := r.c.accept(c.Origin, l.origin); !ok {
+		if c.Index == 0 {
+			r.log.Debug("ignoring snapshot", slog.String("origin", c.Origin.String()), slog.String("reason", why))
+		}
+		return nil
+	}
+	k := snapKey{reg.name, c.Origin}
+	rcv := receivers[k]
+	if c.Index == 0 {
+		reg.with(func(m *crdt.Map) { rcv = m.NewSnapshotReceiver(c.Origin, c.Seq) })
+		receivers[k] = rcv
+	}
+	if rcv == nil {
+		return fmt.Errorf("snapshot of %s starts at chunk %d", c.Origin, c.Index)
+	}
+	if err := rcv.Add(c); err != nil {
+		delete(receivers, k)
+		return err
+	}
+	if !c.Last {
+		return nil
+	}
+	delete(receivers, k)
+	var ok bool
+	reg.with(func(*crdt.Map) { ok, err = rcv.Commit() })
+	if err != nil {
+		return err
+	}
+	if ok {
+		r.c.metrics.snapshots.WithLabelValues("client").Inc()
+		r.log.Debug("installed snapshot", slog.String("registry", reg.name), slog.String("origin", c.Origin.String()), slog.Uint64("seq", c.Seq))
+	}
+	return nil
+}
+
+func (r *replicator) reject(reason, peer string, err error) {
+	r.c.metrics.rejected.WithLabelValues(reason).Inc()
+	r.log.Warn("rejecting peer input", slog.String("peer", peer), slog.String("reason", reason), slog.String("error", err.Error()))
+}
+
+func serverOptions(c *Cluster) []grpc.ServerOption {
+	return []grpc.ServerOption{
+		grpc.MaxRecvMsgSize(c.cfg.MaxMessageBytes),
+		grpc.MaxSendMsgSize(c.cfg.MaxMessageBytes),
+		grpc.ChainUnaryInterceptor(c.UnaryInterceptor()),
+		grpc.ChainStreamInterceptor(c.StreamInterceptor()),
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
+	}
+}

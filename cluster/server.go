@@ -1,0 +1,309 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/mcpswarm/mcpswarm/crdt"
+	peerv1 "github.com/mcpswarm/mcpswarm/proto/mcpswarm/peer/v1"
+)
+
+// peerServer serves mcpswarm.peer.v1.PeerService.
+type peerServer struct {
+	peerv1.UnimplementedPeerServiceServer
+	c *Cluster
+}
+
+// authorize returns the authenticated caller, checking the credential itself
+// when the interceptors were not installed.
+func (s *peerServer) authorize(ctx context.Context, method string) (string, error) {
+	if name := callerName(ctx); name != "" {
+		return name, nil
+	}
+	name, err := authenticate(ctx, s.c.keys.peer)
+	if err != nil {
+		return "", s.c.refuse(ctx, peerMethodPrefix+method, err)
+	}
+	return name, nil
+}
+
+// senderOrigin parses a request's sender and checks it names the caller.
+func (s *peerServer) senderOrigin(caller, sender string) (crdt.Origin, error) {
+	o, err := crdt.ParseOrigin(sender)
+	if err != nil || o.Name != caller {
+		s.c.repl.reject("sender mismatch", caller, errors.New("sender "+sender+" is not the authenticated caller"))
+		return crdt.Origin{}, status.Error(codes.PermissionDenied, "sender does not match the credential")
+	}
+	return o, nil
+}
+
+// Replicate receives a peer's pushed batches and acknowledges each one with
+// the gaps it found. A stream silent for StreamIdle is cut.
+func (s *peerServer) Replicate(stream grpc.BidiStreamingServer[peerv1.ReplicateRequest, peerv1.ReplicateResponse]) error {
+	ctx := stream.Context()
+	caller, err := s.authorize(ctx, "Replicate")
+	if err != nil {
+		return err
+	}
+	type msg struct {
+		req *peerv1.ReplicateRequest
+		err error
+	}
+	in := make(chan msg)
+	go func() {
+		for {
+			req, err := stream.Recv()
+			select {
+			case in <- msg{req, err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	idle := s.c.cfg.StreamIdle
+	timer := time.NewTimer(idle)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-timer.C:
+			s.c.repl.reject("stalled stream", caller, errors.New("no message for "+idle.String()))
+			return status.Error(codes.DeadlineExceeded, "replicate stream idle for "+idle.String())
+		case m := <-in:
+			if errors.Is(m.err, io.EOF) {
+				return nil
+			}
+			if m.err != nil {
+				if status.Code(m.err) != codes.Canceled {
+					s.c.repl.reject("receive", caller, m.err)
+				}
+				return m.err
+			}
+			timer.Reset(idle)
+			resp, err := s.handleBatch(caller, m.req)
+			if err != nil {
+				return err
+			}
+			if err := stream.Send(resp); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+func (s *peerServer) handleBatch(caller string, req *peerv1.ReplicateRequest) (*peerv1.ReplicateResponse, error) {
+	sender, err := s.senderOrigin(caller, req.GetSender())
+	if err != nil {
+		return nil, err
+	}
+	s.c.metrics.bytesRecv.Add(float64(proto.Size(req)))
+	gaps := map[string][]crdt.Version{}
+	var order []string
+	for _, pb := range req.GetDeltas() {
+		if !pb.ProtoReflect().IsValid() {
+			continue
+		}
+		if len(pb.GetPuts())+len(pb.GetRemoves()) > 0 {
+			s.c.metrics.deltasRecv.Inc()
+		}
+		res, ok := s.c.applyRemote(sender, pb, "push")
+		if !ok || !res.Gap {
+			continue
+		}
+		if _, seen := gaps[pb.GetRegistry()]; !seen {
+			order = append(order, pb.GetRegistry())
+		}
+		o, _ := crdt.ParseOrigin(pb.GetOrigin())
+		gaps[pb.GetRegistry()] = append(gaps[pb.GetRegistry()], crdt.Version{Origin: o, Seq: res.Have})
+		s.c.repl.requestSync(caller, o == sender)
+	}
+	resp := &peerv1.ReplicateResponse{}
+	for _, reg := range order {
+		resp.Gaps = append(resp.Gaps, versionsToPB(reg, gaps[reg]))
+	}
+	return resp, nil
+}
+
+// applyRemote decodes and applies one delta that arrived from the peer via.
+// It logs and counts whatever it refuses or ignores, and reports whether
+// the delta reached the map.
+func (c *Cluster) applyRemote(via crdt.Origin, pb *peerv1.Delta, path string) (crdt.ApplyResult, bool) {
+	reg := c.registry(pb.GetRegistry())
+	if reg == nil {
+		c.repl.reject("unknown registry", via.Name, errors.New("registry "+pb.GetRegistry()))
+		return crdt.ApplyResult{}, false
+	}
+	d, err := deltaFromPB(pb)
+	if err != nil {
+		c.repl.reject("malformed delta", via.Name, err)
+		return crdt.ApplyResult{}, false
+	}
+	if ok, why := c.accept(d.Origin, via); !ok {
+		c.metrics.rejected.WithLabelValues(why).Inc()
+		c.log.Warn("ignoring delta", slog.String("peer", via.String()), slog.String("origin", d.Origin.String()),
+			slog.String("registry", reg.name), slog.String("path", path), slog.String("reason", why))
+		return crdt.ApplyResult{}, false
+	}
+	res, err := reg.apply(d)
+	if err != nil {
+		c.repl.reject("invalid delta", via.Name, err)
+		return crdt.ApplyResult{}, false
+	}
+	if res.Ignored {
+		c.log.Debug("delta ignored by the map", slog.String("origin", d.Origin.String()), slog.String("path", path))
+	}
+	return res, true
+}
+
+// ExchangeDigest answers with this node's digests and, when the caller holds
+// something this node lacks, schedules a pull from it.
+func (s *peerServer) ExchangeDigest(ctx context.Context, req *peerv1.ExchangeDigestRequest) (*peerv1.ExchangeDigestResponse, error) {
+	caller, err := s.authorize(ctx, "ExchangeDigest")
+	if err != nil {
+		return nil, err
+	}
+	sender, err := s.senderOrigin(caller, req.GetSender())
+	if err != nil {
+		return nil, err
+	}
+	s.c.metrics.bytesRecv.Add(float64(proto.Size(req)))
+	lacking := false
+	for _, d := range req.GetDigests() {
+		reg := s.c.registry(d.GetRegistry())
+		if reg == nil {
+			continue
+		}
+		vs, err := versionsFromPB(d)
+		if err != nil {
+			s.c.repl.reject("malformed digest", caller, err)
+			return nil, status.Error(codes.InvalidArgument, err.Error())
+		}
+		for _, v := range vs {
+			if ok, _ := s.c.accept(v.Origin, sender); ok && v.Seq > reg.seq(v.Origin) {
+				lacking = true
+			}
+		}
+	}
+	if lacking {
+		s.c.repl.requestSync(caller, false)
+	}
+	resp := &peerv1.ExchangeDigestResponse{Sender: s.c.origin.String()}
+	for _, reg := range s.c.registries() {
+		resp.Digests = append(resp.Digests, versionsToPB(reg.name, reg.Digest()))
+	}
+	s.c.metrics.bytesSent.Add(float64(proto.Size(resp)))
+	return resp, nil
+}
+
+// CatchUp streams what the caller asks for: a delta from the log when it
+// reaches back far enough, else a snapshot in chunks. It never sends the
+// caller's own origin back to it.
+func (s *peerServer) CatchUp(req *peerv1.CatchUpRequest, stream grpc.ServerStreamingServer[peerv1.CatchUpResponse]) error {
+	caller, err := s.authorize(stream.Context(), "CatchUp")
+	if err != nil {
+		return err
+	}
+	if _, err := s.senderOrigin(caller, req.GetSender()); err != nil {
+		return err
+	}
+	s.c.metrics.catchUps.WithLabelValues("server").Inc()
+	send := func(r *peerv1.CatchUpResponse) error {
+		s.c.metrics.bytesSent.Add(float64(proto.Size(r)))
+		return stream.Send(r)
+	}
+	for _, want := range req.GetWants() {
+		reg := s.c.registry(want.GetRegistry())
+		if reg == nil {
+			continue
+		}
+		vs, err := versionsFromPB(want)
+		if err != nil {
+			s.c.repl.reject("malformed catch-up request", caller, err)
+			return status.Error(codes.InvalidArgument, err.Error())
+		}
+		for _, v := range vs {
+			if v.Origin.Name == caller {
+				continue // never send an origin's data back to it
+			}
+			var (
+				d      crdt.Delta
+				ok     bool
+				chunks []crdt.SnapshotChunk
+			)
+			reg.with(func(m *crdt.Map) {
+				if d, ok = m.DeltaSince(v.Origin, v.Seq); !ok {
+					chunks = m.Snapshot(v.Origin, s.c.cfg.SnapshotChunkBytes)
+				}
+			})
+			if ok {
+				if d.To > v.Seq {
+					s.c.metrics.deltasSent.Inc()
+					if err := send(&peerv1.CatchUpResponse{Item: &peerv1.CatchUpResponse_Delta{Delta: deltaToPB(reg.name, d)}}); err != nil {
+						return err
+					}
+				}
+				continue
+			}
+			if len(chunks) > 0 {
+				s.c.metrics.snapshots.WithLabelValues("server").Inc()
+			}
+			for _, ch := range chunks {
+				if err := send(&peerv1.CatchUpResponse{Item: &peerv1.CatchUpResponse_Snapshot{Snapshot: chunkToPB(reg.name, ch)}}); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// CallTool hands a forwarded tools/call to the ForwardHandler.
+func (s *peerServer) CallTool(req *peerv1.CallToolRequest, stream grpc.ServerStreamingServer[peerv1.CallToolResponse]) error {
+	if _, err := s.authorize(stream.Context(), "CallTool"); err != nil {
+		return err
+	}
+	h, err := s.c.forwardHandler()
+	if err != nil {
+		return err
+	}
+	return h.CallTool(req, stream)
+}
+
+// ReadResource hands a forwarded resources/read to the ForwardHandler.
+func (s *peerServer) ReadResource(ctx context.Context, req *peerv1.ReadResourceRequest) (*peerv1.ReadResourceResponse, error) {
+	if _, err := s.authorize(ctx, "ReadResource"); err != nil {
+		return nil, err
+	}
+	h, err := s.c.forwardHandler()
+	if err != nil {
+		return nil, err
+	}
+	return h.ReadResource(ctx, req)
+}
+
+// DeliverClientMessage hands a forwarded client message to the
+// ForwardHandler.
+func (s *peerServer) DeliverClientMessage(ctx context.Context, req *peerv1.DeliverClientMessageRequest) (*peerv1.DeliverClientMessageResponse, error) {
+	if _, err := s.authorize(ctx, "DeliverClientMessage"); err != nil {
+		return nil, err
+	}
+	h, err := s.c.forwardHandler()
+	if err != nil {
+		return nil, err
+	}
+	return h.DeliverClientMessage(ctx, req)
+}
+
+var _ peerv1.PeerServiceServer = (*peerServer)(nil)
