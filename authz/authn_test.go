@@ -331,11 +331,11 @@ func TestPublicKeyPolicy(t *testing.T) {
 func TestJWKSErrors(t *testing.T) {
 	cases := map[string]string{
 		`{"keys":[]}`: "no signature key in the JWKS",
-		`{"keys":[{"kty":"EC","crv":"P-256","x":"AA","y":"AA","d":"AA"}]}`:  "holds private key material",
-		`{"keys":[{"kty":"oct","k":"AAAA"}]}`:                               `unsupported kty "oct"`,
-		`{"keys":[{"kty":"EC","crv":"P-256","x":"AAAA","y":"AAAA"}]}`:       "P-256 coordinates must be 32 bytes",
-		`{"keys":[{"kty":"RSA","n":"AQAB","e":"AQAB","alg":"RS256"}]}`:      "RSA key of 17 bits",
-		`{"keys":[{"kty":"RSA","use":"enc","n":"AQAB","e":"AQAB"}]}`:        "no signature key in the JWKS",
+		`{"keys":[{"kty":"EC","crv":"P-256","x":"AA","y":"AA","d":"AA"}]}`: "holds private key material",
+		`{"keys":[{"kty":"oct","k":"AAAA"}]}`:                              `unsupported kty "oct"`,
+		`{"keys":[{"kty":"EC","crv":"P-256","x":"AAAA","y":"AAAA"}]}`:      "P-256 coordinates must be 32 bytes",
+		`{"keys":[{"kty":"RSA","n":"AQAB","e":"AQAB","alg":"RS256"}]}`:     "RSA key of 17 bits",
+		`{"keys":[{"kty":"RSA","use":"enc","n":"AQAB","e":"AQAB"}]}`:       "no signature key in the JWKS",
 		`not json`: "parsing JWKS",
 	}
 	for doc, want := range cases {

@@ -6,8 +6,10 @@ import (
 	"testing"
 )
 
-func allowEmbedder(context.Context, string, map[string]any, Context) Decision { return Allow("embedder") }
-func allowEmbedderRead(context.Context, string, any, Context) Decision      { return Allow("embedder") }
+func allowEmbedder(context.Context, string, map[string]any, Context) Decision {
+	return Allow("embedder")
+}
+func allowEmbedderRead(context.Context, string, any, Context) Decision { return Allow("embedder") }
 
 // TestDefaultsPerMode: what each guard decides with nothing else configured.
 func TestDefaultsPerMode(t *testing.T) {
