@@ -3,8 +3,8 @@ package apps
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
 	"io"
+	"log/slog"
 	"testing"
 
 	"github.com/mcpswarm/mcpswarm/session"
