@@ -1,0 +1,89 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/mcpswarm/mcpswarm/authz"
+	"github.com/mcpswarm/mcpswarm/session"
+)
+
+// Backend is the view of sessions, tools and members the MCP front serves
+// from, and where calls go. LocalBackend implements it over one node's
+// session.Manager; the swarm layer implements it over replicated registries
+// and forwarding.
+type Backend interface {
+	// Apps lists the startable apps.
+	Apps() []session.AppInfo
+	// Start starts app as session id ("" → generated) owned by c.Principal.
+	Start(ctx context.Context, c authz.Context, app, id string) (SessionInfo, error)
+	// Stop stops session id.
+	Stop(ctx context.Context, c authz.Context, id string) error
+	// Sessions lists the sessions visible to p: owned, or all for an admin.
+	Sessions(p authz.Principal) []SessionInfo
+	// Lookup finds a session by id, whoever owns it.
+	Lookup(id string) (SessionInfo, bool)
+	// Tools lists the derived tools of p's visible, available sessions.
+	Tools(p authz.Principal) []session.Tool
+	// Call runs a derived tool; ctx carries session.WithProgress.
+	Call(ctx context.Context, c authz.Context, sessionID, tool string, args map[string]any) (session.Result, error)
+	// ReadResource reads a session resource ("widgets", "context", "model/<key>").
+	ReadResource(ctx context.Context, c authz.Context, sessionID, name string) (json.RawMessage, error)
+	// Model returns a session's whole model.
+	Model(ctx context.Context, c authz.Context, id string) (json.RawMessage, error)
+	// Screenshot renders a session's view as text.
+	Screenshot(ctx context.Context, c authz.Context, id string) (string, error)
+	// SendKey delivers a key press to a session.
+	SendKey(ctx context.Context, c authz.Context, id string, k session.Key) (session.Result, error)
+	// Members lists the cluster members.
+	Members() []Member
+	// Watch calls fn for every change until cancel is called. fn must not block.
+	Watch(fn func(Event)) (cancel func())
+}
+
+// ResourceLister is optionally implemented by a Backend that can name a
+// session's resources, so resources/list and completion can offer the
+// model projections (model/<key>) next to widgets and context.
+type ResourceLister interface {
+	ResourceNames(sessionID string) ([]string, error)
+}
+
+// SessionInfo is a session as the front sees it.
+type SessionInfo struct {
+	session.Info
+	// Owner is the name of the node that runs the session.
+	Owner string
+	// Available is false while the owner node is unreachable.
+	Available bool
+}
+
+// Member is one cluster member.
+type Member struct {
+	Name, State, GRPCAddr, Version string
+	Self                           bool
+}
+
+// EventKind names what an Event reports.
+type EventKind int
+
+// Event kinds.
+const (
+	// ToolsChanged: Principal's derived tool set changed.
+	ToolsChanged EventKind = iota + 1
+	// ResourceChanged: resource Resource of Session changed (Patch is the
+	// RFC 6902 patch for a model projection, when known).
+	ResourceChanged
+	// MembersChanged: the member list changed.
+	MembersChanged
+	// SessionsChanged: a session started or stopped (Principal owns it).
+	SessionsChanged
+)
+
+// Event is a change the front turns into notifications.
+type Event struct {
+	Kind      EventKind
+	Principal string
+	Session   string
+	Resource  string
+	Patch     json.RawMessage
+}

@@ -1,0 +1,146 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/mcpswarm/mcpswarm/authz"
+)
+
+// approveKey is the id of the approval input request (2026-07-28) and the
+// property of the approval form.
+const approveKey = "approve"
+
+// gate runs every check a tools/call passes before it runs: the rate limit,
+// the sensitive-tool guard and the tool authorizer (an Ask elicits when the
+// client can be asked). ok is false when the call must not run; res is
+// then what the client gets.
+func (s *Server) gate(ctx context.Context, req mcp.CallToolRequest, c authz.Context, tool string, args map[string]any, sensitive bool) (res *mcp.CallToolResult, ok bool) {
+	if s.cfg.RateLimiter != nil && !s.cfg.RateLimiter.Allow(c.Principal.Subject) {
+		return toolError("rate limit reached for your principal; retry shortly", map[string]any{"error": "rate_limited", "tool": tool}), false
+	}
+	if err := authz.CheckSensitive(&s.cfg.Guard, sensitive); err != nil {
+		return toolError(fmt.Sprintf("%s: %v: no tool authorizer is configured", tool, err), map[string]any{"error": err.Error(), "tool": tool}), false
+	}
+	d := authz.SafeDecide(ctx, s.cfg.Guard.Tools, tool, args, c)
+	s.metrics.decision("tool", d)
+	switch d.Kind {
+	case authz.KindAllow:
+		return nil, true
+	case authz.KindDeny:
+		s.log.Info("tool call denied", "tool", tool, "principal", c.Principal.Subject, "rule", d.Rule)
+		return deniedResult(tool, d), false
+	}
+	// Ask.
+	if isModern(ctx) {
+		return s.askModern(ctx, req, c, tool, args, d)
+	}
+	if !s.canElicit(ctx) {
+		return deniedResult(tool, d), false
+	}
+	o := s.elicit(ctx, c, tool, d.Prompt)
+	s.metrics.elicitation(o)
+	if o == outcomeApproved {
+		return nil, true
+	}
+	s.log.Info("tool call not approved", "tool", tool, "principal", c.Principal.Subject, "outcome", o.String())
+	return deniedResult(tool, authz.Deny(o.String(), d.Rule)), false
+}
+
+func deniedResult(tool string, d authz.Decision) *mcp.CallToolResult {
+	data := authz.AuthorizationRequired(tool, d)
+	msg := fmt.Sprintf("%s: not authorized (%s): %s", tool, d.Kind, d.Detail())
+	if d.Kind == authz.KindAsk {
+		msg = fmt.Sprintf("%s needs approval this client cannot give (no elicitation support): %s", tool, d.Detail())
+	}
+	return toolError(msg, data)
+}
+
+// clientCaps returns the capabilities the calling client declared.
+func clientCaps(ctx context.Context) mcp.ClientCapabilities {
+	if ci, ok := server.ClientSessionFromContext(ctx).(server.SessionWithClientInfo); ok {
+		return ci.GetClientCapabilities()
+	}
+	return mcp.ClientCapabilities{}
+}
+
+// canElicit reports whether the calling connection can be sent
+// elicitation/create: it advertised the capability and its transport
+// carries server-initiated requests (legacy SSE does not).
+func (s *Server) canElicit(ctx context.Context) bool {
+	cs := server.ClientSessionFromContext(ctx)
+	vs, ok := cs.(*viewSession)
+	if !ok {
+		return false
+	}
+	if _, ok := vs.ClientSession.(server.SessionWithElicitation); !ok {
+		return false
+	}
+	return clientCaps(ctx).Elicitation != nil
+}
+
+func approvalParams(tool, prompt string) mcp.ElicitationParams {
+	if prompt == "" {
+		prompt = "Allow the call to " + tool + "?"
+	}
+	return mcp.ElicitationParams{
+		Message: prompt,
+		RequestedSchema: map[string]any{
+			"type": "object",
+			"properties": map[string]any{
+				approveKey: map[string]any{"type": "boolean", "title": "Approve", "description": "Run " + tool},
+			},
+			"required": []string{approveKey},
+		},
+	}
+}
+
+// approved reports whether an elicitation answer is an explicit approval.
+func approved(r *mcp.ElicitationResult) bool {
+	if r == nil || r.Action != mcp.ElicitationResponseActionAccept {
+		return false
+	}
+	m, ok := r.Content.(map[string]any)
+	if !ok {
+		return false
+	}
+	v, ok := m[approveKey].(bool)
+	return ok && v
+}
+
+// askModern handles an Ask for a 2026-07-28 request with the multi round
+// trip pattern: the first call answers input_required with a sealed
+// requestState; the retry carries the answer and the state, which must
+// match principal, tool and arguments, be unexpired and unused.
+func (s *Server) askModern(ctx context.Context, req mcp.CallToolRequest, c authz.Context, tool string, args map[string]any, d authz.Decision) (*mcp.CallToolResult, bool) {
+	if clientCaps(ctx).Elicitation == nil {
+		return deniedResult(tool, d), false
+	}
+	state := req.Params.RequestState
+	if state == "" {
+		s.metrics.elicitation(outcomePending)
+		tok := s.states.seal(c.Principal.Subject, tool, args)
+		return server.NewInputRequestBuilder(tok).Elicit(approveKey, approvalParams(tool, d.Prompt)).ToolResult(), false
+	}
+	if err := s.states.open(state, c.Principal.Subject, tool, args); err != nil {
+		s.log.Warn("request state refused", "tool", tool, "principal", c.Principal.Subject, "err", err)
+		code := "invalid_request_state"
+		switch {
+		case errors.Is(err, ErrStateReplayed):
+			code = "request_state_replayed"
+		case errors.Is(err, ErrStateExpired):
+			code = "request_state_expired"
+		}
+		return toolError(fmt.Sprintf("%s: request state refused: %v", tool, err), map[string]any{"error": code, "tool": tool}), false
+	}
+	if approved(server.ElicitationResponse(req.Params.InputResponses, approveKey)) {
+		s.metrics.elicitation(outcomeApproved)
+		return nil, true
+	}
+	s.metrics.elicitation(outcomeDeclined)
+	return deniedResult(tool, authz.Deny(outcomeDeclined.String(), d.Rule)), false
+}

@@ -1,0 +1,217 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// errNotSupported answers a server-initiated request the wrapped session
+// cannot carry.
+var errNotSupported = errors.New("mcp: not supported by this transport")
+
+// viewSession wraps the session mcp-go made for one request and gives it a
+// private, per-request set of session tools: the caller's view, installed by
+// the OnRequestInitialization hook with SetSessionTools. mcp-go keys its own
+// per-session tool store by session id, which 2026-07-28 requests share (the
+// empty id) and stdio lacks, so the wrapper is what keeps views apart.
+//
+// Every optional session interface mcp-go probes is forwarded to the
+// wrapped session; TestViewSessionForwardsEveryMethod pins that.
+type viewSession struct {
+	server.ClientSession
+
+	mu    sync.RWMutex
+	tools map[string]server.ServerTool
+	level mcp.LoggingLevel
+	// resources, when set, is this request's view of session resources.
+	resources    map[string]server.ServerResource
+	resourcesSet bool
+}
+
+// setResources installs this request's view of session resources.
+func (v *viewSession) setResources(r map[string]server.ServerResource) {
+	v.mu.Lock()
+	v.resources, v.resourcesSet = r, true
+	v.mu.Unlock()
+}
+
+func newViewSession(inner server.ClientSession) *viewSession {
+	return &viewSession{ClientSession: inner}
+}
+
+// GetSessionTools returns the view installed for this request.
+func (v *viewSession) GetSessionTools() map[string]server.ServerTool {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	return v.tools
+}
+
+// SetSessionTools installs the view for this request.
+func (v *viewSession) SetSessionTools(tools map[string]server.ServerTool) {
+	v.mu.Lock()
+	v.tools = tools
+	v.mu.Unlock()
+}
+
+// SetLogLevel records the connection's log level.
+func (v *viewSession) SetLogLevel(level mcp.LoggingLevel) {
+	if l, ok := v.ClientSession.(server.SessionWithLogging); ok {
+		l.SetLogLevel(level)
+		return
+	}
+	v.mu.Lock()
+	v.level = level
+	v.mu.Unlock()
+}
+
+// GetLogLevel returns the connection's log level.
+func (v *viewSession) GetLogLevel() mcp.LoggingLevel {
+	if l, ok := v.ClientSession.(server.SessionWithLogging); ok {
+		return l.GetLogLevel()
+	}
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	if v.level == "" {
+		return mcp.LoggingLevelError
+	}
+	return v.level
+}
+
+// GetSessionResources forwards to the wrapped session.
+func (v *viewSession) GetSessionResources() map[string]server.ServerResource {
+	v.mu.RLock()
+	if v.resourcesSet {
+		defer v.mu.RUnlock()
+		return v.resources
+	}
+	v.mu.RUnlock()
+	if r, ok := v.ClientSession.(server.SessionWithResources); ok {
+		return r.GetSessionResources()
+	}
+	return nil
+}
+
+// SetSessionResources forwards to the wrapped session.
+func (v *viewSession) SetSessionResources(resources map[string]server.ServerResource) {
+	if r, ok := v.ClientSession.(server.SessionWithResources); ok {
+		r.SetSessionResources(resources)
+	}
+}
+
+// GetSessionResourceTemplates forwards to the wrapped session.
+func (v *viewSession) GetSessionResourceTemplates() map[string]server.ServerResourceTemplate {
+	if r, ok := v.ClientSession.(server.SessionWithResourceTemplates); ok {
+		return r.GetSessionResourceTemplates()
+	}
+	return nil
+}
+
+// SetSessionResourceTemplates forwards to the wrapped session.
+func (v *viewSession) SetSessionResourceTemplates(t map[string]server.ServerResourceTemplate) {
+	if r, ok := v.ClientSession.(server.SessionWithResourceTemplates); ok {
+		r.SetSessionResourceTemplates(t)
+	}
+}
+
+// GetClientInfo forwards to the wrapped session.
+func (v *viewSession) GetClientInfo() mcp.Implementation {
+	if c, ok := v.ClientSession.(server.SessionWithClientInfo); ok {
+		return c.GetClientInfo()
+	}
+	return mcp.Implementation{}
+}
+
+// SetClientInfo forwards to the wrapped session.
+func (v *viewSession) SetClientInfo(info mcp.Implementation) {
+	if c, ok := v.ClientSession.(server.SessionWithClientInfo); ok {
+		c.SetClientInfo(info)
+	}
+}
+
+// GetClientCapabilities forwards to the wrapped session.
+func (v *viewSession) GetClientCapabilities() mcp.ClientCapabilities {
+	if c, ok := v.ClientSession.(server.SessionWithClientInfo); ok {
+		return c.GetClientCapabilities()
+	}
+	return mcp.ClientCapabilities{}
+}
+
+// SetClientCapabilities forwards to the wrapped session.
+func (v *viewSession) SetClientCapabilities(caps mcp.ClientCapabilities) {
+	if c, ok := v.ClientSession.(server.SessionWithClientInfo); ok {
+		c.SetClientCapabilities(caps)
+	}
+}
+
+// RequestElicitation forwards to the wrapped session.
+func (v *viewSession) RequestElicitation(ctx context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	if e, ok := v.ClientSession.(server.SessionWithElicitation); ok {
+		return e.RequestElicitation(ctx, req)
+	}
+	return nil, errNotSupported
+}
+
+// RequestSampling forwards to the wrapped session.
+func (v *viewSession) RequestSampling(ctx context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	if s, ok := v.ClientSession.(server.SessionWithSampling); ok {
+		return s.RequestSampling(ctx, req)
+	}
+	return nil, errNotSupported
+}
+
+// ListRoots forwards to the wrapped session.
+func (v *viewSession) ListRoots(ctx context.Context, req mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
+	if r, ok := v.ClientSession.(server.SessionWithRoots); ok {
+		return r.ListRoots(ctx, req)
+	}
+	return nil, errNotSupported
+}
+
+// UpgradeToSSEWhenReceiveNotification forwards to the wrapped session.
+func (v *viewSession) UpgradeToSSEWhenReceiveNotification() {
+	if s, ok := v.ClientSession.(server.SessionWithStreamableHTTPConfig); ok {
+		s.UpgradeToSSEWhenReceiveNotification()
+	}
+}
+
+// SetSubscriptionFilter forwards to the wrapped session.
+func (v *viewSession) SetSubscriptionFilter(f mcp.SubscriptionFilter) {
+	if s, ok := v.ClientSession.(server.SessionWithSubscriptionFilter); ok {
+		s.SetSubscriptionFilter(f)
+	}
+}
+
+// SubscriptionFilter forwards to the wrapped session.
+func (v *viewSession) SubscriptionFilter() (mcp.SubscriptionFilter, bool) {
+	if s, ok := v.ClientSession.(server.SessionWithSubscriptionFilter); ok {
+		return s.SubscriptionFilter()
+	}
+	return mcp.SubscriptionFilter{}, false
+}
+
+// ProtocolVersion forwards to the wrapped session.
+func (v *viewSession) ProtocolVersion() string {
+	if p, ok := v.ClientSession.(server.SessionWithProtocolVersion); ok {
+		return p.ProtocolVersion()
+	}
+	return ""
+}
+
+// Interface guards.
+var (
+	_ server.SessionWithTools                = (*viewSession)(nil)
+	_ server.SessionWithLogging              = (*viewSession)(nil)
+	_ server.SessionWithResources            = (*viewSession)(nil)
+	_ server.SessionWithResourceTemplates    = (*viewSession)(nil)
+	_ server.SessionWithClientInfo           = (*viewSession)(nil)
+	_ server.SessionWithElicitation          = (*viewSession)(nil)
+	_ server.SessionWithSampling             = (*viewSession)(nil)
+	_ server.SessionWithRoots                = (*viewSession)(nil)
+	_ server.SessionWithStreamableHTTPConfig = (*viewSession)(nil)
+	_ server.SessionWithSubscriptionFilter   = (*viewSession)(nil)
+	_ server.SessionWithProtocolVersion      = (*viewSession)(nil)
+)

@@ -1,0 +1,249 @@
+package mcp
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcpswarm/mcpswarm/authz"
+)
+
+const (
+	headerSessionID       = "Mcp-Session-Id"
+	headerProtocolVersion = "Mcp-Protocol-Version"
+	wellKnownPRM          = "/.well-known/oauth-protected-resource"
+)
+
+// front is the HTTP handler in front of mcp-go: DNS-rebinding protection,
+// authentication, body/batch/nesting limits, session id validation on
+// every method, and the read authorizer, all before mcp-go sees a request.
+func (s *Server) front() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/mcp", s.serveStreamable)
+	mux.HandleFunc("/sse", s.serveSSE)
+	mux.HandleFunc("/message", s.serveSSEMessage)
+	if s.cfg.Guard.Authenticator != nil {
+		mux.HandleFunc(wellKnownPRM, s.serveMetadata)
+		mux.HandleFunc(wellKnownPRM+"/mcp", s.serveMetadata)
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if rejectRebinding(w, r) {
+			return
+		}
+		if strings.HasPrefix(r.URL.Path, "/.well-known/") {
+			mux.ServeHTTP(w, r)
+			return
+		}
+		id := identity{}
+		if a := s.cfg.Guard.Authenticator; a != nil {
+			p, err := a.Authenticate(r)
+			switch {
+			case err == nil:
+				id.principal, id.authed = p, true
+			case errors.Is(err, authz.ErrNoToken) && !a.Required():
+			default:
+				a.Challenge(w, err, s.metadataURL(r))
+				return
+			}
+		}
+		mux.ServeHTTP(w, r.WithContext(withIdentity(r.Context(), id)))
+	})
+}
+
+func (s *Server) resourceURL(r *http.Request) string {
+	if s.cfg.ResourceURL != "" {
+		return s.cfg.ResourceURL
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host + "/mcp"
+}
+
+func (s *Server) metadataURL(r *http.Request) string {
+	u, err := url.Parse(s.resourceURL(r))
+	if err != nil {
+		return wellKnownPRM
+	}
+	u.Path = wellKnownPRM + u.Path
+	return u.String()
+}
+
+func (s *Server) serveMetadata(w http.ResponseWriter, r *http.Request) {
+	authz.ProtectedResourceMetadataHandler(s.resourceURL(r), s.cfg.AuthServers, nil).ServeHTTP(w, r)
+}
+
+func isLoopback(hostport string) bool {
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		host = strings.Trim(hostport, "[]")
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}
+
+// rejectRebinding refuses a request that reached a loopback listener with a
+// non-loopback Host or Origin: a DNS-rebinding page in a browser.
+func rejectRebinding(w http.ResponseWriter, r *http.Request) bool {
+	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if !ok || local == nil || !isLoopback(local.String()) {
+		return false
+	}
+	if !isLoopback(r.Host) {
+		http.Error(w, fmt.Sprintf("Forbidden: invalid Host header %q", r.Host), http.StatusForbidden)
+		return true
+	}
+	if o := r.Header.Get("Origin"); o != "" {
+		u, err := url.Parse(o)
+		if err != nil || !isLoopback(u.Host) {
+			http.Error(w, fmt.Sprintf("Forbidden: invalid Origin header %q", o), http.StatusForbidden)
+			return true
+		}
+	}
+	return false
+}
+
+func writeRPCError(w http.ResponseWriter, status int, e *rpcError) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(e.marshal(), '\n'))
+}
+
+// readBody reads a POST body within the size limit and checks it; on
+// failure it has answered the request.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, envelope, bool) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			s.metrics.rejected("body_too_large")
+			writeRPCError(w, http.StatusRequestEntityTooLarge, &rpcError{Code: codeInvalidRequest,
+				Message: fmt.Sprintf("request body exceeds the limit of %d bytes", s.cfg.MaxBodyBytes)})
+			return nil, envelope{}, false
+		}
+		writeRPCError(w, http.StatusBadRequest, &rpcError{Code: codeParseError, Message: "reading the request body failed"})
+		return nil, envelope{}, false
+	}
+	env, rerr := checkMessage(body, s.cfg.MaxBatch, s.cfg.MaxDepth)
+	if rerr != nil {
+		s.metrics.rejected("bad_message")
+		writeRPCError(w, http.StatusBadRequest, rerr)
+		return nil, envelope{}, false
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
+	return body, env, true
+}
+
+// modernRequest reports whether a POST speaks 2026-07-28 or later (mcp-go's
+// own rule: the header or the body's _meta names a modern version).
+func modernRequest(r *http.Request, params json.RawMessage) bool {
+	if mcp.IsModernProtocol(r.Header.Get(headerProtocolVersion)) {
+		return true
+	}
+	var p struct {
+		Meta *mcp.Meta `json:"_meta"`
+	}
+	if len(params) > 0 && json.Unmarshal(params, &p) == nil && p.Meta != nil {
+		return mcp.IsModernProtocol(p.Meta.ProtocolVersion())
+	}
+	return false
+}
+
+// checkSessionID validates the Mcp-Session-Id of a legacy request; on
+// failure it has answered 404 (or 400 when the header is missing).
+func (s *Server) checkSessionID(w http.ResponseWriter, r *http.Request, id string) bool {
+	if id == "" {
+		http.Error(w, "Bad Request: Mcp-Session-Id header required", http.StatusBadRequest)
+		return false
+	}
+	if _, err := s.ids.Open(id, boundSubject(r.Context())); err != nil {
+		s.metrics.rejected("session_id")
+		http.Error(w, "Invalid session ID", http.StatusNotFound)
+		return false
+	}
+	if s.ids.Terminated(id) {
+		http.Error(w, "Session terminated", http.StatusNotFound)
+		return false
+	}
+	return true
+}
+
+// precheckRead runs the read authorizer for a request before mcp-go, so a
+// denial answers JSON-RPC -32090 with data {error, method, detail}.
+func (s *Server) precheckRead(r *http.Request, env envelope, transport authz.Transport, connID string, modern bool) *rpcError {
+	if !env.isRequest() || !readMethods[env.Method] {
+		return nil
+	}
+	id, _ := identityFrom(r.Context())
+	c := authz.Context{ConnID: connID, Transport: transport, Node: s.cfg.Node}
+	switch {
+	case id.authed:
+		c.Principal = id.principal
+	case connID != "":
+		c.Principal = s.cfg.Guard.Principal(authz.ConnPrincipal(connID))
+	case modern && s.cfg.Dev:
+		c.Principal = s.cfg.Guard.Principal(authz.Principal{Subject: AnonymousSubject})
+	}
+	e := s.decideRead(r.Context(), c, env.Method, env.Params)
+	if e != nil {
+		e.ID = env.ID
+	}
+	return e
+}
+
+func (s *Server) serveStreamable(w http.ResponseWriter, r *http.Request) {
+	id, _ := identityFrom(r.Context())
+	id.transport = authz.TransportStreamableHTTP
+	id.prechecked = true
+	r = r.WithContext(withIdentity(r.Context(), id))
+	switch r.Method {
+	case http.MethodPost:
+		_, env, ok := s.readBody(w, r)
+		if !ok {
+			return
+		}
+		modern := modernRequest(r, env.Params)
+		sid := ""
+		if !modern && env.Method != string(mcp.MethodInitialize) {
+			sid = r.Header.Get(headerSessionID)
+			if !s.checkSessionID(w, r, sid) {
+				return
+			}
+		}
+		if e := s.precheckRead(r, env, authz.TransportStreamableHTTP, sid, modern); e != nil {
+			writeRPCError(w, http.StatusOK, e)
+			return
+		}
+	case http.MethodGet, http.MethodDelete:
+		if mcp.IsModernProtocol(r.Header.Get(headerProtocolVersion)) {
+			break // mcp-go answers 405: 2026-07-28 has no sessions
+		}
+		sid := r.Header.Get(headerSessionID)
+		if !s.checkSessionID(w, r, sid) {
+			return
+		}
+		if r.Method == http.MethodGet {
+			s.streams.holdGET(sid)
+			defer s.streams.releaseGET(sid)
+		}
+	}
+	s.stream.ServeHTTP(w, r)
+}
+
+// HoldsStream reports whether this node holds connection id's GET stream
+// (so it is the node that must send the connection's notifications).
+func (s *Server) HoldsStream(id string) bool { return s.streams.holdsGET(id) }

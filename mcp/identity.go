@@ -1,0 +1,88 @@
+package mcp
+
+import (
+	"context"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/mcpswarm/mcpswarm/authz"
+)
+
+// AnonymousSubject is the shared principal of anonymous 2026-07-28 clients
+// in development mode.
+const AnonymousSubject = "anonymous"
+
+type identityKey struct{}
+
+// identity is what the transport layer knows about a request before mcp-go
+// handles it: the transport and, when authentication is on, the verified
+// principal.
+type identity struct {
+	transport authz.Transport
+	principal authz.Principal // set when authenticated
+	authed    bool
+	// prechecked is set when the transport already ran the read
+	// authorizer on the message (and answered -32090 itself on a denial).
+	prechecked bool
+}
+
+func withIdentity(ctx context.Context, id identity) context.Context {
+	return context.WithValue(ctx, identityKey{}, id)
+}
+
+func identityFrom(ctx context.Context) (identity, bool) {
+	id, ok := ctx.Value(identityKey{}).(identity)
+	return id, ok
+}
+
+// boundSubject is the principal a session id minted or validated for this
+// request is bound to: the authenticated subject, or "".
+func boundSubject(ctx context.Context) string {
+	if id, ok := identityFrom(ctx); ok && id.authed {
+		return id.principal.Subject
+	}
+	return ""
+}
+
+// isModern reports whether the request in ctx speaks 2026-07-28 or later.
+func isModern(ctx context.Context) bool {
+	return mcp.IsModernProtocol(server.RequestProtocolVersion(ctx))
+}
+
+// authzContext is the authorization context of the request in ctx. The
+// principal is never anything the client merely asserts: a verified token's
+// subject, else the connection (conn:<id>), stdio, or for an anonymous
+// 2026-07-28 request nobody (in Dev, the shared "anonymous").
+func (s *Server) authzContext(ctx context.Context) authz.Context {
+	id, _ := identityFrom(ctx)
+	connID := ""
+	if cs := server.ClientSessionFromContext(ctx); cs != nil {
+		connID = cs.SessionID()
+	}
+	c := authz.Context{ConnID: connID, Transport: id.transport, Node: s.cfg.Node}
+	switch {
+	case id.authed:
+		c.Principal = id.principal
+	case id.transport == authz.TransportStdio:
+		c.Principal = s.cfg.Guard.Principal(authz.StdioPrincipal())
+	case connID != "":
+		c.Principal = s.cfg.Guard.Principal(authz.ConnPrincipal(connID))
+	case s.cfg.Dev:
+		c.Principal = s.cfg.Guard.Principal(authz.Principal{Subject: AnonymousSubject})
+	default:
+		c.Principal = authz.Principal{}
+	}
+	return c
+}
+
+// canOwn reports why c may not own sessions ("" when it may).
+func (s *Server) canOwn(ctx context.Context, c authz.Context) string {
+	if c.Principal.Subject == "" {
+		return "ownership needs authentication: this 2026-07-28 request carries no connection, so sessions can only be owned by an authenticated principal (send a bearer token)"
+	}
+	if c.Principal.Subject == AnonymousSubject && !c.Principal.Authenticated {
+		s.log.Warn("anonymous 2026-07-28 client owns sessions under the shared principal (dev mode)", "principal", AnonymousSubject)
+	}
+	return ""
+}

@@ -1,0 +1,269 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/mcpswarm/mcpswarm/authz"
+)
+
+// Server is the MCP front of one node: Streamable HTTP at /mcp, legacy
+// HTTP+SSE at /sse and /message, and stdio, all serving per-connection
+// views of the Backend.
+type Server struct {
+	cfg     Config
+	log     *slog.Logger
+	mcp     *server.MCPServer
+	stream  *server.StreamableHTTPServer
+	sse     *server.SSEServer
+	ids     *SessionIDs
+	states  *stateSealer
+	conns   *connTable
+	parked  *parking
+	streams *sseStreams
+	metrics *metrics
+	static  map[string]server.ServerTool
+	handler http.Handler
+
+	stopWatch func()
+	closeOnce sync.Once
+}
+
+// New builds a Server from cfg.
+func New(cfg Config) (*Server, error) {
+	if err := cfg.setDefaults(); err != nil {
+		return nil, fmt.Errorf("configuring the mcp front: %w", err)
+	}
+	ids, err := NewSessionIDs(cfg.SessionKey, cfg.Node)
+	if err != nil {
+		return nil, fmt.Errorf("configuring the mcp front: %w", err)
+	}
+	states, err := newStateSealer(cfg.SessionKey, cfg.StateTTL)
+	if err != nil {
+		return nil, fmt.Errorf("configuring the mcp front: %w", err)
+	}
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("configuring the mcp front: %w", err)
+	}
+	s := &Server{
+		cfg: cfg, log: cfg.Logger, ids: ids, states: states,
+		conns: newConnTable(), parked: newParking(), streams: newSSEStreams(), metrics: m,
+	}
+
+	hooks := &server.Hooks{}
+	hooks.AddOnRequestInitialization(s.beforeRequest)
+	hooks.AddOnRegisterSession(s.onRegister)
+	hooks.AddOnUnregisterSession(s.onUnregister)
+	hooks.AddAfterSubscribe(s.afterSubscribe)
+	hooks.AddAfterUnsubscribe(s.afterUnsubscribe)
+
+	s.mcp = server.NewMCPServer("mcpswarm", cfg.Version,
+		server.WithToolCapabilities(true),
+		server.WithResourceCapabilities(true, true),
+		server.WithPromptCapabilities(false),
+		server.WithLogging(),
+		server.WithCompletions(),
+		server.WithElicitation(),
+		server.WithHooks(hooks),
+		server.WithRecovery(),
+		server.WithResourceRecovery(),
+		server.WithPromptCompletionProvider(completer{s}),
+		server.WithResourceCompletionProvider(completer{s}),
+		server.WithInstructions(instructions),
+	)
+	s.static = s.staticTools()
+	s.addResources()
+	s.addPrompts()
+	if cfg.Extend != nil {
+		cfg.Extend(s.mcp)
+	}
+
+	s.stream = server.NewStreamableHTTPServer(s.mcp,
+		server.WithEndpointPath("/mcp"),
+		server.WithSessionIdManagerResolver(resolver{ids}),
+		server.WithHeartbeatInterval(cfg.Keepalive),
+		// Any event store makes the POST wait for its notification
+		// forwarder before answering, which closes mcp-go's race that
+		// loses progress and log notifications; ours records nothing.
+		server.WithEventStore(noopEventStore{}),
+		server.WithSessionIdleTTL(cfg.IdleTTL),
+		server.WithHTTPContextFunc(s.wrapContext),
+		server.WithStreamableHTTPLogger(cfg.Logger),
+	)
+	s.sse = server.NewSSEServer(s.mcp,
+		server.WithSSEEndpoint("/sse"),
+		server.WithMessageEndpoint("/message"),
+		server.WithUseFullURLForMessageEndpoint(false),
+		server.WithKeepAliveInterval(cfg.Keepalive),
+		server.WithSSEContextFunc(s.wrapContext),
+		server.WithSessionIDGenerator(s.sseSessionID),
+	)
+	s.handler = s.front()
+	s.stopWatch = cfg.Backend.Watch(s.onEvent)
+	return s, nil
+}
+
+const instructions = "mcpswarm serves headless app sessions as tools. Call swarm_apps to see what you can start, " +
+	"swarm_start to start one, swarm_list to see your sessions; each session's widgets become tools named " +
+	"<session>.<widget>.<action>, and <session>.discover_tools searches them."
+
+// Handler serves /mcp, /sse, /message and /.well-known/oauth-protected-resource.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// MCPServer returns the underlying mcp-go server (for in-process clients
+// and fixtures).
+func (s *Server) MCPServer() *server.MCPServer { return s.mcp }
+
+// SessionIDs returns the sealer of this node's session ids.
+func (s *Server) SessionIDs() *SessionIDs { return s.ids }
+
+// SensitiveStaticTools names the static tools annotated sensitive or
+// destructive, for authz.CheckBoot.
+func (s *Server) SensitiveStaticTools() []string {
+	var out []string
+	for _, d := range staticDefs {
+		if d.sensitive {
+			out = append(out, d.name)
+		}
+	}
+	return out
+}
+
+// Shutdown closes client streams, denies parked calls and stops watching
+// the backend.
+func (s *Server) Shutdown(ctx context.Context) error {
+	var errs []error
+	s.closeOnce.Do(func() {
+		s.stopWatch()
+		s.parked.closeAll(outcomeShutdown)
+		if err := s.stream.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("closing streamable http sessions: %w", err))
+		}
+		if err := s.sse.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("closing sse sessions: %w", err))
+		}
+		s.streams.closeAll()
+	})
+	return errors.Join(errs...)
+}
+
+// wrapContext gives every request its own view session (see viewSession).
+func (s *Server) wrapContext(ctx context.Context, _ *http.Request) context.Context {
+	cs := server.ClientSessionFromContext(ctx)
+	if cs == nil {
+		return ctx
+	}
+	if _, ok := cs.(*viewSession); ok {
+		return ctx
+	}
+	return s.mcp.WithContext(ctx, newViewSession(cs))
+}
+
+// readMethods are guarded by the read authorizer.
+var readMethods = map[string]bool{
+	string(mcp.MethodToolsList):              true,
+	string(mcp.MethodResourcesList):          true,
+	string(mcp.MethodResourcesTemplatesList): true,
+	string(mcp.MethodResourcesRead):          true,
+	string(mcp.MethodResourcesSubscribe):     true,
+	string(mcp.MethodResourcesUnsubscribe):   true,
+	string(mcp.MethodPromptsList):            true,
+	string(mcp.MethodPromptsGet):             true,
+	string(mcp.MethodCompletionComplete):     true,
+	string(mcp.MethodSetLogLevel):            true,
+}
+
+// decideRead runs the read authorizer for method; nil means allowed.
+func (s *Server) decideRead(ctx context.Context, c authz.Context, method string, params json.RawMessage) *rpcError {
+	if !readMethods[method] {
+		return nil
+	}
+	var p any
+	if len(params) > 0 {
+		_ = json.Unmarshal(params, &p)
+	}
+	d := authz.SafeDecideRead(ctx, s.cfg.Guard.Reads, method, p, c)
+	s.metrics.decision("read", d)
+	if d.Kind == authz.KindAllow {
+		return nil
+	}
+	s.log.Info("read denied", "method", method, "principal", c.Principal.Subject, "rule", d.Rule)
+	return &rpcError{Code: authz.ReadDeniedCode, Message: "forbidden: " + d.Detail(), Data: authz.ReadDenied(method, d)}
+}
+
+// beforeRequest runs before mcp-go dispatches a request: it installs the
+// caller's view of tools and resources on the request's view session, and
+// guards the read surface for callers no transport precheck covered.
+func (s *Server) beforeRequest(ctx context.Context, _ any, message any) error {
+	raw, ok := message.(json.RawMessage)
+	if !ok {
+		return nil
+	}
+	var head struct {
+		Method string          `json:"method"`
+		Params json.RawMessage `json:"params"`
+	}
+	if err := json.Unmarshal(raw, &head); err != nil {
+		return nil
+	}
+	vs, _ := server.ClientSessionFromContext(ctx).(*viewSession)
+	c := s.authzContext(ctx)
+	if id, ok := identityFrom(ctx); !ok || !id.prechecked {
+		if e := s.decideRead(ctx, c, head.Method, head.Params); e != nil {
+			return errors.New(e.Message)
+		}
+	}
+	if vs == nil {
+		return nil
+	}
+	switch head.Method {
+	case string(mcp.MethodToolsList):
+		vs.SetSessionTools(s.listView(ctx, c))
+	case string(mcp.MethodToolsCall):
+		var p struct {
+			Name string `json:"name"`
+		}
+		_ = json.Unmarshal(head.Params, &p)
+		vs.SetSessionTools(s.callView(c, p.Name))
+	case string(mcp.MethodResourcesList), string(mcp.MethodResourcesRead):
+		vs.setResources(s.sessionResources(c))
+	case string(mcp.MethodResourcesSubscribe):
+		var p struct {
+			URI string `json:"uri"`
+		}
+		_ = json.Unmarshal(head.Params, &p)
+		if err := s.checkResourceAccess(c, p.URI); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkResourceAccess refuses a session resource of a session c.Principal
+// does not own (named as not found, so ids of others stay hidden).
+func (s *Server) checkResourceAccess(c authz.Context, uri string) error {
+	id, _, ok := parseSessionURI(uri)
+	if !ok {
+		return nil
+	}
+	info, found := s.cfg.Backend.Lookup(id)
+	if !found || !authz.Owns(c.Principal, info.Principal) {
+		return fmt.Errorf("resource %s not found", uri)
+	}
+	return nil
+}
+
+func splitDerived(name string) (sessionID string, ok bool) {
+	sid, rest, found := strings.Cut(name, ".")
+	return sid, found && sid != "" && rest != ""
+}

@@ -1,0 +1,223 @@
+package mcp
+
+import (
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// Errors returned by SessionIDs.Open. Both make the transport answer 404.
+var (
+	// ErrSessionIDInvalid marks an Mcp-Session-Id nobody in the cluster
+	// minted (forged, tampered, truncated or sealed with another key).
+	ErrSessionIDInvalid = errors.New("mcp: invalid session id")
+	// ErrSessionIDPrincipal marks a valid Mcp-Session-Id presented by a
+	// principal other than the one it is bound to.
+	ErrSessionIDPrincipal = errors.New("mcp: session id bound to another principal")
+)
+
+const (
+	sidPrefix  = "s1."
+	sidVersion = 1
+	// maxTerminated bounds the node-local set of ids ended by DELETE.
+	maxTerminated = 65536
+)
+
+// SessionIDs mints and validates sealed Streamable HTTP session ids. An id
+// is AES-GCM sealed under a key the whole cluster shares, names the node
+// that minted it and, when the request was authenticated, the principal it
+// is bound to, so every node validates every id and nobody can forge one.
+type SessionIDs struct {
+	aead cipher.AEAD
+	node string
+	now  func() time.Time
+
+	mu         sync.Mutex
+	terminated map[string]struct{}
+	order      []string
+}
+
+// SessionClaims is what a sealed session id carries.
+type SessionClaims struct {
+	// Node is the node that minted the id (the connection's home node).
+	Node string
+	// Principal is the subject the id is bound to; "" when the connection
+	// was opened without authentication.
+	Principal string
+	// Issued is when the id was minted.
+	Issued time.Time
+}
+
+// NewSessionIDs returns a sealer for ids minted by node. key must be 32
+// bytes (the cluster's "mcp-session-id" key).
+func NewSessionIDs(key []byte, node string) (*SessionIDs, error) {
+	if len(key) != 32 {
+		return nil, fmt.Errorf("creating session id sealer: key must be 32 bytes, got %d", len(key))
+	}
+	if node == "" || len(node) > 255 {
+		return nil, fmt.Errorf("creating session id sealer: node name must be 1-255 bytes")
+	}
+	// Derive a dedicated AES key so the session key can serve other labels.
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte("mcpswarm mcp session id v1"))
+	block, err := aes.NewCipher(mac.Sum(nil))
+	if err != nil {
+		return nil, fmt.Errorf("creating session id cipher: %w", err)
+	}
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		return nil, fmt.Errorf("creating session id aead: %w", err)
+	}
+	return &SessionIDs{aead: aead, node: node, now: time.Now, terminated: make(map[string]struct{})}, nil
+}
+
+// Mint seals a new id naming this node, bound to principal ("" for none).
+func (s *SessionIDs) Mint(principal string) string {
+	if len(principal) > 1024 {
+		principal = principal[:1024]
+	}
+	plain := make([]byte, 0, 1+1+len(s.node)+2+len(principal)+8+16)
+	plain = append(plain, sidVersion, byte(len(s.node)))
+	plain = append(plain, s.node...)
+	plain = binary.BigEndian.AppendUint16(plain, uint16(len(principal)))
+	plain = append(plain, principal...)
+	plain = binary.BigEndian.AppendUint64(plain, uint64(s.now().Unix()))
+	var salt [16]byte
+	_, _ = rand.Read(salt[:])
+	plain = append(plain, salt[:]...)
+	nonce := make([]byte, s.aead.NonceSize(), s.aead.NonceSize()+len(plain)+s.aead.Overhead())
+	_, _ = rand.Read(nonce)
+	sealed := s.aead.Seal(nonce, nonce, plain, []byte(sidPrefix))
+	return sidPrefix + base64.RawURLEncoding.EncodeToString(sealed)
+}
+
+// Open validates id and returns its claims. principal is the authenticated
+// subject presenting the id ("" for none); an id bound to a principal must
+// be presented by that principal.
+func (s *SessionIDs) Open(id, principal string) (SessionClaims, error) {
+	c, err := s.open(id)
+	if err != nil {
+		return SessionClaims{}, err
+	}
+	if c.Principal != principal {
+		return SessionClaims{}, ErrSessionIDPrincipal
+	}
+	return c, nil
+}
+
+func (s *SessionIDs) open(id string) (SessionClaims, error) {
+	rest, ok := strings.CutPrefix(id, sidPrefix)
+	if !ok || len(rest) > 4096 {
+		return SessionClaims{}, ErrSessionIDInvalid
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(rest)
+	if err != nil || len(raw) < s.aead.NonceSize()+s.aead.Overhead() {
+		return SessionClaims{}, ErrSessionIDInvalid
+	}
+	ns := s.aead.NonceSize()
+	plain, err := s.aead.Open(nil, raw[:ns], raw[ns:], []byte(sidPrefix))
+	if err != nil {
+		return SessionClaims{}, ErrSessionIDInvalid
+	}
+	return parseClaims(plain)
+}
+
+func parseClaims(p []byte) (SessionClaims, error) {
+	if len(p) < 2 || p[0] != sidVersion {
+		return SessionClaims{}, ErrSessionIDInvalid
+	}
+	n := int(p[1])
+	p = p[2:]
+	if len(p) < n+2 {
+		return SessionClaims{}, ErrSessionIDInvalid
+	}
+	node := string(p[:n])
+	p = p[n:]
+	pl := int(binary.BigEndian.Uint16(p))
+	p = p[2:]
+	if len(p) != pl+8+16 {
+		return SessionClaims{}, ErrSessionIDInvalid
+	}
+	principal := string(p[:pl])
+	issued := time.Unix(int64(binary.BigEndian.Uint64(p[pl:])), 0)
+	return SessionClaims{Node: node, Principal: principal, Issued: issued}, nil
+}
+
+// Terminated reports whether id was ended by a DELETE on this node.
+func (s *SessionIDs) Terminated(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.terminated[id]
+	return ok
+}
+
+func (s *SessionIDs) terminate(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.terminated[id]; ok {
+		return
+	}
+	if len(s.order) >= maxTerminated {
+		delete(s.terminated, s.order[0])
+		s.order = s.order[1:]
+	}
+	s.terminated[id] = struct{}{}
+	s.order = append(s.order, id)
+}
+
+// Manager returns the mcp-go SessionIdManager for one request: it mints ids
+// bound to principal and validates ids against it. A nil request (cleanup by
+// mcp-go's sweeper or shutdown) gets a manager whose Terminate is local
+// cleanup only, never a revocation.
+func (s *SessionIDs) Manager(principal string, fromRequest bool) server.SessionIdManager {
+	return &sidManager{ids: s, principal: principal, request: fromRequest}
+}
+
+type sidManager struct {
+	ids       *SessionIDs
+	principal string
+	request   bool
+}
+
+func (m *sidManager) Generate() string { return m.ids.Mint(m.principal) }
+
+func (m *sidManager) Validate(id string) (bool, error) {
+	if _, err := m.ids.Open(id, m.principal); err != nil {
+		return false, err
+	}
+	return m.ids.Terminated(id), nil
+}
+
+func (m *sidManager) Terminate(id string) (bool, error) {
+	if !m.request {
+		return false, nil
+	}
+	if _, err := m.ids.Open(id, m.principal); err != nil {
+		return true, nil
+	}
+	m.ids.terminate(id)
+	return false, nil
+}
+
+// resolver adapts SessionIDs to mcp-go's per-request resolver, reading the
+// authenticated principal our middleware put in the request context.
+type resolver struct{ ids *SessionIDs }
+
+func (r resolver) ResolveSessionIdManager(req *http.Request) server.SessionIdManager {
+	if req == nil {
+		return r.ids.Manager("", false)
+	}
+	return r.ids.Manager(boundSubject(req.Context()), true)
+}

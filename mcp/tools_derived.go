@@ -1,0 +1,138 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/mcpswarm/mcpswarm/authz"
+	"github.com/mcpswarm/mcpswarm/session"
+)
+
+var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
+
+// mcpTool converts a derived tool definition. Only true sensitive and
+// destructive claims survive (they can only add the authorizer
+// requirement); readOnlyHint is set from the action kind, which the
+// session derives, never from app text.
+func mcpTool(t session.Tool) mcp.Tool {
+	schema := t.InputSchema
+	if len(schema) == 0 {
+		schema = emptySchema
+	}
+	out := mcp.Tool{Name: t.Name, Description: t.Description, RawInputSchema: schema}
+	out.Annotations.ReadOnlyHint = boolPtr(t.ReadOnly)
+	if t.Destructive {
+		out.Annotations.DestructiveHint = boolPtr(true)
+	}
+	if t.Sensitive {
+		out.Meta = mcp.NewMetaFromMap(map[string]any{MetaSensitive: true})
+	}
+	return out
+}
+
+func toolName(t session.Tool) string { return t.Name }
+
+// listView is the caller's tools/list view: static and derived tools the
+// tool authorizer allows, entry by entry (Ask hides like Deny).
+func (s *Server) listView(ctx context.Context, c authz.Context) map[string]server.ServerTool {
+	derived := authz.VisibleTools(ctx, s.cfg.Guard.Tools, c, s.cfg.Backend.Tools(c.Principal), toolName)
+	out := make(map[string]server.ServerTool, len(derived)+len(s.static))
+	for _, d := range staticDefs {
+		if authz.SafeDecide(ctx, s.cfg.Guard.Tools, d.name, nil, c).Kind == authz.KindAllow {
+			out[d.name] = s.static[d.name]
+		}
+	}
+	for _, t := range derived {
+		out[t.Name] = server.ServerTool{Tool: mcpTool(t), Handler: s.derivedHandler(t)}
+	}
+	return out
+}
+
+// callView installs only the called tool: a static one, one of the caller's
+// derived tools whatever the authorizer says (the call itself is gated, and
+// an Ask must be able to elicit), or, for a derived-shaped name whose
+// session the caller does not have, a tool answering the stale-session
+// error instead of "tool not found".
+func (s *Server) callView(c authz.Context, name string) map[string]server.ServerTool {
+	if st, ok := s.static[name]; ok {
+		return map[string]server.ServerTool{name: st}
+	}
+	sid, derived := splitDerived(name)
+	if !derived {
+		return map[string]server.ServerTool{}
+	}
+	for _, t := range s.cfg.Backend.Tools(c.Principal) {
+		if t.Name == name {
+			return map[string]server.ServerTool{name: {Tool: mcpTool(t), Handler: s.derivedHandler(t)}}
+		}
+	}
+	if s.mcp.GetTool(name) != nil {
+		return map[string]server.ServerTool{}
+	}
+	stale := mcp.Tool{Name: name, RawInputSchema: emptySchema}
+	return map[string]server.ServerTool{name: {Tool: stale, Handler: func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if info, ok := s.cfg.Backend.Lookup(sid); ok && authz.Owns(c.Principal, info.Principal) {
+			return toolError(fmt.Sprintf("session %q has no tool %q (the widget may have left the view); call %s.discover_tools or swarm_screenshot", sid, name, sid), nil), nil
+		}
+		return staleResult(sid), nil
+	}}}
+}
+
+func (s *Server) derivedHandler(t session.Tool) server.ToolHandlerFunc {
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		c := s.authzContext(ctx)
+		args := req.GetArguments()
+		if _, res := s.ownedSession(c, t.Session); res != nil {
+			s.metrics.call("derived", "refused")
+			return res, nil
+		}
+		if res, ok := s.gate(ctx, req, c, t.Name, args, t.Sensitive || t.Destructive); !ok {
+			s.metrics.call("derived", "refused")
+			return res, nil
+		}
+		ctx = s.withReporters(ctx, req)
+		r, err := s.cfg.Backend.Call(ctx, c, t.Session, t.Name, args)
+		if err != nil {
+			s.metrics.call("derived", "error")
+			return backendError(t.Session, err), nil
+		}
+		s.sessionLog(ctx, mcp.LoggingLevelInfo, fmt.Sprintf("session %s: %s ran", t.Session, t.Name))
+		res := sessionResult(r)
+		s.metrics.call("derived", outcomeLabel(res))
+		return res, nil
+	}
+}
+
+// withReporters puts a progress reporter for this call into ctx: each
+// report becomes notifications/progress with the request's progress token.
+func (s *Server) withReporters(ctx context.Context, req mcp.CallToolRequest) context.Context {
+	if req.Params.Meta == nil || req.Params.Meta.ProgressToken == nil {
+		return ctx
+	}
+	token := req.Params.Meta.ProgressToken
+	return session.WithProgress(ctx, func(progress, total float64, message string) {
+		p := map[string]any{"progressToken": token, "progress": progress}
+		if total > 0 {
+			p["total"] = total
+		}
+		if message != "" {
+			p["message"] = message
+		}
+		if err := s.mcp.SendNotificationToClient(ctx, "notifications/progress", p); err != nil {
+			s.log.Debug("progress notification dropped", "err", err)
+		}
+	})
+}
+
+// sessionLog sends a log message to the calling connection, subject to its
+// logging/setLevel.
+func (s *Server) sessionLog(ctx context.Context, level mcp.LoggingLevel, msg string) {
+	n := mcp.NewLoggingMessageNotification(level, "mcpswarm", msg)
+	if err := s.mcp.SendLogMessageToClient(ctx, n); err != nil {
+		s.log.Debug("log notification dropped", "err", err)
+	}
+}
