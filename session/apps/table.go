@@ -123,9 +123,9 @@ func (Elements) View(m session.Model) session.Node {
 	}
 	return session.Column{Items: []session.Node{
 		session.Text{ID: "title", Text: "Chemical elements 1-60"},
+		session.Text{ID: "detail", Text: detail},
 		session.Table{ID: "elements", Columns: elementColumns(), Rows: rows, Selected: e.Selected,
 			SortColumn: e.SortColumn, SortDirection: e.SortDirection},
-		session.Text{ID: "detail", Text: detail},
 	}}
 }
 
