@@ -117,6 +117,16 @@ func (d Delta) validate(l limits) error {
 	return nil
 }
 
+// ValidateDelta checks d as Apply does before it changes anything: a valid
+// origin, From <= To, every put's dot inside (From, To] and distinct, every
+// removed dot in [1, To], each key at most once, keys (1 to MaxKeyLen bytes
+// of UTF-8) and values (up to MaxValueLen bytes) within cfg's bounds, zero
+// fields taking their defaults. It cannot know which origin a map is.
+func ValidateDelta(d Delta, cfg Config) error {
+	cfg = cfg.withDefaults()
+	return d.validate(limits{maxKey: cfg.MaxKeyLen, maxValue: cfg.MaxValueLen})
+}
+
 // MergeDeltas joins two deltas of the same origin whose ranges touch or
 // overlap (b.From <= a.To and a.From <= b.To) into one covering
 // (min(a.From, b.From), max(a.To, b.To)]. For a key in both, the later write

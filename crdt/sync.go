@@ -269,22 +269,44 @@ func (r *SnapshotReceiver) check(c SnapshotChunk) error {
 		return fmt.Errorf("chunk index %d, want %d: %w", c.Index, r.next, ErrMalformedSnapshot)
 	case uint64(r.entries.len())+uint64(len(c.Entries)) > r.seq:
 		return fmt.Errorf("more entries than writes up to %d: %w", r.seq, ErrMalformedSnapshot)
+	case r.entries.len() > 0 && len(c.Entries) > 0 && c.Entries[0].Key <= r.lastKey:
+		return fmt.Errorf("key %.64q not after %.64q: %w", c.Entries[0].Key, r.lastKey, ErrMalformedSnapshot)
 	}
-	prev := r.lastKey
+	return c.validate(r.m.lim)
+}
+
+// ValidateSnapshotChunk checks one chunk on its own, as
+// SnapshotReceiver.Add does: a valid origin, a non-negative index, at most
+// Seq entries, keys strictly ascending, dots in [1, Seq], keys and values
+// within cfg's bounds (zero fields take their defaults).
+func ValidateSnapshotChunk(c SnapshotChunk, cfg Config) error {
+	cfg = cfg.withDefaults()
+	if err := checkOrigin(c.Origin); err != nil {
+		return fmt.Errorf("validating snapshot chunk: %w", err)
+	}
+	if c.Index < 0 || uint64(len(c.Entries)) > c.Seq {
+		return fmt.Errorf("validating snapshot chunk %d of %s: index or entry count out of range: %w", c.Index, c.Origin, ErrMalformedSnapshot)
+	}
+	if err := c.validate(limits{maxKey: cfg.MaxKeyLen, maxValue: cfg.MaxValueLen}); err != nil {
+		return fmt.Errorf("validating snapshot chunk %d of %s: %w", c.Index, c.Origin, err)
+	}
+	return nil
+}
+
+func (c SnapshotChunk) validate(l limits) error {
 	for i, e := range c.Entries {
-		if err := checkKey(e.Key, r.m.lim); err != nil {
+		if err := checkKey(e.Key, l); err != nil {
 			return err
 		}
-		if err := checkValue(e.Key, e.Value, r.m.lim); err != nil {
+		if err := checkValue(e.Key, e.Value, l); err != nil {
 			return err
 		}
-		if (i > 0 || r.entries.len() > 0) && e.Key <= prev {
-			return fmt.Errorf("key %.64q not after %.64q: %w", e.Key, prev, ErrMalformedSnapshot)
+		if i > 0 && e.Key <= c.Entries[i-1].Key {
+			return fmt.Errorf("key %.64q not after %.64q: %w", e.Key, c.Entries[i-1].Key, ErrMalformedSnapshot)
 		}
-		if e.Seq == 0 || e.Seq > r.seq {
-			return fmt.Errorf("entry %.64q at %d outside [1, %d]: %w", e.Key, e.Seq, r.seq, ErrMalformedSnapshot)
+		if e.Seq == 0 || e.Seq > c.Seq {
+			return fmt.Errorf("entry %.64q at %d outside [1, %d]: %w", e.Key, e.Seq, c.Seq, ErrMalformedSnapshot)
 		}
-		prev = e.Key
 	}
 	return nil
 }
@@ -293,7 +315,8 @@ func (r *SnapshotReceiver) check(c SnapshotChunk) error {
 // reporting the visible differences through OnChange. It returns false,
 // changing nothing, when the snapshot is no longer useful: the origin was
 // dropped or superseded by a newer epoch meanwhile, or the map already holds
-// it at or past the snapshot's sequence. It fails before the last chunk and
+// it at or past the snapshot's sequence (so an empty snapshot at 0 never
+// changes anything). It fails before the last chunk and
 // after a failed Add; a receiver commits at most once.
 func (r *SnapshotReceiver) Commit() (bool, error) {
 	if r.err != nil {
@@ -306,7 +329,7 @@ func (r *SnapshotReceiver) Commit() (bool, error) {
 	m := r.m
 	ch := m.changes()
 	defer ch.emit()
-	if old := m.exact(r.origin); old != nil && old.seq >= r.seq {
+	if m.Seq(r.origin) >= r.seq {
 		return false, nil
 	}
 	p, ignored, err := m.admit(r.origin, ch)

@@ -1,0 +1,193 @@
+package crdtpb
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/mcpswarm/mcpswarm/crdt"
+	peerv1 "github.com/mcpswarm/mcpswarm/proto/mcpswarm/peer/v1"
+	"google.golang.org/protobuf/proto"
+)
+
+// fuzzLimits are small so the fuzzer reaches every bound quickly.
+var fuzzLimits = Limits{MaxKeyLen: 16, MaxValueLen: 64, MaxEntries: 8, MaxVersions: 8}
+
+var fuzzSelf = crdt.Origin{Name: "fuzz-self", Epoch: 1}
+
+// FuzzDecodeDelta feeds arbitrary bytes through proto.Unmarshal and
+// DecodeDelta. Whatever decodes must be accepted by Apply (the decoder is at
+// least as strict as the map), apply idempotently, and survive a re-encode
+// unchanged.
+func FuzzDecodeDelta(f *testing.F) {
+	for _, b := range deltaSeeds(f) {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var m peerv1.Delta
+		if proto.Unmarshal(b, &m) != nil {
+			return
+		}
+		reg, d, err := DecodeDelta(&m, fuzzLimits)
+		if err != nil {
+			if reg != "" || !reflect.DeepEqual(d, crdt.Delta{}) {
+				t.Fatalf("error %v returned data %q %+v", err, reg, d)
+			}
+			return
+		}
+		if n := len(d.Puts) + len(d.Removes); n > fuzzLimits.MaxEntries {
+			t.Fatalf("%d entries decoded past the limit", n)
+		}
+		reg2, d2, err := DecodeDelta(roundTrip(t, EncodeDelta(reg, d)), fuzzLimits)
+		if err != nil || reg2 != reg || !reflect.DeepEqual(d2, d) {
+			t.Fatalf("re-encode changed %q %+v into %q %+v (%v)", reg, d, reg2, d2, err)
+		}
+		if d.Origin.Name == fuzzSelf.Name {
+			return
+		}
+		mp := crdt.New(fuzzSelf, crdt.Config{MaxKeyLen: fuzzLimits.MaxKeyLen, MaxValueLen: fuzzLimits.MaxValueLen})
+		res, err := mp.Apply(d)
+		if err != nil {
+			t.Fatalf("decoded delta %+v rejected by Apply: %v", d, err)
+		}
+		before := mp.Digest()
+		again, err := mp.Apply(d)
+		if err != nil || again.Applied || again.Have != res.Have || !reflect.DeepEqual(mp.Digest(), before) {
+			t.Fatalf("second Apply: %+v %v after %+v", again, err, res)
+		}
+	})
+}
+
+// FuzzDecodeDigest feeds arbitrary bytes through proto.Unmarshal and
+// DecodeDigest; whatever decodes lists each node once, survives a
+// re-encode, and can be compared with Missing.
+func FuzzDecodeDigest(f *testing.F) {
+	for _, b := range digestSeeds(f) {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var m peerv1.Digest
+		if proto.Unmarshal(b, &m) != nil {
+			return
+		}
+		reg, vs, err := DecodeDigest(&m, fuzzLimits)
+		if err != nil {
+			if reg != "" || vs != nil {
+				t.Fatalf("error %v returned data", err)
+			}
+			return
+		}
+		names := map[string]bool{}
+		for _, v := range vs {
+			if names[v.Origin.Name] || !v.Origin.Valid() {
+				t.Fatalf("digest %v: bad or repeated origin %v", vs, v.Origin)
+			}
+			names[v.Origin.Name] = true
+		}
+		reg2, vs2, err := DecodeDigest(roundTrip(t, EncodeDigest(reg, vs)), fuzzLimits)
+		if err != nil || reg2 != reg || !reflect.DeepEqual(vs2, vs) {
+			t.Fatalf("re-encode changed %v into %v (%v)", vs, vs2, err)
+		}
+		mp := crdt.New(fuzzSelf, crdt.Config{})
+		mp.Put("k", nil)
+		for _, miss := range mp.Missing(vs) {
+			if miss.Origin != fuzzSelf {
+				t.Fatalf("Missing(%v) = %v", vs, miss)
+			}
+		}
+	})
+}
+
+// FuzzDecodeSnapshotChunk feeds arbitrary bytes through proto.Unmarshal and
+// DecodeSnapshotChunk; whatever decodes survives a re-encode and, as a
+// first chunk, is accepted and committed by a SnapshotReceiver.
+func FuzzDecodeSnapshotChunk(f *testing.F) {
+	for _, b := range chunkSeeds(f) {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var m peerv1.SnapshotChunk
+		if proto.Unmarshal(b, &m) != nil {
+			return
+		}
+		reg, c, err := DecodeSnapshotChunk(&m, fuzzLimits)
+		if err != nil {
+			if reg != "" || !reflect.DeepEqual(c, crdt.SnapshotChunk{}) {
+				t.Fatalf("error %v returned data", err)
+			}
+			return
+		}
+		reg2, c2, err := DecodeSnapshotChunk(roundTrip(t, EncodeSnapshotChunk(reg, c)), fuzzLimits)
+		if err != nil || reg2 != reg || !reflect.DeepEqual(c2, c) {
+			t.Fatalf("re-encode changed %+v into %+v (%v)", c, c2, err)
+		}
+		if c.Index != 0 || c.Origin.Name == fuzzSelf.Name {
+			return
+		}
+		mp := crdt.New(fuzzSelf, crdt.Config{MaxKeyLen: fuzzLimits.MaxKeyLen, MaxValueLen: fuzzLimits.MaxValueLen})
+		rcv := mp.NewSnapshotReceiver(c.Origin, c.Seq)
+		if err := rcv.Add(c); err != nil {
+			t.Fatalf("decoded chunk %+v rejected: %v", c, err)
+		}
+		if !c.Last {
+			return
+		}
+		ok, err := rcv.Commit()
+		if err != nil || ok != (c.Seq > 0) || mp.Seq(c.Origin) != c.Seq || mp.Len(c.Origin) != len(c.Entries) {
+			t.Fatalf("commit of %+v: %v %v, seq %d len %d", c, ok, err, mp.Seq(c.Origin), mp.Len(c.Origin))
+		}
+	})
+}
+
+func marshal(tb testing.TB, m proto.Message) []byte {
+	b, err := proto.Marshal(m)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
+
+// deltaSeeds are the in-code seeds of FuzzDecodeDelta; testdata/fuzz holds
+// more.
+func deltaSeeds(tb testing.TB) [][]byte {
+	var out [][]byte
+	for _, m := range []*peerv1.Delta{
+		EncodeDelta("sessions", sampleDelta(tb)),
+		{Registry: "tools", Origin: "a@1", From: 2, To: 2},
+		{Registry: "tools", Origin: "a@1", From: 0, To: 3, Removes: []*peerv1.Removal{{Key: "k", Seq: 3}}},
+		{Registry: "tools", Origin: "a@1", From: 3, To: 1},
+		{Registry: "tools", Origin: "a@1", To: 2, Puts: []*peerv1.Put{{Key: "k", Seq: 1}, {Key: "k", Seq: 2}}},
+	} {
+		out = append(out, marshal(tb, m))
+	}
+	return out
+}
+
+func digestSeeds(tb testing.TB) [][]byte {
+	var out [][]byte
+	for _, m := range []*peerv1.Digest{
+		EncodeDigest("sessions", []crdt.Version{{Origin: crdt.Origin{Name: "a", Epoch: 1}, Seq: 3}, {Origin: crdt.Origin{Name: "b", Epoch: 1 << 60}}}),
+		{Registry: "tools"},
+		{Registry: "tools", Versions: []*peerv1.Version{{Origin: "a@1"}, {Origin: "a@2"}}},
+		{Registry: "tools", Versions: []*peerv1.Version{{Origin: "a@01"}}},
+	} {
+		out = append(out, marshal(tb, m))
+	}
+	return out
+}
+
+func chunkSeeds(tb testing.TB) [][]byte {
+	var out [][]byte
+	owner := crdt.New(crdt.Origin{Name: "a", Epoch: 9}, crdt.Config{})
+	owner.Put("k1", []byte("v1"))
+	owner.Put("k2", []byte("v2"))
+	for _, c := range owner.Snapshot(owner.Self(), 0) {
+		out = append(out, marshal(tb, EncodeSnapshotChunk("sessions", c)))
+	}
+	for _, m := range []*peerv1.SnapshotChunk{
+		{Registry: "tools", Origin: "a@1", Last: true},
+		{Registry: "tools", Origin: "a@1", Seq: 3, Entries: []*peerv1.Put{{Key: "b", Seq: 1}, {Key: "a", Seq: 2}}},
+	} {
+		out = append(out, marshal(tb, m))
+	}
+	return out
+}
