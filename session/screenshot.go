@@ -257,9 +257,9 @@ func drawProgress(p Progress, w int) string {
 	if p.Max > 0 {
 		frac = min(max(p.Value/p.Max, 0), 1)
 	}
-	label := fmt.Sprintf(" %3.0f%%", frac*100)
+	label := fmt.Sprintf(" %.0f%%", frac*100)
 	if p.Label != "" {
-		label = p.Label + " " + label
+		label = " " + p.Label + label
 	}
 	bar := max(w-utf8.RuneCountInString(label)-2, 1)
 	fill := int(frac * float64(bar))
