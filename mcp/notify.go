@@ -15,6 +15,7 @@ import (
 // notifications to it here (its home node, or the node holding its GET).
 type conn struct {
 	principal authz.Principal
+	session   server.ClientSession // nil until registered here
 	subs      map[string]bool
 }
 
@@ -27,14 +28,14 @@ type connTable struct {
 
 func newConnTable() *connTable { return &connTable{conns: make(map[string]*conn)} }
 
-func (t *connTable) add(id string, p authz.Principal) {
+func (t *connTable) add(id string, p authz.Principal, cs server.ClientSession) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if c, ok := t.conns[id]; ok {
-		c.principal = p
+		c.principal, c.session = p, cs
 		return
 	}
-	t.conns[id] = &conn{principal: p, subs: make(map[string]bool)}
+	t.conns[id] = &conn{principal: p, session: cs, subs: make(map[string]bool)}
 }
 
 func (t *connTable) remove(id string) {
@@ -62,16 +63,16 @@ func (t *connTable) subscribe(id string, p authz.Principal, uri string, on bool)
 
 // match returns the connections whose principal passes keep and, when uri
 // is not "", that subscribed to uri.
-func (t *connTable) match(uri string, keep func(authz.Principal) bool) []string {
+func (t *connTable) match(uri string, keep func(authz.Principal) bool) []server.ClientSession {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	var out []string
-	for id, c := range t.conns {
-		if uri != "" && !c.subs[uri] {
+	var out []server.ClientSession
+	for _, c := range t.conns {
+		if c.session == nil || (uri != "" && !c.subs[uri]) {
 			continue
 		}
 		if keep(c.principal) {
-			out = append(out, id)
+			out = append(out, c.session)
 		}
 	}
 	return out
@@ -98,7 +99,7 @@ func (s *Server) onRegister(ctx context.Context, cs server.ClientSession) {
 		return
 	}
 	ctx = s.mcp.WithContext(ctx, cs)
-	s.conns.add(cs.SessionID(), s.authzContext(ctx).Principal)
+	s.conns.add(cs.SessionID(), s.authzContext(ctx).Principal, cs)
 }
 
 func (s *Server) onUnregister(_ context.Context, cs server.ClientSession) {
@@ -126,8 +127,8 @@ func (s *Server) afterUnsubscribe(ctx context.Context, _ any, req *mcp.Unsubscri
 func (s *Server) onEvent(ev Event) {
 	switch ev.Kind {
 	case ToolsChanged:
-		for _, id := range s.conns.match("", func(p authz.Principal) bool { return p.Subject == ev.Principal }) {
-			s.notify(id, string(mcp.MethodNotificationToolsListChanged), nil)
+		for _, cs := range s.conns.match("", func(p authz.Principal) bool { return p.Subject == ev.Principal }) {
+			s.notify(cs, string(mcp.MethodNotificationToolsListChanged), nil)
 		}
 	case ResourceChanged:
 		uri := SessionURI(ev.Session, ev.Resource)
@@ -137,35 +138,51 @@ func (s *Server) onEvent(ev Event) {
 				owner = info.Principal
 			}
 		}
-		params := map[string]any{"uri": uri}
+		var meta map[string]any
 		if len(ev.Patch) > 0 {
-			params["_meta"] = map[string]any{MetaPatch: json.RawMessage(ev.Patch)}
+			meta = map[string]any{MetaPatch: json.RawMessage(ev.Patch)}
 		}
-		for _, id := range s.conns.match(uri, func(p authz.Principal) bool { return authz.Owns(p, owner) }) {
-			s.notify(id, string(mcp.MethodNotificationResourceUpdated), params)
+		for _, cs := range s.conns.match(uri, func(p authz.Principal) bool { return authz.Owns(p, owner) }) {
+			s.notifyMeta(cs, string(mcp.MethodNotificationResourceUpdated), map[string]any{"uri": uri}, meta)
 		}
 	case SessionsChanged:
 		all := func(authz.Principal) bool { return true }
 		for _, uri := range []string{URISessions, URIMe} {
-			for _, id := range s.conns.match(uri, all) {
-				s.notify(id, string(mcp.MethodNotificationResourceUpdated), map[string]any{"uri": uri})
+			for _, cs := range s.conns.match(uri, all) {
+				s.notify(cs, string(mcp.MethodNotificationResourceUpdated), map[string]any{"uri": uri})
 			}
 		}
 		// The set of concrete session resources changed too.
-		for _, id := range s.conns.match("", func(p authz.Principal) bool { return authz.Owns(p, ev.Principal) }) {
-			s.notify(id, string(mcp.MethodNotificationResourcesListChanged), nil)
+		for _, cs := range s.conns.match("", func(p authz.Principal) bool { return authz.Owns(p, ev.Principal) }) {
+			s.notify(cs, string(mcp.MethodNotificationResourcesListChanged), nil)
 		}
 	case MembersChanged:
-		for _, id := range s.conns.match(URIMembers, func(authz.Principal) bool { return true }) {
-			s.notify(id, string(mcp.MethodNotificationResourceUpdated), map[string]any{"uri": URIMembers})
+		for _, cs := range s.conns.match(URIMembers, func(authz.Principal) bool { return true }) {
+			s.notify(cs, string(mcp.MethodNotificationResourceUpdated), map[string]any{"uri": URIMembers})
 		}
 	}
 }
 
-func (s *Server) notify(connID, method string, params map[string]any) {
-	if err := s.mcp.SendNotificationToSpecificClient(connID, method, params); err != nil {
-		s.log.Debug("notification not delivered", "conn", connID, "method", method, "err", err)
+func (s *Server) notify(cs server.ClientSession, method string, params map[string]any) {
+	s.notifyMeta(cs, method, params, nil)
+}
+
+// notifyMeta queues a notification on a registered connection, as mcp-go's
+// SendNotificationToSpecificClient does, but keeping _meta (which that
+// function drops).
+func (s *Server) notifyMeta(cs server.ClientSession, method string, params, meta map[string]any) {
+	if !cs.Initialized() {
 		return
 	}
-	s.metrics.notified(method)
+	if up, ok := cs.(server.SessionWithStreamableHTTPConfig); ok {
+		up.UpgradeToSSEWhenReceiveNotification()
+	}
+	n := mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION, Notification: mcp.Notification{
+		Method: method, Params: mcp.NotificationParams{Meta: meta, AdditionalFields: params}}}
+	select {
+	case cs.NotificationChannel() <- n:
+		s.metrics.notified(method)
+	default:
+		s.log.Warn("notification dropped: the connection's queue is full", "conn", cs.SessionID(), "method", method)
+	}
 }
