@@ -207,3 +207,19 @@ func TestLoadPolicyFileErrors(t *testing.T) {
 		t.Errorf("missing file: %v", err)
 	}
 }
+
+// TestSecurityDocQuotesTheExample keeps docs/SECURITY.md's example policy
+// identical to the file the tests load.
+func TestSecurityDocQuotesTheExample(t *testing.T) {
+	doc, err := os.ReadFile("../docs/SECURITY.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	example, err := os.ReadFile("testdata/production.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(doc), "```yaml\n"+string(example)+"```\n") {
+		t.Error("docs/SECURITY.md does not quote testdata/production.yaml verbatim")
+	}
+}
