@@ -59,14 +59,13 @@ type Cluster struct {
 	regMu sync.Mutex
 	regs  map[string]*Registry
 
-	mu      sync.Mutex
-	state   int // 0 new, 1 started, 2 stopped
-	ml      *memberlist.Memberlist
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
-	joined  atomic.Bool
-	aeDone  atomic.Bool
-	seedsOn bool
+	mu     sync.Mutex
+	state  int // 0 new, 1 started, 2 stopped
+	ml     *memberlist.Memberlist
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	joined atomic.Bool
+	aeDone atomic.Bool
 }
 
 const (
@@ -92,7 +91,7 @@ func New(cfg Config) (*Cluster, error) {
 	}
 	store := cfg.Storage
 	if store == nil && cfg.DataDir != "" {
-		if store, err = OpenBolt(cfg.DataDir); err != nil {
+		if store, err = OpenBolt(cfg.DataDir, cfg.NoSync); err != nil {
 			return nil, fmt.Errorf("opening store in data dir %s: %w", cfg.DataDir, err)
 		}
 	} else if store == nil {
@@ -248,8 +247,8 @@ func (c *Cluster) Start(ctx context.Context) error {
 		slog.String("grpc", c.cfg.GRPCAddr), slog.Int("restored", restored))
 	c.wg.Add(2)
 	go func() { defer c.wg.Done(); c.repl.run(runCtx) }()
-	first := c.joinOnce(ctx)
-	go func() { defer c.wg.Done(); c.joinLoop(runCtx, first) }()
+	c.joinOnce(ctx)
+	go func() { defer c.wg.Done(); c.joinLoop(runCtx) }()
 	return nil
 }
 
@@ -281,14 +280,8 @@ func (c *Cluster) joinOnce(ctx context.Context) bool {
 		c.joined.Store(true)
 		return true
 	}
-	self := c.ml.LocalNode().Address()
-	resolve := c.cfg.Resolve
-	if resolve == nil {
-		_, port, _ := net.SplitHostPort(self)
-		resolve = systemResolver(port)
-	}
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	seeds, err := resolveSeeds(rctx, c.cfg.Join, resolve, self)
+	seeds, err := resolveSeeds(rctx, c.cfg.Join, c.resolver(), c.ml.LocalNode().Address())
 	cancel()
 	if err != nil {
 		c.log.Warn("resolving seeds", slog.String("reason", err.Error()))
@@ -309,24 +302,68 @@ func (c *Cluster) joinOnce(ctx context.Context) bool {
 	return false
 }
 
-// joinLoop re-resolves and re-joins the seeds while the node is alone.
-func (c *Cluster) joinLoop(ctx context.Context, _ bool) {
-	if len(c.cfg.Join) == 0 {
-		return
-	}
+// joinLoop re-resolves and re-joins the seeds while the node is alone, and
+// every Reconnect tries to rejoin dead members (within their grace) and
+// seeds that are not members, so a healed partition merges again.
+func (c *Cluster) joinLoop(ctx context.Context) {
 	t := time.NewTicker(c.cfg.JoinRetry)
 	defer t.Stop()
+	last := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		if c.ml.NumMembers() > 1 {
+		if c.ml.NumMembers() <= 1 && len(c.cfg.Join) > 0 {
+			c.joinOnce(ctx)
 			continue
 		}
-		c.joinOnce(ctx)
+		if time.Since(last) < c.cfg.Reconnect {
+			continue
+		}
+		last = time.Now()
+		c.reconnect(ctx)
 	}
+}
+
+// reconnect joins dead members' addresses and seeds that are not live
+// members.
+func (c *Cluster) reconnect(ctx context.Context) {
+	live := map[string]bool{}
+	var addrs []string
+	for _, m := range c.view.list() {
+		switch {
+		case m.Self:
+		case m.State.live():
+			live[m.GossipAddr] = true
+		case m.State == StateDead:
+			addrs = append(addrs, m.GossipAddr)
+		}
+	}
+	if len(c.cfg.Join) > 0 {
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		seeds, _ := resolveSeeds(rctx, c.cfg.Join, c.resolver(), c.ml.LocalNode().Address())
+		cancel()
+		for _, s := range seeds {
+			if !live[s] {
+				addrs = append(addrs, s)
+			}
+		}
+	}
+	if len(addrs) == 0 {
+		return
+	}
+	n, err := c.ml.Join(addrs)
+	c.log.Debug("reconnecting", slog.Any("addrs", addrs), slog.Int("reached", n), slog.Any("reason", err))
+}
+
+func (c *Cluster) resolver() func(context.Context, string) ([]string, error) {
+	if c.cfg.Resolve != nil {
+		return c.cfg.Resolve
+	}
+	_, port, _ := net.SplitHostPort(c.ml.LocalNode().Address())
+	return systemResolver(port)
 }
 
 // Stop leaves the cluster gracefully, stops replication, closes peer

@@ -40,6 +40,9 @@ type Config struct {
 	Key []byte
 	// DataDir holds the bbolt file (node.db). "" keeps everything in memory.
 	DataDir string
+	// NoSync skips fsync on the bbolt file: a machine crash may lose the
+	// latest writes. For tests and benchmarks.
+	NoSync bool
 	// Storage overrides DataDir with a caller-provided store (tests).
 	Storage Storage
 	// Version is this node's software version, carried in the metadata.
@@ -86,6 +89,9 @@ type Config struct {
 	// JoinRetry is how often a node that is alone re-resolves and re-joins
 	// its seeds.
 	JoinRetry time.Duration
+	// Reconnect is how often a node tries to rejoin dead members and seeds
+	// that are not members, so partitions heal.
+	Reconnect time.Duration
 	// Resolve resolves a "dns:NAME" seed to host:port addresses; nil uses
 	// the system resolver (SRV, then A with this node's gossip port).
 	Resolve func(ctx context.Context, name string) ([]string, error)
@@ -141,6 +147,7 @@ func LocalConfig() Config {
 	c.RetryMin = 20 * time.Millisecond
 	c.RetryMax = 500 * time.Millisecond
 	c.JoinRetry = 200 * time.Millisecond
+	c.Reconnect = time.Second
 	c.Memberlist = LocalMemberlist // probe every 200 ms
 	return c
 }
@@ -200,6 +207,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.JoinRetry <= 0 {
 		c.JoinRetry = d.JoinRetry
+	}
+	if c.Reconnect <= 0 {
+		c.Reconnect = d.Reconnect
 	}
 	if c.CRDT == (crdt.Config{}) {
 		c.CRDT = d.CRDT

@@ -223,7 +223,7 @@ func (r *replicator) stream(l *link) (bool, error) {
 		}
 		inflight = append(inflight, b)
 		r.c.metrics.bytesSent.Add(float64(proto.Size(req)))
-		r.c.metrics.deltasSent.Add(float64(len(req.GetDeltas())))
+		r.c.metrics.deltasSent.Add(float64(nonEmpty(req.GetDeltas())))
 		return nil
 	}
 	if err := sendReq(nil, r.position()); err != nil {
@@ -476,4 +476,15 @@ func serverOptions(c *Cluster) []grpc.ServerOption {
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
 	}
+}
+
+// nonEmpty counts the deltas that carry puts or removals (not positions).
+func nonEmpty(ds []*peerv1.Delta) int {
+	n := 0
+	for _, d := range ds {
+		if len(d.GetPuts())+len(d.GetRemoves()) > 0 {
+			n++
+		}
+	}
+	return n
 }

@@ -150,13 +150,13 @@ type BoltStorage struct {
 
 var bucketEpochs = []byte("epochs")
 
-// OpenBolt opens (or creates) dir/node.db.
-func OpenBolt(dir string) (*BoltStorage, error) {
+// OpenBolt opens (or creates) dir/node.db. noSync skips fsync (tests).
+func OpenBolt(dir string, noSync bool) (*BoltStorage, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating data dir %s: %w", dir, err)
 	}
 	path := filepath.Join(dir, "node.db")
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, NoSync: noSync})
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", path, err)
 	}

@@ -1,0 +1,114 @@
+package cluster
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// writeAll has every node put keys in every registry, overwrite one and
+// remove another; it returns the expected dump per registry.
+func writeAll(t *testing.T, nodes []*tnode, perNode int) map[string]string {
+	t.Helper()
+	for _, n := range nodes {
+		for _, reg := range testRegistries {
+			r := n.regs[reg]
+			for i := range perNode {
+				if err := r.Put(fmt.Sprintf("k%03d", i), []byte(fmt.Sprintf("%s-%s-%d", n.name, reg, i))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := r.Put("k000", []byte("over-"+n.name)); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.Remove("k001"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// The expected dump: origins sorted by their string, keys sorted.
+	want := map[string]string{}
+	for _, reg := range testRegistries {
+		var lines []string
+		for _, n := range nodes {
+			var b strings.Builder
+			for i := range perNode {
+				switch i {
+				case 0:
+					fmt.Fprintf(&b, "%s k000=over-%s\n", n.c.Origin(), n.name)
+				case 1:
+				default:
+					fmt.Fprintf(&b, "%s k%03d=%s-%s-%d\n", n.c.Origin(), i, n.name, reg, i)
+				}
+			}
+			lines = append(lines, b.String())
+		}
+		want[reg] = strings.Join(sortedByOrigin(nodes, lines), "")
+	}
+	return want
+}
+
+func sortedByOrigin(nodes []*tnode, blocks []string) []string {
+	idx := make([]int, len(nodes))
+	for i := range idx {
+		idx[i] = i
+	}
+	for i := range idx {
+		for j := i + 1; j < len(idx); j++ {
+			if nodes[idx[j]].c.Origin().String() < nodes[idx[i]].c.Origin().String() {
+				idx[i], idx[j] = idx[j], idx[i]
+			}
+		}
+	}
+	out := make([]string, len(idx))
+	for i, k := range idx {
+		out[i] = blocks[k]
+	}
+	return out
+}
+
+func TestConvergeThreeNodes(t *testing.T) { testConverge(t, 3) }
+
+func TestConvergeFiveNodes(t *testing.T) { testConverge(t, 5) }
+
+func testConverge(t *testing.T, n int) {
+	nodes := startCluster(t, n)
+	want := writeAll(t, nodes, 20)
+	eventually(t, 10*time.Second, func() error { return converged(nodes, want) })
+	eventually(t, 5*time.Second, func() error {
+		for _, nd := range nodes {
+			if !nd.c.Ready() {
+				return fmt.Errorf("%s not ready", nd.name)
+			}
+		}
+		return nil
+	})
+	for _, nd := range nodes {
+		if got := metric(t, nd.prom, "mcpswarm_cluster_members", "state", "alive"); got != float64(n) {
+			t.Errorf("%s: members{alive} = %v, want %d", nd.name, got, n)
+		}
+		if metric(t, nd.prom, "mcpswarm_cluster_deltas_sent_total") == 0 || metric(t, nd.prom, "mcpswarm_cluster_bytes_sent_total") == 0 {
+			t.Errorf("%s: nothing counted as sent", nd.name)
+		}
+		if metric(t, nd.prom, "mcpswarm_cluster_deltas_received_total") == 0 || metric(t, nd.prom, "mcpswarm_cluster_bytes_received_total") == 0 {
+			t.Errorf("%s: nothing counted as received", nd.name)
+		}
+	}
+	// Every peer eventually acknowledges everything: lag 0, convergence
+	// observed, anti-entropy running.
+	eventually(t, 5*time.Second, func() error {
+		for _, nd := range nodes {
+			if lag := metric(t, nd.prom, "mcpswarm_cluster_replication_lag"); lag != 0 {
+				return fmt.Errorf("%s: lag %v", nd.name, lag)
+			}
+			if metric(t, nd.prom, "mcpswarm_cluster_convergence_seconds") == 0 {
+				return fmt.Errorf("%s: no convergence observed", nd.name)
+			}
+			if metric(t, nd.prom, "mcpswarm_cluster_anti_entropy_rounds_total") == 0 {
+				return fmt.Errorf("%s: no anti-entropy round", nd.name)
+			}
+		}
+		return nil
+	})
+}
