@@ -229,6 +229,14 @@ func (a *actor) snapshot() Snapshot {
 	return Snapshot{Info: a.info, Model: a.modelJSON, Tools: append([]Tool(nil), a.tools.tools...)}
 }
 
+// hasTool reports whether tool is in the session's sticky set.
+func (a *actor) hasTool(tool string) bool {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	_, ok := a.tools.get(tool)
+	return ok
+}
+
 // breaker returns the circuit breaker of tool, creating it on first use.
 func (a *actor) breaker(tool string) *gobreaker.TwoStepCircuitBreaker[struct{}] {
 	a.bmu.Lock()

@@ -323,6 +323,10 @@ func (m *Manager) Call(ctx context.Context, id, tool string, args map[string]any
 	if err != nil {
 		return Result{}, fmt.Errorf("calling %s: %w", Sanitize(tool), err)
 	}
+	if !a.hasTool(tool) {
+		// Unknown names get no breaker, so callers cannot grow the session's state.
+		return errorResult(fmt.Errorf("session `%s` has no tool `%s`", id, Sanitize(tool))), nil
+	}
 	done, err := a.breaker(tool).Allow()
 	if err != nil {
 		if errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests) {

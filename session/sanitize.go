@@ -1,24 +1,40 @@
 package session
 
 import (
-	"regexp"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 )
 
-var (
-	idPattern     = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
-	actionPattern = regexp.MustCompile(`^[a-z][a-z0-9_]{0,31}$`)
-)
-
 // ValidID reports whether s is a valid session, app or widget id:
 // 1-32 characters of [A-Za-z0-9_-].
-func ValidID(s string) bool { return idPattern.MatchString(s) }
+func ValidID(s string) bool {
+	if len(s) < 1 || len(s) > 32 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
 
 // ValidAction reports whether s is a valid action name: a lowercase letter
 // followed by up to 31 of [a-z0-9_].
-func ValidAction(s string) bool { return actionPattern.MatchString(s) }
+func ValidAction(s string) bool {
+	if len(s) < 1 || len(s) > 32 || s[0] < 'a' || s[0] > 'z' {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
 
 // Sanitize removes from s every code point that could hide or reorder text a
 // model reads as instructions: control and format characters (bidi controls,
@@ -55,6 +71,8 @@ func Sanitize(s string) string {
 // Forbidden reports whether Sanitize removes r.
 func Forbidden(r rune) bool {
 	switch {
+	case r >= 0x20 && r < 0x7f: // printable ASCII, the common case
+		return false
 	case r < 0x20 || (r >= 0x7f && r < 0xa0):
 		return true // C0, DEL, C1
 	case r == 0x034f: // combining grapheme joiner

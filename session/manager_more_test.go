@@ -1,0 +1,119 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+)
+
+// progressApp reports progress from UpdateContext and panics in View when
+// told to.
+type progressApp struct{}
+
+type progressModel struct {
+	Steps     int  `json:"steps"`
+	ViewPanic bool `json:"view_panic"`
+}
+
+func (progressApp) Init() (Model, error) { return progressModel{}, nil }
+
+func (progressApp) Update(Model, Msg) (Model, error) {
+	return nil, errors.New("Update must not be called when UpdateContext exists")
+}
+
+func (progressApp) UpdateContext(ctx context.Context, m Model, msg Msg) (Model, error) {
+	pm := m.(progressModel)
+	switch msg {
+	case "work":
+		report := ProgressFrom(ctx)
+		for i := range 3 {
+			report(float64(i+1), 3, "step")
+		}
+		pm.Steps += 3
+	case "break":
+		pm.ViewPanic = true
+	}
+	return pm, nil
+}
+
+func (progressApp) View(m Model) Node {
+	if m.(progressModel).ViewPanic {
+		panic("view exploded")
+	}
+	return Column{Items: []Node{Button{ID: "work", OnClick: "work"}, Button{ID: "break", OnClick: "break"}}}
+}
+
+type panicInit struct{ progressApp }
+
+func (panicInit) Init() (Model, error) { panic("no init for you") }
+
+func TestProgressViewPanicAndInitPanic(t *testing.T) {
+	f := newFixture(t, func(c *ManagerConfig) {
+		_ = c.Registry.Register("progress", "", func() App { return progressApp{} })
+		_ = c.Registry.Register("badinit", "", func() App { return panicInit{} })
+		c.Startable = []string{"probe", "progress", "badinit"}
+	})
+	if _, err := f.m.Start(f.ctx, "b", "badinit", "a"); err == nil || !strings.Contains(err.Error(), "no init for you") {
+		t.Errorf("Init panic: %v", err)
+	}
+	if _, err := f.m.Start(f.ctx, "p", "progress", "a"); err != nil {
+		t.Fatal(err)
+	}
+	var got []float64
+	ctx := WithProgress(f.ctx, func(p, total float64, msg string) { got = append(got, p) })
+	res, err := f.m.Call(ctx, "p", "p.work.click", nil)
+	if err != nil || res.IsError {
+		t.Fatal(err, res)
+	}
+	if len(got) != 3 || got[2] != 3 {
+		t.Errorf("progress %v", got)
+	}
+	ProgressFrom(context.Background())(1, 2, "no reporter: no effect")
+	res = f.call("p", "break.click", nil)
+	if !res.IsError || !strings.Contains(res.Text, "view exploded") {
+		t.Errorf("View panic: %+v", res)
+	}
+	// The update that broke View was not applied; the session still works.
+	if res := f.call("p", "work.click", nil); res.IsError {
+		t.Fatal(res.Text)
+	}
+	if b, _ := f.m.Model("p"); string(b) != `{"steps":6,"view_panic":false}` {
+		t.Errorf("model %s", b)
+	}
+}
+
+func TestRestoreSkipsUnknownApps(t *testing.T) {
+	f := newFixture(t, nil)
+	f.start("s")
+	_ = f.store.Save(Snapshot{Info: Info{ID: "ghost", App: "gone", Principal: "x"}, Model: []byte(`{}`)})
+	_ = f.store.Save(Snapshot{Info: Info{ID: "junk", App: "probe", Principal: "x"}, Model: []byte(`[1,2]`)})
+	if err := f.m.Close(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	m2, err := NewManager(ManagerConfig{Registry: f.m.cfg.Registry, Store: f.store, Startable: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m2.Close(context.Background())
+	err = m2.Restore(f.ctx)
+	if err == nil || !strings.Contains(err.Error(), "ghost") || !strings.Contains(err.Error(), "junk") {
+		t.Errorf("restore errors: %v", err)
+	}
+	if _, ok := m2.Get("s"); !ok {
+		t.Error("the good snapshot was not restored")
+	}
+}
+
+func TestUnknownToolsGrowNothing(t *testing.T) {
+	f := newFixture(t, nil)
+	f.start("s")
+	for _, name := range []string{"s.nope.click", "t.inc.click", "s.inc", ""} {
+		if res := f.call("s", strings.TrimPrefix(name, "s."), nil); !res.IsError {
+			t.Errorf("%q answered %+v", name, res)
+		}
+	}
+	if n := len(f.m.actor("s").breakers); n != 0 {
+		t.Errorf("%d breakers for unknown tools", n)
+	}
+}
