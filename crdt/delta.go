@@ -78,7 +78,7 @@ func (d Delta) validate(l limits) error {
 	if uint64(len(d.Puts)) > d.To-d.From {
 		return fmt.Errorf("validating delta of %s: %d puts in a range of %d: %w", d.Origin, len(d.Puts), d.To-d.From, ErrMalformedDelta)
 	}
-	seen := make(map[string]struct{}, len(d.Puts)+len(d.Removes))
+	dups := newDupCheck(len(d.Puts) + len(d.Removes))
 	seqs := make([]uint64, 0, len(d.Puts))
 	for _, p := range d.Puts {
 		if err := checkKey(p.Key, l); err != nil {
@@ -90,10 +90,9 @@ func (d Delta) validate(l limits) error {
 		if p.Seq <= d.From || p.Seq > d.To {
 			return fmt.Errorf("validating delta of %s: put %.64q at %d outside (%d, %d]: %w", d.Origin, p.Key, p.Seq, d.From, d.To, ErrMalformedDelta)
 		}
-		if _, dup := seen[p.Key]; dup {
+		if dups.seen(p.Key) {
 			return fmt.Errorf("validating delta of %s: key %.64q twice: %w", d.Origin, p.Key, ErrMalformedDelta)
 		}
-		seen[p.Key] = struct{}{}
 		seqs = append(seqs, p.Seq)
 	}
 	for _, r := range d.Removes {
@@ -103,10 +102,9 @@ func (d Delta) validate(l limits) error {
 		if r.Seq == 0 || r.Seq > d.To {
 			return fmt.Errorf("validating delta of %s: removal of %.64q at %d outside [1, %d]: %w", d.Origin, r.Key, r.Seq, d.To, ErrMalformedDelta)
 		}
-		if _, dup := seen[r.Key]; dup {
+		if dups.seen(r.Key) {
 			return fmt.Errorf("validating delta of %s: key %.64q twice: %w", d.Origin, r.Key, ErrMalformedDelta)
 		}
-		seen[r.Key] = struct{}{}
 	}
 	slices.Sort(seqs)
 	for i := 1; i < len(seqs); i++ {
@@ -125,6 +123,37 @@ func (d Delta) validate(l limits) error {
 func ValidateDelta(d Delta, cfg Config) error {
 	cfg = cfg.withDefaults()
 	return d.validate(limits{maxKey: cfg.MaxKeyLen, maxValue: cfg.MaxValueLen})
+}
+
+// dupCheck finds repeated keys: by scanning for a few, with a set for more.
+type dupCheck struct {
+	few []string
+	set map[string]struct{}
+}
+
+const dupScanMax = 8
+
+func newDupCheck(n int) *dupCheck {
+	if n <= dupScanMax {
+		return &dupCheck{few: make([]string, 0, n)}
+	}
+	return &dupCheck{set: make(map[string]struct{}, n)}
+}
+
+// seen records key and reports whether it was recorded before.
+func (c *dupCheck) seen(key string) bool {
+	if c.set == nil {
+		if slices.Contains(c.few, key) {
+			return true
+		}
+		c.few = append(c.few, key)
+		return false
+	}
+	if _, ok := c.set[key]; ok {
+		return true
+	}
+	c.set[key] = struct{}{}
+	return false
 }
 
 // MergeDeltas joins two deltas of the same origin whose ranges touch or

@@ -188,13 +188,8 @@ func (m *Map) Put(key string, value []byte) (Delta, error) {
 		return Delta{}, fmt.Errorf("putting %.64q: %w", key, err)
 	}
 	p := m.parts[m.self.Name]
-	old, _, had := p.entries.get(key)
-	if !had {
-		old = nil
-	}
 	p.seq++
-	p.entries.set(key, value, p.seq)
-	stored, _, _ := p.entries.get(key)
+	old, stored, _ := p.entries.putNewer(key, value, p.seq)
 	d := Delta{Origin: m.self, From: p.seq - 1, To: p.seq, Puts: []Put{{Key: key, Value: stored, Seq: p.seq}}}
 	p.log.append(d, m.cfg)
 	ch := m.changes()
@@ -260,16 +255,7 @@ func (m *Map) Apply(d Delta) (ApplyResult, error) {
 		}
 	}
 	for _, put := range d.Puts {
-		old, held, ok := p.entries.get(put.Key)
-		if ok && held >= put.Seq {
-			continue
-		}
-		if !ok {
-			old = nil
-		}
-		p.entries.set(put.Key, put.Value, put.Seq)
-		if visible {
-			stored, _, _ := p.entries.get(put.Key)
+		if old, stored, ok := p.entries.putNewer(put.Key, put.Value, put.Seq); ok && visible {
 			ch.add(put.Key, p.origin, old, stored)
 		}
 	}
