@@ -163,6 +163,9 @@ func (s *Server) toolStart(ctx context.Context, c authz.Context, req mcp.CallToo
 	if app == "" {
 		return toolError("swarm_start needs an app; call swarm_apps to see what you can start", nil)
 	}
+	if why := s.canOwn(ctx, c); why != "" {
+		return toolError(why, map[string]any{"error": "ownership_needs_authentication"})
+	}
 	if id != "" && (!startIDPattern.MatchString(id) || reservedIDs[id]) {
 		return toolError(fmt.Sprintf("invalid session id %q: use 1-7 lowercase letters or digits starting with a letter (not swarm or agent)", id),
 			map[string]any{"error": "invalid_session_id", "id": id})
