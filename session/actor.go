@@ -25,6 +25,7 @@ type request struct {
 
 type reply struct {
 	res Result
+	err error // the session stopped before handling the request
 	// fault marks an outcome that counts against the tool's circuit breaker.
 	fault bool
 }
@@ -59,6 +60,9 @@ type actor struct {
 	breakers map[string]*gobreaker.TwoStepCircuitBreaker[struct{}]
 
 	warned map[string]bool // actor goroutine only (and start, before it runs)
+	// deleteOnExit is set before quit is closed by Stop: the actor deletes
+	// its snapshot after its last update, so no late save resurrects it.
+	deleteOnExit bool
 }
 
 // render computes the view, tools and resources of m, recovering panics in
@@ -145,13 +149,21 @@ func (a *actor) run() {
 			for {
 				select {
 				case r := <-a.mailbox:
-					r.reply <- reply{res: errorResult(fmt.Errorf("session `%s`: %w", a.info.ID, ErrNotRunning))}
+					r.reply <- reply{err: fmt.Errorf("session `%s` stopped: %w", a.info.ID, ErrNotRunning)}
 				default:
+					if a.deleteOnExit {
+						a.mgr.deleteSnapshot(a.info.ID)
+					}
 					return
 				}
 			}
 		case r := <-a.mailbox:
-			r.reply <- a.handle(r)
+			select {
+			case <-a.quit: // stopping wins over queued work
+				r.reply <- reply{err: fmt.Errorf("session `%s` stopped: %w", a.info.ID, ErrNotRunning)}
+			default:
+				r.reply <- a.handle(r)
+			}
 		}
 	}
 }

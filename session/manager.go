@@ -253,12 +253,8 @@ func (m *Manager) Stop(ctx context.Context, id string) error {
 		delete(m.perPrin, a.info.Principal)
 	}
 	m.mu.Unlock()
+	a.deleteOnExit = true
 	close(a.quit)
-	if m.cfg.Store != nil {
-		if err := m.cfg.Store.Delete(id); err != nil {
-			m.log.Warn("deleting session snapshot", "session", id, "err", err)
-		}
-	}
 	select {
 	case <-a.done:
 	case <-ctx.Done():
@@ -382,7 +378,7 @@ func (m *Manager) send(ctx context.Context, a *actor, r *request) (Result, bool,
 	defer timer.Stop()
 	select {
 	case rep := <-r.reply:
-		return rep.res, rep.fault, nil
+		return rep.res, rep.fault, rep.err
 	case <-timer.C:
 		return Result{}, true, fmt.Errorf("no answer within %s; the update may still apply, check the session's state before retrying: %w", m.cfg.CallTimeout, ErrTimeout)
 	case <-ctx.Done():
@@ -494,6 +490,15 @@ func (m *Manager) save(a *actor) {
 	}
 	if err := m.cfg.Store.Save(a.snapshot()); err != nil {
 		m.log.Warn("saving session snapshot", "session", a.info.ID, "err", err)
+	}
+}
+
+func (m *Manager) deleteSnapshot(id string) {
+	if m.cfg.Store == nil {
+		return
+	}
+	if err := m.cfg.Store.Delete(id); err != nil {
+		m.log.Warn("deleting session snapshot", "session", id, "err", err)
 	}
 }
 

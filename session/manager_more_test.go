@@ -117,3 +117,38 @@ func TestUnknownToolsGrowNothing(t *testing.T) {
 		t.Errorf("%d breakers for unknown tools", n)
 	}
 }
+
+func TestStopAnswersQueuedCalls(t *testing.T) {
+	f := newFixture(t, func(c *ManagerConfig) { c.Mailbox = 4 })
+	f.start("s")
+	blocked := make(chan error, 1)
+	go func() {
+		_, err := f.m.Call(context.Background(), "s", "s.block.click", nil)
+		blocked <- err
+	}()
+	<-f.probe.entered
+	queued := make(chan error, 1)
+	go func() {
+		_, err := f.m.Call(context.Background(), "s", "s.inc.click", nil)
+		queued <- err
+	}()
+	eventually(t, func() bool { return len(f.m.actor("s").mailbox) == 1 })
+	a := f.m.actor("s")
+	stopped := make(chan error, 1)
+	go func() { stopped <- f.m.Stop(context.Background(), "s") }()
+	eventually(t, func() bool { _, ok := f.m.Get("s"); return !ok })
+	close(f.probe.gate)
+	if err := <-blocked; err != nil {
+		t.Errorf("the running call: %v", err)
+	}
+	if err := <-queued; !errors.Is(err, ErrNotRunning) {
+		t.Errorf("the queued call: %v", err)
+	}
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
+	}
+	<-a.done
+	if snaps, _ := f.store.Load(); len(snaps) != 0 {
+		t.Errorf("snapshot survived stop: %+v", snaps)
+	}
+}
