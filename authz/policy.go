@@ -320,7 +320,7 @@ var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
 // yamlSyntaxError turns "yaml: line 3: msg" into "<file>:3: msg".
 func yamlSyntaxError(file string, err error) error {
-	msg := strings.ReplaceAll(err.Error(), "\n", " ")
+	msg := oneLine(err.Error())
 	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
 		line, _ := strconv.Atoi(m[1])
 		return &PolicyError{File: file, Line: line, Msg: "syntax error: " + m[2]}

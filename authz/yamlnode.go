@@ -35,7 +35,13 @@ func (r *nodeReader) errf(n *yaml.Node, format string, args ...any) error {
 	if n != nil {
 		line = n.Line
 	}
-	return &PolicyError{File: r.file, Line: line, Msg: fmt.Sprintf(format, args...)}
+	return &PolicyError{File: r.file, Line: line, Msg: oneLine(fmt.Sprintf(format, args...))}
+}
+
+// oneLine escapes line breaks, so an error quoting policy text (a path, a
+// tag) stays one line.
+func oneLine(s string) string {
+	return strings.NewReplacer("\r", `\r`, "\n", `\n`).Replace(s)
 }
 
 // field is one key of a mapping with its value.
@@ -156,7 +162,13 @@ func kindName(n *yaml.Node) string {
 		case "!!str":
 			return fmt.Sprintf("the string %q", truncate(n.Value, 40))
 		}
-		return fmt.Sprintf("%s %s", strings.TrimPrefix(n.Tag, "!!"), truncate(n.Value, 40))
+		switch n.Tag {
+		case "!!int", "!!float":
+			return fmt.Sprintf("the number %q", truncate(n.Value, 40))
+		case "!!bool":
+			return fmt.Sprintf("the boolean %q", truncate(n.Value, 40))
+		}
+		return fmt.Sprintf("a value tagged %q", truncate(n.Tag, 40))
 	}
 	return "an empty document"
 }
