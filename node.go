@@ -21,6 +21,12 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
+
+	"github.com/mcpswarm/mcpswarm/authz"
+	"github.com/mcpswarm/mcpswarm/cluster"
+	"github.com/mcpswarm/mcpswarm/mcp"
+	"github.com/mcpswarm/mcpswarm/session"
+	"github.com/mcpswarm/mcpswarm/swarm"
 )
 
 // Option adjusts how a Node is built.
@@ -61,6 +67,15 @@ type Node struct {
 	httpLn  net.Listener
 	grpcLn  net.Listener
 	mux     *http.ServeMux
+
+	guard    authz.Guard
+	key      []byte
+	devKey   bool
+	storage  cluster.Storage
+	cluster  *cluster.Cluster
+	sessions *session.Manager
+	swarm    *swarm.Swarm
+	front    *mcp.Server
 
 	parts   []component
 	started []component
@@ -106,7 +121,11 @@ func (n *Node) Run(ctx context.Context) error {
 	select {
 	case <-ctx.Done():
 	case runErr = <-n.serveErr:
-		n.log.Error("listener failed", "err", runErr)
+		if errors.Is(runErr, errStdioClosed) {
+			runErr = nil
+		} else {
+			n.log.Error("listener failed", "err", runErr)
+		}
 	}
 	stopCtx, cancel := context.WithTimeout(context.Background(), n.cfg.ShutdownTimeout)
 	defer cancel()
@@ -172,6 +191,37 @@ func (n *Node) GRPCAddr() string {
 	return n.grpcLn.Addr().String()
 }
 
+// GossipAddr is the bound gossip address, once the cluster has started.
+func (n *Node) GossipAddr() string {
+	if n.cluster == nil {
+		return ""
+	}
+	return n.cluster.Self().GossipAddr
+}
+
+// Kill stops the node as a crash would, for tests: listeners and peer
+// connections close at once and the node does not leave the cluster.
+// Sessions are not stopped, so their snapshots stay as the last update left
+// them.
+func (n *Node) Kill() {
+	if n.http != nil {
+		_ = n.http.Close()
+	}
+	if n.grpc != nil {
+		n.grpc.Stop()
+	}
+	if n.swarm != nil {
+		n.swarm.StopPublishing()
+	}
+	if n.sessions != nil {
+		_ = n.sessions.Close(context.Background())
+	}
+	if n.cluster != nil {
+		n.cluster.Kill()
+	}
+	n.started = nil
+}
+
 // onReady adds a readiness condition reported by /readyz.
 func (n *Node) onReady(check func() error) {
 	n.readyMu.Lock()
@@ -214,8 +264,10 @@ func unwrapSyscall(err error) error {
 	return err
 }
 
-// listeners is the component that binds and serves HTTP and gRPC.
-func (n *Node) listeners() component {
+// bind reserves the HTTP and gRPC ports first, so a port in use fails the
+// start before anything else happens, and port 0 resolves to the real
+// address peers must dial.
+func (n *Node) bind() component {
 	return component{
 		name: "listeners",
 		start: func(context.Context) error {
@@ -225,8 +277,29 @@ func (n *Node) listeners() component {
 			}
 			if n.grpcLn, err = listen("grpc", n.cfg.GRPCAddr); err != nil {
 				_ = n.httpLn.Close()
+				n.httpLn = nil
 				return err
 			}
+			return nil
+		},
+		stop: func(context.Context) error {
+			// Normally closed by serve's stop; this covers a failed start.
+			if n.http == nil && n.httpLn != nil {
+				_ = n.httpLn.Close()
+			}
+			if n.grpc == nil && n.grpcLn != nil {
+				_ = n.grpcLn.Close()
+			}
+			return nil
+		},
+	}
+}
+
+// serve starts serving HTTP and gRPC on the bound listeners.
+func (n *Node) serve() component {
+	return component{
+		name: "serving",
+		start: func(context.Context) error {
 			n.http = &http.Server{
 				Handler:           n.mux,
 				ReadHeaderTimeout: 10 * time.Second,
@@ -247,21 +320,24 @@ func (n *Node) listeners() component {
 		},
 		stop: func(ctx context.Context) error {
 			var errs []error
-			if n.http != nil {
-				if err := n.http.Shutdown(ctx); err != nil {
-					errs = append(errs, fmt.Errorf("http: %w", err))
-					_ = n.http.Close()
+			// Close MCP streams first: http.Shutdown waits for every
+			// connection to go idle, and SSE streams never do by themselves.
+			if n.front != nil {
+				if err := n.front.Shutdown(ctx); err != nil {
+					errs = append(errs, fmt.Errorf("mcp: %w", err))
 				}
 			}
-			if n.grpc != nil {
-				stopped := make(chan struct{})
-				go func() { n.grpc.GracefulStop(); close(stopped) }()
-				select {
-				case <-stopped:
-				case <-ctx.Done():
-					n.grpc.Stop()
-					<-stopped
-				}
+			if err := n.http.Shutdown(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("http: %w", err))
+				_ = n.http.Close()
+			}
+			stopped := make(chan struct{})
+			go func() { n.grpc.GracefulStop(); close(stopped) }()
+			select {
+			case <-stopped:
+			case <-ctx.Done():
+				n.grpc.Stop()
+				<-stopped
 			}
 			return errors.Join(errs...)
 		},

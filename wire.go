@@ -1,17 +1,272 @@
 package mcpswarm
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+
 	"google.golang.org/grpc"
+
+	"github.com/mcpswarm/mcpswarm/authz"
+	"github.com/mcpswarm/mcpswarm/cluster"
+	"github.com/mcpswarm/mcpswarm/mcp"
+	"github.com/mcpswarm/mcpswarm/mcp/fixture"
+	adminv1 "github.com/mcpswarm/mcpswarm/proto/mcpswarm/admin/v1"
+	"github.com/mcpswarm/mcpswarm/session"
+	"github.com/mcpswarm/mcpswarm/session/apps"
+	"github.com/mcpswarm/mcpswarm/swarm"
 )
 
-// build constructs the node's parts in start order.
-func (n *Node) build() error {
-	n.grpc = grpc.NewServer(
-		grpc.MaxRecvMsgSize(4 << 20),
-	)
-	n.registerBase()
-	n.parts = append(n.parts, n.listeners())
+// loadGuard picks the node's authorization: the operator's policy file, the
+// named development policy under --dev, or the framework default (which a
+// network transport refuses at boot).
+func (n *Node) loadGuard() error {
+	switch {
+	case n.cfg.PolicyFile != "":
+		p, err := authz.LoadPolicyFile(n.cfg.PolicyFile)
+		if err != nil {
+			return &FieldError{Flag: "policy", Err: err}
+		}
+		g, err := p.Guard()
+		if err != nil {
+			return &FieldError{Flag: "policy", Err: err}
+		}
+		n.guard = g
+	case n.cfg.Dev:
+		n.guard = authz.DevGuard()
+	default:
+		n.guard = authz.DefaultGuard()
+	}
 	return nil
 }
 
-func (n *Node) readyMembers() []readyzMember { return nil }
+// build loads what can be checked without side effects and lays out the
+// components in start order.
+func (n *Node) build() error {
+	if err := n.loadGuard(); err != nil {
+		return err
+	}
+	key, devKey, err := n.cfg.ClusterKey()
+	if err != nil {
+		return err
+	}
+	n.key, n.devKey = key, devKey
+	n.parts = []component{
+		{name: "data dir", start: func(context.Context) error { return n.cfg.CheckDataDir() }},
+		n.bind(),
+		{name: "cluster", start: n.openCluster, stop: n.stopCluster},
+		{name: "sessions", start: n.startSessions, stop: n.stopSessions},
+		{name: "mcp", start: n.buildFront},
+		n.serve(),
+		{name: "membership", start: n.joinCluster},
+		{name: "swarm", start: n.startSwarm, stop: n.stopSwarm},
+	}
+	if n.cfg.Stdio {
+		n.parts = append(n.parts, component{name: "stdio", start: n.startStdio})
+	}
+	return nil
+}
+
+func (n *Node) openCluster(context.Context) error {
+	st, err := cluster.OpenBolt(n.cfg.DataDir, false)
+	if err != nil {
+		return &FieldError{Flag: "data-dir", Err: err}
+	}
+	cc := cluster.DefaultConfig()
+	if isLoopback(n.cfg.GossipAddr) {
+		cc = cluster.LocalConfig()
+	}
+	cc.Name = n.cfg.Name
+	cc.GossipAddr = n.cfg.GossipAddr
+	cc.AdvertiseAddr = n.cfg.Advertise
+	cc.GRPCAddr = advertised(n.GRPCAddr(), n.cfg.Advertise)
+	cc.Join = n.cfg.Join
+	cc.Key = n.key
+	cc.Storage = st
+	cc.Version = n.cfg.Version
+	cc.DeadGrace = n.cfg.DeadGrace
+	cc.Logger = n.log.With("component", "cluster")
+	cc.Registerer = n.metrics
+	c, err := cluster.New(cc)
+	if err != nil {
+		_ = st.Close()
+		return err
+	}
+	n.cluster, n.storage = c, st
+	return nil
+}
+
+// advertised is the address peers dial for a listener bound to bind: the
+// advertise host when given, the bound host otherwise.
+func advertised(bind, host string) string {
+	if host == "" {
+		return bind
+	}
+	_, port, err := net.SplitHostPort(bind)
+	if err != nil {
+		return bind
+	}
+	return net.JoinHostPort(host, port)
+}
+
+func (n *Node) stopCluster(ctx context.Context) error {
+	if n.cluster == nil {
+		return nil
+	}
+	return n.cluster.Stop(ctx)
+}
+
+func (n *Node) startSessions(ctx context.Context) error {
+	reg := session.NewRegistry()
+	if err := apps.Register(reg); err != nil {
+		return fmt.Errorf("registering demo apps: %w", err)
+	}
+	mc := session.ManagerConfig{
+		Registry: reg,
+		Store:    snapshotStore{st: n.storage},
+		Logger:   n.log.With("component", "session"),
+	}
+	if len(n.cfg.Startable) > 0 {
+		mc.Startable = n.cfg.Startable
+	}
+	if l := n.guard.Limits; l.SessionsPerPrincipal > 0 {
+		mc.MaxPerPrincipal = l.SessionsPerPrincipal
+	}
+	m, err := session.NewManager(mc)
+	if err != nil {
+		return &FieldError{Flag: "startable", Err: err}
+	}
+	n.sessions = m
+	if err := m.Restore(ctx); err != nil {
+		n.log.Warn("some sessions could not be restored", "err", err)
+	}
+	if k := len(m.List()); k > 0 {
+		n.log.Info("restored sessions from the data dir", "sessions", k)
+	}
+	return nil
+}
+
+func (n *Node) stopSessions(ctx context.Context) error {
+	if n.sessions == nil {
+		return nil
+	}
+	return n.sessions.Close(ctx)
+}
+
+// buildFront creates the swarm view, the MCP front and the gRPC server, and
+// mounts the front on the HTTP mux. The swarm declares its registries here,
+// before the cluster starts.
+func (n *Node) buildFront(context.Context) error {
+	sw, err := swarm.New(swarm.Config{Cluster: n.cluster, Manager: n.sessions, Logger: n.log.With("component", "swarm")})
+	if err != nil {
+		return err
+	}
+	n.swarm = sw
+	mc := mcp.Config{
+		Node:        n.cfg.Name,
+		Backend:     sw,
+		Guard:       n.guard,
+		RateLimiter: authz.NewRateLimiter(n.guard.Limits),
+		SessionKey:  DeriveKey(n.key, "mcp-session-id"),
+		Dev:         n.cfg.Dev,
+		Logger:      n.log.With("component", "mcp"),
+		Registerer:  n.metrics,
+		Version:     n.cfg.Version,
+	}
+	if n.cfg.Conformance {
+		mc.Extend = fixture.Register
+	}
+	front, err := mcp.New(mc)
+	if err != nil {
+		return err
+	}
+	n.front = front
+
+	network := !n.cfg.Stdio
+	if err := authz.CheckBoot(authz.BootConfig{
+		Guard:                &n.guard,
+		NetworkTransports:    network,
+		Dev:                  n.cfg.Dev,
+		ListenAddrs:          []string{n.cfg.HTTPAddr},
+		SensitiveStaticTools: front.SensitiveStaticTools(),
+	}); err != nil {
+		return err
+	}
+	n.logGuard()
+
+	admin := adminGuard{token: []byte(AdminToken(n.key))}
+	n.grpc = grpc.NewServer(append(n.cluster.ServerOptions(),
+		grpc.ChainUnaryInterceptor(admin.unary, n.cluster.UnaryInterceptor()),
+		grpc.ChainStreamInterceptor(admin.stream, n.cluster.StreamInterceptor()),
+	)...)
+	n.cluster.Register(n.grpc)
+	adminv1.RegisterAdminServiceServer(n.grpc, &adminServer{n: n})
+	n.registerBase()
+	if network {
+		n.mux.Handle("/", front.Handler())
+	}
+	n.onReady(func() error {
+		if !n.cluster.Ready() {
+			return errors.New("not yet joined and replicated")
+		}
+		return nil
+	})
+	return nil
+}
+
+func (n *Node) joinCluster(ctx context.Context) error {
+	if n.devKey {
+		n.log.Warn("DEVELOPMENT CLUSTER KEY IN USE: it is public; anyone on this machine can join this cluster (use --cluster-key-file outside development)")
+	}
+	return n.cluster.Start(ctx)
+}
+
+func (n *Node) startSwarm(ctx context.Context) error { return n.swarm.StartPublishing(ctx) }
+
+func (n *Node) stopSwarm(context.Context) error { n.swarm.StopPublishing(); return nil }
+
+// startStdio serves MCP on the process's standard streams; when the client
+// closes stdin the node shuts down, as stdio servers do.
+func (n *Node) startStdio(ctx context.Context) error {
+	in, out := n.opts.stdin, n.opts.stdout
+	if in == nil || out == nil {
+		return &FieldError{Flag: "stdio", Err: errors.New("no standard streams were given to serve")}
+	}
+	go func() {
+		err := n.front.ServeStdio(context.WithoutCancel(ctx), in, out)
+		if err != nil && !errors.Is(err, context.Canceled) {
+			n.serveErr <- fmt.Errorf("stdio: %w", err)
+			return
+		}
+		n.log.Info("stdio client closed the connection")
+		n.serveErr <- errStdioClosed
+	}()
+	return nil
+}
+
+// errStdioClosed ends Run cleanly when the stdio client goes away.
+var errStdioClosed = errors.New("stdio closed")
+
+func (n *Node) logGuard() {
+	switch {
+	case n.cfg.Dev:
+		n.log.Warn("DEVELOPMENT POLICY IN USE: every tool call is allowed for every client ("+n.guard.Name+"); loopback only", "policy", n.guard.Name)
+	case n.cfg.PolicyFile != "":
+		n.log.Info("authorization policy loaded", "policy", n.guard.Name, "file", n.cfg.PolicyFile)
+	default:
+		n.log.Info("no policy configured: tools deny everything, reads allow only the listing methods", "policy", n.guard.Name)
+	}
+}
+
+func (n *Node) readyMembers() []readyzMember {
+	if n.cluster == nil {
+		return nil
+	}
+	var out []readyzMember
+	for _, m := range n.cluster.Members() {
+		out = append(out, readyzMember{Name: m.Name, State: strings.ToLower(m.State.String())})
+	}
+	return out
+}

@@ -1,0 +1,292 @@
+package swarm
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/mcpswarm/mcpswarm/authz"
+	"github.com/mcpswarm/mcpswarm/cluster"
+	"github.com/mcpswarm/mcpswarm/crdt"
+	"github.com/mcpswarm/mcpswarm/mcp"
+	"github.com/mcpswarm/mcpswarm/session"
+)
+
+// Static operations forwarded to the owner as CallTool with these names.
+const (
+	opStop       = "swarm_stop"
+	opModel      = "swarm_get_model"
+	opScreenshot = "swarm_screenshot"
+	opSendKey    = "swarm_send_key"
+)
+
+// located is a session found in the replicated registry.
+type located struct {
+	id     string
+	rec    sessionRecord
+	origin crdt.Origin
+}
+
+// locate resolves a session id to its visible record. When several origins
+// hold the id (a concurrent creation not yet resolved), the earliest
+// creation is the session: the same answer on every node.
+func (s *Swarm) locate(id string) (located, bool) {
+	var best located
+	found := false
+	for _, e := range s.sessions.Lookup(id) {
+		rec, err := decodeSession(e.Value)
+		if err != nil {
+			continue
+		}
+		if !found || earlier(rec.Created, e.Origin.String(), best.rec.Created, best.origin.String()) {
+			best, found = located{id: id, rec: rec, origin: e.Origin}, true
+		}
+	}
+	return best, found
+}
+
+// resolve finds id for caller c: not running, owner unavailable, and not
+// the owner are errors the client sees.
+func (s *Swarm) resolve(c authz.Context, id string) (located, error) {
+	loc, ok := s.locate(id)
+	if !ok {
+		s.mu.Lock()
+		node, hidden := s.unavailable[id]
+		s.mu.Unlock()
+		if hidden {
+			return loc, fmt.Errorf("%w: node %s (session %s)", ErrOwnerUnavailable, node, id)
+		}
+		return loc, fmt.Errorf("session %s: %w", id, session.ErrNotRunning)
+	}
+	if !authz.Owns(c.Principal, loc.rec.Principal) {
+		return loc, fmt.Errorf("session %s: %w", id, ErrNotOwner)
+	}
+	if loc.rec.Node != s.self {
+		if m, ok := s.cl.Member(loc.rec.Node); ok && m.State == cluster.StateSuspect {
+			return loc, fmt.Errorf("%w: node %s is suspect (its gRPC port fails)", ErrOwnerUnavailable, loc.rec.Node)
+		}
+	}
+	return loc, nil
+}
+
+// Apps implements mcp.Backend.
+func (s *Swarm) Apps() []session.AppInfo { return s.mgr.Startable() }
+
+// Start implements mcp.Backend: sessions are created on the node that
+// receives the request. An id already visible anywhere in the swarm is
+// refused; a concurrent creation elsewhere is resolved when the records
+// meet (see onSessionChange).
+func (s *Swarm) Start(ctx context.Context, c authz.Context, app, id string) (mcp.SessionInfo, error) {
+	s.mu.Lock()
+	draining := s.draining
+	s.mu.Unlock()
+	if draining {
+		return mcp.SessionInfo{}, fmt.Errorf("node %s is draining and takes no new sessions: %w", s.self, ErrDraining)
+	}
+	if id != "" {
+		if _, ok := s.locate(id); ok {
+			return mcp.SessionInfo{}, fmt.Errorf("session %s: %w", id, ErrExists)
+		}
+	}
+	info, err := s.mgr.Start(ctx, id, app, c.Principal.Subject)
+	if err != nil {
+		return mcp.SessionInfo{}, err
+	}
+	// The Started event publishes too; publishing here as well makes the
+	// session visible in the registry before Start answers.
+	if err := s.publish(info); err != nil {
+		s.log.Warn("publishing new session", "session", info.ID, "err", err)
+	}
+	return mcp.SessionInfo{Info: info, Owner: s.self, Available: true}, nil
+}
+
+// Stop implements mcp.Backend.
+func (s *Swarm) Stop(ctx context.Context, c authz.Context, id string) error {
+	loc, err := s.resolve(c, id)
+	if err != nil {
+		return err
+	}
+	if loc.rec.Node == s.self {
+		return s.mgr.Stop(ctx, id)
+	}
+	_, err = s.forward(ctx, c, loc.rec.Node, id, opStop, nil)
+	return err
+}
+
+// Sessions implements mcp.Backend.
+func (s *Swarm) Sessions(p authz.Principal) []mcp.SessionInfo {
+	var out []mcp.SessionInfo
+	seen := map[string]bool{}
+	s.sessions.Range(func(e crdt.Entry) bool {
+		rec, err := decodeSession(e.Value)
+		if err != nil || !authz.Owns(p, rec.Principal) || seen[e.Key] {
+			return true
+		}
+		seen[e.Key] = true
+		out = append(out, mcp.SessionInfo{Info: rec.info(e.Key), Owner: rec.Node, Available: true})
+		return true
+	})
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// Lookup implements mcp.Backend.
+func (s *Swarm) Lookup(id string) (mcp.SessionInfo, bool) {
+	loc, ok := s.locate(id)
+	if ok {
+		return mcp.SessionInfo{Info: loc.rec.info(id), Owner: loc.rec.Node, Available: true}, true
+	}
+	s.mu.Lock()
+	node, hidden := s.unavailable[id]
+	s.mu.Unlock()
+	if hidden {
+		return mcp.SessionInfo{Info: session.Info{ID: id}, Owner: node, Available: false}, true
+	}
+	return mcp.SessionInfo{}, false
+}
+
+// Tools implements mcp.Backend: the sticky tools of p's visible sessions.
+func (s *Swarm) Tools(p authz.Principal) []session.Tool {
+	var out []session.Tool
+	s.tools.Range(func(e crdt.Entry) bool {
+		rec, err := decodeTools(e.Value)
+		if err != nil || !authz.Owns(p, rec.Principal) {
+			return true
+		}
+		out = append(out, rec.Tools...)
+		return true
+	})
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Call implements mcp.Backend: local sessions run here, others on their
+// owner.
+func (s *Swarm) Call(ctx context.Context, c authz.Context, id, tool string, args map[string]any) (session.Result, error) {
+	loc, err := s.resolve(c, id)
+	if err != nil {
+		return session.Result{}, err
+	}
+	if loc.rec.Node == s.self {
+		return s.mgr.Call(ctx, id, tool, args)
+	}
+	return s.forward(ctx, c, loc.rec.Node, id, tool, args)
+}
+
+// SendKey implements mcp.Backend.
+func (s *Swarm) SendKey(ctx context.Context, c authz.Context, id string, k session.Key) (session.Result, error) {
+	loc, err := s.resolve(c, id)
+	if err != nil {
+		return session.Result{}, err
+	}
+	if loc.rec.Node == s.self {
+		return s.mgr.SendKey(ctx, id, k)
+	}
+	return s.forward(ctx, c, loc.rec.Node, id, opSendKey, map[string]any{"key": k.Key, "ctrl": k.Ctrl, "alt": k.Alt, "shift": k.Shift})
+}
+
+// Model implements mcp.Backend.
+func (s *Swarm) Model(ctx context.Context, c authz.Context, id string) (json.RawMessage, error) {
+	loc, err := s.resolve(c, id)
+	if err != nil {
+		return nil, err
+	}
+	if loc.rec.Node == s.self {
+		return s.mgr.Model(id)
+	}
+	res, err := s.forward(ctx, c, loc.rec.Node, id, opModel, nil)
+	if err != nil {
+		return nil, err
+	}
+	return json.RawMessage(res.Text), nil
+}
+
+// Screenshot implements mcp.Backend.
+func (s *Swarm) Screenshot(ctx context.Context, c authz.Context, id string) (string, error) {
+	loc, err := s.resolve(c, id)
+	if err != nil {
+		return "", err
+	}
+	if loc.rec.Node == s.self {
+		return s.mgr.Screenshot(id, session.ScreenWidth, session.ScreenHeight)
+	}
+	res, err := s.forward(ctx, c, loc.rec.Node, id, opScreenshot, nil)
+	if err != nil {
+		return "", err
+	}
+	return res.Text, nil
+}
+
+// ReadResource implements mcp.Backend.
+func (s *Swarm) ReadResource(ctx context.Context, c authz.Context, id, name string) (json.RawMessage, error) {
+	loc, err := s.resolve(c, id)
+	if err != nil {
+		return nil, err
+	}
+	if loc.rec.Node == s.self {
+		return s.mgr.ReadResource(id, name)
+	}
+	return s.forwardRead(ctx, c, loc.rec.Node, id, name)
+}
+
+// ResourceNames implements mcp.ResourceLister for local sessions; remote
+// sessions offer the names their owner published revisions for.
+func (s *Swarm) ResourceNames(id string) ([]string, error) {
+	if _, ok := s.mgr.Get(id); ok {
+		return s.mgr.ResourceNames(id)
+	}
+	loc, ok := s.locate(id)
+	if !ok {
+		return nil, fmt.Errorf("session %s: %w", id, session.ErrNotRunning)
+	}
+	names := []string{session.ResourceWidgets, session.ResourceContext}
+	for k := range loc.rec.Rev {
+		if strings.HasPrefix(k, "model/") {
+			names = append(names, k)
+		}
+	}
+	sort.Strings(names[2:])
+	return names, nil
+}
+
+// Members implements mcp.Backend.
+func (s *Swarm) Members() []mcp.Member {
+	ms := s.cl.Members()
+	out := make([]mcp.Member, 0, len(ms))
+	for _, m := range ms {
+		out = append(out, mcp.Member{Name: m.Name, State: m.State.String(), GRPCAddr: m.GRPCAddr, Version: m.Version, Self: m.Self})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Watch implements mcp.Backend.
+func (s *Swarm) Watch(fn func(mcp.Event)) (cancel func()) {
+	s.mu.Lock()
+	id := s.nextW
+	s.nextW++
+	s.watchers[id] = fn
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		delete(s.watchers, id)
+		s.mu.Unlock()
+	}
+}
+
+func (s *Swarm) emit(ev mcp.Event) {
+	s.mu.Lock()
+	fns := make([]func(mcp.Event), 0, len(s.watchers))
+	for _, fn := range s.watchers {
+		fns = append(fns, fn)
+	}
+	s.mu.Unlock()
+	for _, fn := range fns {
+		fn(ev)
+	}
+}
+
+var _ mcp.Backend = (*Swarm)(nil)
+var _ mcp.ResourceLister = (*Swarm)(nil)

@@ -1,0 +1,104 @@
+package swarm
+
+import (
+	"context"
+
+	"github.com/mcpswarm/mcpswarm/crdt"
+	"github.com/mcpswarm/mcpswarm/mcp"
+)
+
+// onSessionChange turns replicated session changes into front events,
+// tracks sessions whose owner is hidden, and resolves duplicate ids.
+func (s *Swarm) onSessionChange(ch crdt.Change) {
+	var principal string
+	switch {
+	case ch.New != nil:
+		rec, err := decodeSession(ch.New)
+		if err != nil {
+			s.log.Warn("ignoring malformed session record", "session", ch.Key, "origin", ch.Origin.String(), "err", err)
+			return
+		}
+		principal = rec.Principal
+		s.mu.Lock()
+		delete(s.unavailable, ch.Key)
+		s.mu.Unlock()
+		if ch.Old != nil {
+			s.emitRevisions(ch.Key, rec, ch.Old)
+		}
+		if ch.Origin != s.cl.Origin() {
+			s.resolveDuplicate(ch.Key, rec, ch.Origin)
+		}
+	case ch.Old != nil:
+		rec, err := decodeSession(ch.Old)
+		if err != nil {
+			return
+		}
+		principal = rec.Principal
+		s.mu.Lock()
+		if s.sessions.Hidden(ch.Origin) {
+			s.unavailable[ch.Key] = rec.Node
+		} else {
+			delete(s.unavailable, ch.Key)
+		}
+		s.mu.Unlock()
+	}
+	if ch.Old == nil || ch.New == nil {
+		s.emit(mcp.Event{Kind: mcp.SessionsChanged, Principal: principal, Session: ch.Key})
+	}
+}
+
+// emitRevisions reports the resources of a remote session whose revision
+// moved, so subscribers on this node hear of changes made on the owner.
+// Local sessions are reported with their patches by onLocalEvent.
+func (s *Swarm) emitRevisions(id string, rec sessionRecord, oldRaw []byte) {
+	if rec.Node == s.self {
+		return
+	}
+	old, err := decodeSession(oldRaw)
+	if err != nil {
+		return
+	}
+	for name, rev := range rec.Rev {
+		if old.Rev[name] != rev {
+			s.emit(mcp.Event{Kind: mcp.ResourceChanged, Principal: rec.Principal, Session: id, Resource: name})
+		}
+	}
+}
+
+// resolveDuplicate stops this node's copy of a session when another origin
+// created the same id earlier: the rule every node applies, so exactly one
+// copy survives. The loser's owner tells its principal's connections
+// through the session-change events that follow.
+func (s *Swarm) resolveDuplicate(id string, remote sessionRecord, remoteOrigin crdt.Origin) {
+	local, ok := s.mgr.Get(id)
+	if !ok {
+		return
+	}
+	if !earlier(remote.Created, remoteOrigin.String(), local.Created, s.cl.Origin().String()) {
+		return
+	}
+	s.log.Warn("session id created concurrently on two nodes; the earlier creation wins, stopping this copy",
+		"session", id, "winner", remote.Node, "principal", local.Principal)
+	// Stop outside the registry's change callback: stopping writes to the
+	// registry.
+	go func() {
+		if err := s.mgr.Stop(context.Background(), id); err != nil {
+			s.log.Warn("stopping the losing copy of a duplicate session", "session", id, "err", err)
+		}
+		s.emit(mcp.Event{Kind: mcp.ToolsChanged, Principal: local.Principal, Session: id})
+	}()
+}
+
+// onToolsChange reports a principal's tool set change.
+func (s *Swarm) onToolsChange(ch crdt.Change) {
+	raw := ch.New
+	if raw == nil {
+		raw = ch.Old
+	}
+	rec, err := decodeTools(raw)
+	if err != nil {
+		s.log.Warn("ignoring malformed tools record", "session", ch.Key, "origin", ch.Origin.String(), "err", err)
+		return
+	}
+	s.emit(mcp.Event{Kind: mcp.ToolsChanged, Principal: rec.Principal, Session: ch.Key})
+}

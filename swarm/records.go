@@ -1,0 +1,66 @@
+package swarm
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/mcpswarm/mcpswarm/session"
+)
+
+// Registry names.
+const (
+	regSessions = "sessions"
+	regTools    = "tools"
+)
+
+// sessionRecord is a session as every node sees it (registry "sessions",
+// key: session id). Only its owner writes it.
+type sessionRecord struct {
+	App       string    `json:"app"`
+	Principal string    `json:"principal"`
+	Created   time.Time `json:"created"`
+	Status    string    `json:"status"`
+	// Node is the owner's name.
+	Node string `json:"node"`
+	// Rev counts changes per resource ("widgets", "model/<key>", …) so
+	// other nodes can tell their subscribers that a resource changed.
+	Rev map[string]uint64 `json:"rev,omitempty"`
+}
+
+func (r sessionRecord) info(id string) session.Info {
+	return session.Info{ID: id, App: r.App, Principal: r.Principal, Created: r.Created, Status: r.Status}
+}
+
+// toolsRecord is a session's sticky tool set (registry "tools", key: session
+// id), written by the owner whenever the set changes.
+type toolsRecord struct {
+	Principal string         `json:"principal"`
+	Tools     []session.Tool `json:"tools"`
+}
+
+func decodeSession(b []byte) (sessionRecord, error) {
+	var r sessionRecord
+	if err := json.Unmarshal(b, &r); err != nil {
+		return r, fmt.Errorf("decoding session record: %w", err)
+	}
+	return r, nil
+}
+
+func decodeTools(b []byte) (toolsRecord, error) {
+	var r toolsRecord
+	if err := json.Unmarshal(b, &r); err != nil {
+		return r, fmt.Errorf("decoding tools record: %w", err)
+	}
+	return r, nil
+}
+
+// earlier reports whether creation a (by origin ao) precedes creation b (by
+// origin bo): the earlier timestamp wins, and the origin string breaks ties,
+// so every node resolves a duplicate id the same way.
+func earlier(a time.Time, ao string, b time.Time, bo string) bool {
+	if !a.Equal(b) {
+		return a.Before(b)
+	}
+	return ao < bo
+}

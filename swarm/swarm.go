@@ -1,0 +1,240 @@
+package swarm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/mcpswarm/mcpswarm/cluster"
+	"github.com/mcpswarm/mcpswarm/crdt"
+	"github.com/mcpswarm/mcpswarm/mcp"
+	"github.com/mcpswarm/mcpswarm/session"
+)
+
+// ErrOwnerUnavailable is returned when the node owning a session is dead,
+// hidden or unreachable. The error text names the node.
+var ErrOwnerUnavailable = errors.New("owner unavailable")
+
+// ErrNotOwner is returned when the caller's principal does not own the
+// session (and is no admin). Its text never reveals who the owner is.
+var ErrNotOwner = errors.New("not the owner of this session")
+
+// ErrDraining is returned by Start on a draining node.
+var ErrDraining = errors.New("draining")
+
+// ErrExists is returned when a session id is already taken in the swarm.
+var ErrExists = errors.New("session id already exists in the swarm")
+
+// Config wires a Swarm.
+type Config struct {
+	// Cluster replicates the registries; its registries are declared by New,
+	// so New must run before Cluster.Start.
+	Cluster *cluster.Cluster
+	// Manager runs the sessions this node owns.
+	Manager *session.Manager
+	// ForwardTimeout bounds a forwarded call when the caller's context has
+	// no deadline (default 10 s: longer than the owner's 5 s update bound).
+	ForwardTimeout time.Duration
+	// Logger receives routing and conflict logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// Swarm is the cluster-wide view and router for one node.
+type Swarm struct {
+	cl       *cluster.Cluster
+	mgr      *session.Manager
+	self     string
+	log      *slog.Logger
+	timeout  time.Duration
+	sessions *cluster.Registry
+	tools    *cluster.Registry
+
+	mu sync.Mutex
+	// unavailable maps the ids of sessions whose owner is hidden to the
+	// owner's name, so a call answers "owner unavailable" rather than "not
+	// running" until the grace period deletes them.
+	unavailable map[string]string
+	// rev counts local resource changes per session, published in the
+	// session record.
+	rev      map[string]map[string]uint64
+	watchers map[int]func(mcp.Event)
+	nextW    int
+	draining bool
+
+	clientMsgs func(ctx context.Context, conn, kind string, msg []byte) (int, []byte, error)
+
+	stopMgr     func()
+	stopMembers func()
+}
+
+// New declares the swarm's registries on the cluster and installs the
+// forwarding handler. Call it before cluster.Start.
+func New(cfg Config) (*Swarm, error) {
+	if cfg.Cluster == nil || cfg.Manager == nil {
+		return nil, errors.New("swarm: Cluster and Manager are required")
+	}
+	s := &Swarm{
+		cl:          cfg.Cluster,
+		mgr:         cfg.Manager,
+		self:        cfg.Cluster.Self().Name,
+		log:         cfg.Logger,
+		timeout:     cfg.ForwardTimeout,
+		unavailable: map[string]string{},
+		rev:         map[string]map[string]uint64{},
+		watchers:    map[int]func(mcp.Event){},
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.timeout <= 0 {
+		s.timeout = 10 * time.Second
+	}
+	var err error
+	if s.sessions, err = cfg.Cluster.Registry(regSessions); err != nil {
+		return nil, fmt.Errorf("declaring sessions registry: %w", err)
+	}
+	if s.tools, err = cfg.Cluster.Registry(regTools); err != nil {
+		return nil, fmt.Errorf("declaring tools registry: %w", err)
+	}
+	s.sessions.OnChange(s.onSessionChange)
+	s.tools.OnChange(s.onToolsChange)
+	cfg.Cluster.SetForwardHandler(ownerHandler{s})
+	return s, nil
+}
+
+// StartPublishing publishes the sessions this node runs (after
+// session.Manager.Restore and cluster.Start), removes registry entries
+// restored from disk whose session did not come back, and then follows
+// local session events.
+func (s *Swarm) StartPublishing(context.Context) error {
+	s.stopMgr = s.mgr.Subscribe(s.onLocalEvent)
+	s.stopMembers = s.cl.WatchMembers(func(cluster.Member) { s.emit(mcp.Event{Kind: mcp.MembersChanged}) })
+	own := s.cl.Origin()
+	var stale []string
+	s.sessions.Range(func(e crdt.Entry) bool {
+		if e.Origin == own {
+			if _, ok := s.mgr.Get(e.Key); !ok {
+				stale = append(stale, e.Key)
+			}
+		}
+		return true
+	})
+	for _, id := range stale {
+		s.unpublish(id)
+	}
+	for _, info := range s.mgr.List() {
+		if err := s.publish(info); err != nil {
+			return fmt.Errorf("publishing restored session %s: %w", info.ID, err)
+		}
+	}
+	return nil
+}
+
+// StopPublishing stops following local events. The registries go with the
+// cluster.
+func (s *Swarm) StopPublishing() {
+	if s.stopMgr != nil {
+		s.stopMgr()
+	}
+	if s.stopMembers != nil {
+		s.stopMembers()
+	}
+}
+
+// SetClientMessageHandler installs what serves client messages forwarded by
+// peers (elicitation answers, cancellations, legacy SSE POSTs).
+func (s *Swarm) SetClientMessageHandler(fn func(ctx context.Context, conn, kind string, msg []byte) (status int, body []byte, err error)) {
+	s.mu.Lock()
+	s.clientMsgs = fn
+	s.mu.Unlock()
+}
+
+// publish writes a local session's record and tool set.
+func (s *Swarm) publish(info session.Info) error {
+	rec := sessionRecord{App: info.App, Principal: info.Principal, Created: info.Created, Status: info.Status, Node: s.self}
+	s.mu.Lock()
+	if r := s.rev[info.ID]; len(r) > 0 {
+		rec.Rev = make(map[string]uint64, len(r))
+		for k, v := range r {
+			rec.Rev[k] = v
+		}
+	}
+	s.mu.Unlock()
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	if err := s.sessions.Put(info.ID, b); err != nil {
+		return err
+	}
+	return s.publishTools(info.ID, info.Principal)
+}
+
+func (s *Swarm) publishTools(id, principal string) error {
+	tools, err := s.mgr.Tools(id)
+	if err != nil {
+		return err
+	}
+	b, err := json.Marshal(toolsRecord{Principal: principal, Tools: tools})
+	if err != nil {
+		return err
+	}
+	return s.tools.Put(id, b)
+}
+
+func (s *Swarm) unpublish(id string) {
+	if err := s.tools.Remove(id); err != nil {
+		s.log.Warn("removing tools record", "session", id, "err", err)
+	}
+	if err := s.sessions.Remove(id); err != nil {
+		s.log.Warn("removing session record", "session", id, "err", err)
+	}
+	s.mu.Lock()
+	delete(s.rev, id)
+	s.mu.Unlock()
+}
+
+// onLocalEvent mirrors the local manager's events into the registries and
+// to this node's watchers (with patches, which remote nodes do not get).
+func (s *Swarm) onLocalEvent(ev session.Event) {
+	switch ev.Kind {
+	case session.Started:
+		if info, ok := s.mgr.Get(ev.Session); ok {
+			if err := s.publish(info); err != nil {
+				s.log.Warn("publishing session", "session", ev.Session, "err", err)
+			}
+		}
+	case session.Stopped:
+		s.unpublish(ev.Session)
+	case session.ToolsChanged:
+		if err := s.publishTools(ev.Session, ev.Principal); err != nil && !errors.Is(err, session.ErrNotRunning) {
+			s.log.Warn("publishing tools", "session", ev.Session, "err", err)
+		}
+	case session.ResourceChanged:
+		s.mu.Lock()
+		r := s.rev[ev.Session]
+		if r == nil {
+			r = map[string]uint64{}
+			s.rev[ev.Session] = r
+		}
+		r[ev.Resource]++
+		s.mu.Unlock()
+		if info, ok := s.mgr.Get(ev.Session); ok {
+			if err := s.publish(info); err != nil {
+				s.log.Warn("publishing resource revision", "session", ev.Session, "err", err)
+			}
+		}
+		s.emit(mcp.Event{Kind: mcp.ResourceChanged, Principal: ev.Principal, Session: ev.Session, Resource: ev.Resource, Patch: ev.Patch})
+	}
+}
+
+// SetDraining makes Start refuse new sessions on this node.
+func (s *Swarm) SetDraining(draining bool) {
+	s.mu.Lock()
+	s.draining = draining
+	s.mu.Unlock()
+}
