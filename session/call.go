@@ -2,6 +2,7 @@ package session
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -15,6 +16,18 @@ type Result struct {
 	Structured any
 	IsError    bool
 }
+
+// WidgetError is a call to a widget that cannot take it as the view is now.
+// It matches ErrWidget with errors.Is and never counts toward a tool's
+// circuit breaker.
+type WidgetError struct {
+	Widget, Problem string
+}
+
+func (e *WidgetError) Error() string { return "widget `" + e.Widget + "` " + e.Problem }
+
+// Is reports whether target is ErrWidget.
+func (e *WidgetError) Is(target error) bool { return target == ErrWidget }
 
 // walkUntil visits n and its descendants depth-first until visit returns
 // true; it reports whether it stopped early.
@@ -71,11 +84,11 @@ func Locate(view Node, t Tool) (ToolProvider, error) {
 	case found != nil:
 		return found, nil
 	case noAction:
-		return nil, fmt.Errorf("widget `%s` no longer offers `%s`: %w", t.Widget, t.Action, ErrWidget)
+		return nil, &WidgetError{Widget: t.Widget, Problem: fmt.Sprintf("no longer offers `%s`", t.Action)}
 	case otherKind != "":
-		return nil, fmt.Errorf("widget `%s` is now a %s, not a %s: %w", t.Widget, otherKind, t.Kind, ErrWidget)
+		return nil, &WidgetError{Widget: t.Widget, Problem: fmt.Sprintf("is now a %s, not a %s", otherKind, t.Kind)}
 	default:
-		return nil, fmt.Errorf("widget `%s` is not in the session's current view: %w", t.Widget, ErrWidget)
+		return nil, &WidgetError{Widget: t.Widget, Problem: "is not in the session's current view"}
 	}
 }
 
@@ -87,11 +100,14 @@ func Invoke(view Node, t Tool, args map[string]any) (Outcome, error) {
 		return Outcome{}, err
 	}
 	out, err := p.Perform(t.Action, args)
+	if werr := (*WidgetError)(nil); errors.As(err, &werr) {
+		return Outcome{}, werr
+	}
 	if err != nil {
 		return Outcome{}, fmt.Errorf("%s `%s`: %w", t.Action, t.Widget, err)
 	}
 	if t.Sensitive && out.Msg == nil {
-		return Outcome{}, fmt.Errorf("%s `%s`: widget produced no message: %w", t.Action, t.Widget, ErrWidget)
+		return Outcome{}, &WidgetError{Widget: t.Widget, Problem: fmt.Sprintf("produced no message for `%s`", t.Action)}
 	}
 	return out, nil
 }

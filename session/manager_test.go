@@ -94,7 +94,7 @@ func TestCallsActOnTheCurrentView(t *testing.T) {
 		before     string // button to click first
 	}{
 		{tool: "inc.click", want: "click applied to widget `inc`"},
-		{tool: "nomsg.click", want: "button `nomsg` has no on-click message", isErr: true},
+		{tool: "nomsg.click", want: "widget `nomsg` is a button without an on-click message", isErr: true},
 		{tool: "fail.click", want: "refusing on purpose", isErr: true},
 		{tool: "panic.click", want: "update panicked: boom", isErr: true},
 		{tool: "victim.click", before: "hide", want: "widget `victim` is not in the session's current view", isErr: true},

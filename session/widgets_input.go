@@ -1,7 +1,5 @@
 package session
 
-import "fmt"
-
 // Button is a clickable widget; click delivers OnClick to Update.
 type Button struct {
 	ID       string
@@ -34,7 +32,7 @@ func (b Button) Perform(action string, _ map[string]any) (Outcome, error) {
 		return Outcome{}, unknownAction(b.Kind(), action)
 	}
 	if b.OnClick == nil {
-		return Outcome{}, fmt.Errorf("button `%s` has no on-click message: %w", b.ID, ErrWidget)
+		return Outcome{}, &WidgetError{Widget: b.ID, Problem: "is a button without an on-click message"}
 	}
 	return Outcome{Msg: b.OnClick}, nil
 }
