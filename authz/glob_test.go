@@ -72,3 +72,20 @@ func TestGlobWorstCase(t *testing.T) {
 		t.Error("matched without b")
 	}
 }
+
+func TestTemplate(t *testing.T) {
+	cases := []struct{ text, key, want string }{
+		{"plain", "tool", "plain"},
+		{"{tool}", "tool", "T"},
+		{"{principal} wants {tool}.", "tool", "P wants T."},
+		{"{tool}{tool}", "tool", "TT"},
+		{"{method} by {principal}", "method", "T by P"},
+		{"{tool} in reads stays", "method", "{tool} in reads stays"},
+		{"{unknown} {", "tool", "{unknown} {"},
+	}
+	for _, tc := range cases {
+		if got := parseTemplate(tc.text, tc.key).render("T", "P"); got != tc.want {
+			t.Errorf("%q: %q, want %q", tc.text, got, tc.want)
+		}
+	}
+}

@@ -42,7 +42,80 @@ type rule struct {
 	names      []glob // tool names or read methods
 	transports []Transport
 	kind       Kind
-	text       string // the ask prompt or deny reason, with {placeholders}
+	text       template // the ask prompt or deny reason
+}
+
+// template is an ask prompt or deny reason split at its placeholders, so
+// rendering it is one allocation.
+type template []tmplPart
+
+type tmplPart struct {
+	lit string
+	v   tmplVar
+}
+
+type tmplVar int
+
+const (
+	varNone      tmplVar = iota
+	varName              // {tool} or {method}
+	varPrincipal         // {principal}
+)
+
+// parseTemplate splits text at {nameKey} and {principal}; other braces are
+// literal text.
+func parseTemplate(text, nameKey string) template {
+	var t template
+	vars := []struct {
+		s string
+		v tmplVar
+	}{{"{" + nameKey + "}", varName}, {"{principal}", varPrincipal}}
+	for text != "" {
+		next, which := len(text), -1
+		for i, v := range vars {
+			if j := strings.Index(text, v.s); j >= 0 && j < next {
+				next, which = j, i
+			}
+		}
+		if next > 0 {
+			t = append(t, tmplPart{lit: text[:next]})
+		}
+		if which < 0 {
+			break
+		}
+		t = append(t, tmplPart{v: vars[which].v})
+		text = text[next+len(vars[which].s):]
+	}
+	return t
+}
+
+func (t template) render(name, principal string) string {
+	if len(t) == 1 && t[0].v == varNone {
+		return t[0].lit
+	}
+	var b strings.Builder
+	n := 0
+	for _, p := range t {
+		n += len(p.lit)
+		switch p.v {
+		case varName:
+			n += len(name)
+		case varPrincipal:
+			n += len(principal)
+		}
+	}
+	b.Grow(n)
+	for _, p := range t {
+		switch p.v {
+		case varName:
+			b.WriteString(name)
+		case varPrincipal:
+			b.WriteString(principal)
+		default:
+			b.WriteString(p.lit)
+		}
+	}
+	return b.String()
 }
 
 func (ru *rule) matches(name string, c Context, roles []string) bool {
@@ -62,14 +135,12 @@ func (ru *rule) matches(name string, c Context, roles []string) bool {
 }
 
 // decision renders the rule's outcome for name.
-func (ru *rule) decision(nameKey, name string, c Context) Decision {
-	text := ru.text
-	if strings.IndexByte(text, '{') >= 0 {
-		text = strings.NewReplacer("{"+nameKey+"}", name, "{principal}", c.Principal.Subject).Replace(text)
-	}
-	switch ru.kind {
-	case KindAllow:
+func (ru *rule) decision(name string, c Context) Decision {
+	if ru.kind == KindAllow {
 		return Allow(ru.ref)
+	}
+	text := ru.text.render(name, c.Principal.Subject)
+	switch ru.kind {
 	case KindAsk:
 		return Ask(text, ru.ref)
 	default:
@@ -89,7 +160,7 @@ func (p *Policy) Decide(_ context.Context, tool string, _ map[string]any, c Cont
 	roles := mergeRoles(c.Principal.Roles, p.roles[c.Principal.Subject])
 	for i := range p.tools {
 		if p.tools[i].matches(tool, c, roles) {
-			return p.tools[i].decision("tool", tool, c)
+			return p.tools[i].decision(tool, c)
 		}
 	}
 	return Deny("no policy rule allows "+tool, p.noMatchRule())
@@ -107,7 +178,7 @@ func (p *Policy) DecideRead(_ context.Context, method string, _ any, c Context) 
 	roles := mergeRoles(c.Principal.Roles, p.roles[c.Principal.Subject])
 	for i := range p.reads {
 		if p.reads[i].matches(method, c, roles) {
-			return p.reads[i].decision("method", method, c)
+			return p.reads[i].decision(method, c)
 		}
 	}
 	return Deny("no policy rule allows "+method, p.noMatchRule())
@@ -190,7 +261,11 @@ func (r *nodeReader) rule(n *yaml.Node, s surface, section string) (rule, error)
 		if err := printableAt(r, action.value, action.key, strings.NewReplacer("\n", " ", "\t", " ").Replace(text)); err != nil {
 			return rule{}, err
 		}
-		ru.text = text
+		nameKey := "tool"
+		if s == surfaceReads {
+			nameKey = "method"
+		}
+		ru.text = parseTemplate(text, nameKey)
 		ru.kind = KindAsk
 		if action.key == "deny" {
 			ru.kind = KindDeny
