@@ -393,7 +393,13 @@ func (c *Cluster) shutdown(ctx context.Context, leave bool) error {
 			if dl, ok := ctx.Deadline(); ok {
 				timeout = min(timeout, time.Until(dl))
 			}
-			if err := c.ml.Leave(timeout); err != nil {
+			// Announce the leave in the metadata first, so peers can tell
+			// it from a failure.
+			c.view.setMeta(func(m *nodeMeta) { m.Leaving = true })
+			if err := c.ml.UpdateNode(timeout / 2); err != nil {
+				c.log.Warn("announcing leave", slog.String("reason", err.Error()))
+			}
+			if err := c.ml.Leave(timeout / 2); err != nil {
 				errs = append(errs, fmt.Errorf("leaving cluster: %w", err))
 			}
 		}

@@ -67,6 +67,7 @@ type nodeMeta struct {
 	GRPCAddr string
 	Epoch    uint64
 	Draining bool
+	Leaving  bool // set just before a graceful leave
 	Version  string
 }
 
@@ -80,6 +81,9 @@ func (m nodeMeta) encode() ([]byte, error) {
 	var flags byte
 	if m.Draining {
 		flags |= 1
+	}
+	if m.Leaving {
+		flags |= 2
 	}
 	b.WriteByte(flags)
 	b.Write(binary.AppendUvarint(nil, m.Epoch))
@@ -98,10 +102,11 @@ func decodeMeta(p []byte) (nodeMeta, error) {
 	if len(p) < 2 || p[0] != metaFormat {
 		return m, errors.New("unknown metadata format")
 	}
-	if p[1]&^1 != 0 {
+	if p[1]&^3 != 0 {
 		return m, errors.New("unknown metadata flags")
 	}
 	m.Draining = p[1]&1 != 0
+	m.Leaving = p[1]&2 != 0
 	p = p[2:]
 	e, n := binary.Uvarint(p)
 	if n <= 0 || e == 0 {
@@ -180,15 +185,17 @@ func (v *view) LocalState(bool) []byte { return nil }
 func (v *view) MergeRemoteState([]byte, bool) {}
 
 // NotifyJoin implements memberlist.EventDelegate.
-func (v *view) NotifyJoin(n *memberlist.Node) { v.observe(n) }
+func (v *view) NotifyJoin(n *memberlist.Node) { v.observe(n, false) }
 
-// NotifyLeave implements memberlist.EventDelegate.
-func (v *view) NotifyLeave(n *memberlist.Node) { v.observe(n) }
+// NotifyLeave implements memberlist.EventDelegate: the node failed, or left
+// if its last metadata announced the leave. (memberlist does not keep
+// Node.State current, so it is not consulted.)
+func (v *view) NotifyLeave(n *memberlist.Node) { v.observe(n, true) }
 
 // NotifyUpdate implements memberlist.EventDelegate.
-func (v *view) NotifyUpdate(n *memberlist.Node) { v.observe(n) }
+func (v *view) NotifyUpdate(n *memberlist.Node) { v.observe(n, false) }
 
-func (v *view) observe(n *memberlist.Node) {
+func (v *view) observe(n *memberlist.Node, gone bool) {
 	meta, err := decodeMeta(n.Meta)
 	if err != nil {
 		v.log.Warn("ignoring member with unreadable metadata", slog.String("member", n.Name), slog.String("reason", err.Error()))
@@ -209,14 +216,14 @@ func (v *view) observe(n *memberlist.Node) {
 	if old != nil && old.Epoch != m.Epoch {
 		delete(v.failing, n.Name)
 	}
-	v.draining[n.Name] = meta.Draining
-	switch n.State {
-	case memberlist.StateDead:
-		m.State = StateDead
-	case memberlist.StateLeft:
+	v.draining[n.Name] = meta.Draining || meta.Leaving
+	switch {
+	case gone && meta.Leaving:
 		m.State = StateLeft
+	case gone:
+		m.State = StateDead
 	default:
-		m.State = v.liveState(n.Name, meta.Draining)
+		m.State = v.liveState(n.Name, meta.Draining || meta.Leaving)
 	}
 	if old != nil && *old == m {
 		v.mu.Unlock()
