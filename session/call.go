@@ -24,6 +24,7 @@ type WidgetError struct {
 	Widget, Problem string
 }
 
+// Error implements error.
 func (e *WidgetError) Error() string { return "widget `" + e.Widget + "` " + e.Problem }
 
 // Is reports whether target is ErrWidget.

@@ -36,6 +36,7 @@ type Warning struct {
 	Widget, Action, Reason string
 }
 
+// String describes the warning in one line.
 func (w Warning) String() string {
 	if w.Action == "" {
 		return fmt.Sprintf("widget %q: %s", w.Widget, w.Reason)

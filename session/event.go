@@ -29,6 +29,7 @@ const (
 	Stopped
 )
 
+// String names the kind in snake case.
 func (k EventKind) String() string {
 	switch k {
 	case ToolsChanged:
