@@ -78,8 +78,10 @@ func (d Delta) validate(l limits) error {
 	if uint64(len(d.Puts)) > d.To-d.From {
 		return fmt.Errorf("validating delta of %s: %d puts in a range of %d: %w", d.Origin, len(d.Puts), d.To-d.From, ErrMalformedDelta)
 	}
-	dups := newDupCheck(len(d.Puts) + len(d.Removes))
-	seqs := make([]uint64, 0, len(d.Puts))
+	var dups dupCheck
+	dups.init(len(d.Puts) + len(d.Removes))
+	var seqBuf [dupScanMax]uint64
+	seqs := seqBuf[:0]
 	for _, p := range d.Puts {
 		if err := checkKey(p.Key, l); err != nil {
 			return fmt.Errorf("validating delta of %s: %w", d.Origin, err)
@@ -127,26 +129,27 @@ func ValidateDelta(d Delta, cfg Config) error {
 
 // dupCheck finds repeated keys: by scanning for a few, with a set for more.
 type dupCheck struct {
-	few []string
+	few [dupScanMax]string
+	n   int
 	set map[string]struct{}
 }
 
 const dupScanMax = 8
 
-func newDupCheck(n int) *dupCheck {
-	if n <= dupScanMax {
-		return &dupCheck{few: make([]string, 0, n)}
+func (c *dupCheck) init(n int) {
+	if n > dupScanMax {
+		c.set = make(map[string]struct{}, n)
 	}
-	return &dupCheck{set: make(map[string]struct{}, n)}
 }
 
 // seen records key and reports whether it was recorded before.
 func (c *dupCheck) seen(key string) bool {
 	if c.set == nil {
-		if slices.Contains(c.few, key) {
+		if slices.Contains(c.few[:c.n], key) {
 			return true
 		}
-		c.few = append(c.few, key)
+		c.few[c.n] = key
+		c.n++
 		return false
 	}
 	if _, ok := c.set[key]; ok {

@@ -246,6 +246,7 @@ func (r *SnapshotReceiver) Add(c SnapshotChunk) error {
 		r.entries = nil
 		return r.err
 	}
+	r.entries.reserve(len(c.Entries))
 	for _, e := range c.Entries {
 		r.entries.set(e.Key, e.Value, e.Seq)
 	}

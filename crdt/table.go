@@ -240,9 +240,16 @@ func next(i, size int) int {
 	return i
 }
 
-func (t *table) grow() {
+func (t *table) grow() { t.reserve(1) }
+
+// reserve makes room for extra more entries without further growth.
+func (t *table) reserve(extra int) {
+	want := t.n + extra
+	if want*loadDen <= len(t.slots)*loadNum {
+		return
+	}
 	size := max(minSlots, len(t.slots)*3/2)
-	for t.n*loadDen >= size*loadNum {
+	for want*loadDen > size*loadNum {
 		size = size * 3 / 2
 	}
 	oldCtrl, oldSlots := t.ctrl, t.slots

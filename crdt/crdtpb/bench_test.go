@@ -9,7 +9,6 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-
 // benchOrigin looks like a production origin: a StatefulSet pod name and an
 // epoch of unixMillis<<16 | random16 (18 decimal digits).
 var benchOrigin = crdt.Origin{Name: "mcpswarm-3", Epoch: 1796000000000<<16 | 0xbeef}
