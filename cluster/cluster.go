@@ -485,6 +485,10 @@ func (c *Cluster) PeerConn(name string) (*grpc.ClientConn, error) {
 	}
 	cc := c.repl.conn(m.Origin)
 	if cc == nil {
+		// The loop may not have reconciled this member yet.
+		cc = c.repl.connNow(m)
+	}
+	if cc == nil {
 		return nil, fmt.Errorf("connecting to %s: %w", name, ErrUnknownPeer)
 	}
 	return cc, nil

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"time"
 
@@ -14,7 +15,10 @@ import (
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/stats"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/mcpswarm/mcpswarm/crdt"
@@ -475,8 +479,35 @@ func serverOptions(c *Cluster) []grpc.ServerOption {
 		grpc.ChainStreamInterceptor(c.StreamInterceptor()),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
+		grpc.StatsHandler(refusalLogger{c}),
 	}
 }
+
+// refusalLogger logs peer calls that gRPC itself refused for their size,
+// before any handler or interceptor ran.
+type refusalLogger struct{ c *Cluster }
+
+type methodKey struct{}
+
+func (h refusalLogger) TagRPC(ctx context.Context, info *stats.RPCTagInfo) context.Context {
+	return context.WithValue(ctx, methodKey{}, info.FullMethodName)
+}
+
+func (h refusalLogger) HandleRPC(ctx context.Context, s stats.RPCStats) {
+	end, ok := s.(*stats.End)
+	if !ok || end.Client || status.Code(end.Error) != codes.ResourceExhausted {
+		return
+	}
+	method, _ := ctx.Value(methodKey{}).(string)
+	if !strings.HasPrefix(method, peerMethodPrefix) {
+		return
+	}
+	h.c.repl.reject("oversized message", callerName(ctx), fmt.Errorf("%s: %w", method, end.Error))
+}
+
+func (refusalLogger) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context { return ctx }
+
+func (refusalLogger) HandleConn(context.Context, stats.ConnStats) {}
 
 // nonEmpty counts the deltas that carry puts or removals (not positions).
 func nonEmpty(ds []*peerv1.Delta) int {

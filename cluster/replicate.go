@@ -415,6 +415,20 @@ func (r *replicator) conn(o crdt.Origin) *grpc.ClientConn {
 	return nil
 }
 
+// connNow asks the loop to reconcile at once and returns the connection to
+// m's origin, or nil after a second.
+func (r *replicator) connNow(m Member) *grpc.ClientConn {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	done := make(chan struct{})
+	r.post(ctx, func() { r.reconcile(); close(done) })
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+	return r.conn(m.Origin)
+}
+
 // updateLag sets each peer's lag: own sequence numbers it has not
 // acknowledged, over all registries.
 func (r *replicator) updateLag() {
