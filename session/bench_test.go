@@ -143,6 +143,7 @@ func BenchmarkTenThousandSessions(b *testing.B) {
 	workers := runtime.GOMAXPROCS(0) * 4
 	for b.Loop() {
 		m := newBenchManager(b, func(c *session.ManagerConfig) { c.MaxPerPrincipal = n; c.MaxSessions = n })
+		before := memInUse()
 		for i := range n {
 			if _, err := m.Start(ctx, "c"+strconv.Itoa(i), "counter", "p"+strconv.Itoa(i%100)); err != nil {
 				b.Fatal(err)
@@ -165,6 +166,7 @@ func BenchmarkTenThousandSessions(b *testing.B) {
 			})
 		}
 		wg.Wait()
+		b.ReportMetric(float64(memInUse()-before)/n, "bytes/session")
 		if len(m.List()) != n {
 			b.Fatalf("%d sessions", len(m.List()))
 		}

@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -150,5 +151,27 @@ func TestStopAnswersQueuedCalls(t *testing.T) {
 	<-a.done
 	if snaps, _ := f.store.Load(); len(snaps) != 0 {
 		t.Errorf("snapshot survived stop: %+v", snaps)
+	}
+}
+
+func TestContextResource(t *testing.T) {
+	f := newFixture(t, nil)
+	f.start("s")
+	b, err := f.m.ReadResource("s", "context")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Session     struct{ ID, App, Status string }
+		Projections map[string]struct{ Count int }
+		Widgets     struct{ Kind string }
+		Tools       []string
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatalf("context is not JSON: %v\n%s", err, b)
+	}
+	if doc.Session.ID != "s" || doc.Session.App != "probe" || doc.Projections["count"].Count != 0 ||
+		doc.Widgets.Kind != "column" || len(doc.Tools) == 0 || doc.Tools[0] != "s.discover_tools" {
+		t.Errorf("context %+v", doc)
 	}
 }

@@ -1,10 +1,12 @@
 package session
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 )
 
 // Resource names every session offers, besides model/<key> per projection.
@@ -82,20 +84,39 @@ func project(ps []Projection, m Model) (out map[string]json.RawMessage, err erro
 	return out, nil
 }
 
-// contextDoc assembles the context resource.
+// contextDoc assembles the context resource. It splices the already
+// encoded widgets and projections in rather than re-encoding them.
 func contextDoc(info Info, projected map[string]json.RawMessage, widgets json.RawMessage, tools []Tool) ([]byte, error) {
-	names := make([]string, len(tools))
+	sess, err := json.Marshal(map[string]any{"id": info.ID, "app": info.App, "status": info.Status, "created": info.Created})
+	if err != nil {
+		return nil, fmt.Errorf("encoding session info: %w", err)
+	}
+	var b bytes.Buffer
+	b.WriteString(`{"session":`)
+	b.Write(sess)
+	b.WriteString(`,"projections":{`)
+	for i, k := range slices.Sorted(maps.Keys(projected)) {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		key, _ := json.Marshal(strings.TrimPrefix(k, "model/"))
+		b.Write(key)
+		b.WriteByte(':')
+		b.Write(projected[k])
+	}
+	b.WriteString(`},"widgets":`)
+	if len(widgets) == 0 {
+		widgets = json.RawMessage("null")
+	}
+	b.Write(widgets)
+	b.WriteString(`,"tools":[`)
 	for i, t := range tools {
-		names[i] = t.Name
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		name, _ := json.Marshal(t.Name)
+		b.Write(name)
 	}
-	proj := make(map[string]json.RawMessage, len(projected))
-	for _, k := range slices.Sorted(maps.Keys(projected)) {
-		proj[k[len("model/"):]] = projected[k]
-	}
-	return json.Marshal(map[string]any{
-		"session":     map[string]any{"id": info.ID, "app": info.App, "status": info.Status, "created": info.Created},
-		"projections": proj,
-		"widgets":     widgets,
-		"tools":       names,
-	})
+	b.WriteString("]}")
+	return b.Bytes(), nil
 }
