@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mcpswarm/mcpswarm"
 )
 
 // binary is bin/mcpswarm built once for the tests that run it as a process.
@@ -195,3 +197,5 @@ func TestKeygenWritesAUsableKey(t *testing.T) {
 		t.Fatalf("serve --stdio with a generated key: %v\n%s", err, out)
 	}
 }
+
+func defaultConfigForTest() mcpswarm.Config { return mcpswarm.DefaultConfig() }

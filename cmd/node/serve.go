@@ -43,15 +43,17 @@ func runServe(ctx context.Context, args []string, env environment) int {
 	cfg := mcpswarm.DefaultConfig()
 	var logFormat, logLevel, configFile string
 	fs := serveFlags(&cfg, &logFormat, &logLevel, &configFile)
-	fs.SetOutput(env.stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(env.stderr, "Usage: mcpswarm serve [flags]\n\nRuns a node. Every flag may also come from MCPSWARM_<FLAG> (e.g. MCPSWARM_DATA_DIR)\nor from the --config YAML file; precedence: flag > environment > file > default.\n\nFlags:")
-		fs.PrintDefaults()
-	}
+	// Parse errors are reported as one line by us; the full flag list is
+	// for --help only.
+	fs.SetOutput(io.Discard)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(env.stdout)
+			fmt.Fprintln(env.stdout, "Usage: mcpswarm serve [flags]\n\nRuns a node. Every flag may also come from MCPSWARM_<FLAG> (e.g. MCPSWARM_DATA_DIR)\nor from the --config YAML file; precedence: flag > environment > file > default.\n\nFlags:")
+			fs.PrintDefaults()
 			return 0
 		}
+		fmt.Fprintf(env.stderr, "mcpswarm serve: %v (see `mcpswarm serve --help`)\n", err)
 		return 2
 	}
 	if fs.NArg() > 0 {
