@@ -53,6 +53,11 @@ func BenchmarkVisibleTools10k(b *testing.B) {
 			VisibleTools(ctx, nil, httpCtx("alice"), tools, id)
 		}
 	})
+	b.Run("dev-allow-all", func(b *testing.B) {
+		for b.Loop() {
+			VisibleTools(ctx, DevGuard().Tools, httpCtx("alice"), tools, id)
+		}
+	})
 	b.Run("production-operator", func(b *testing.B) {
 		for b.Loop() {
 			VisibleTools(ctx, p, httpCtx("alice", "operator"), tools, id)
