@@ -93,13 +93,14 @@ func (a *actor) render(m Model) (r rendered, err error) {
 // commit publishes r and returns the events it causes.
 func (a *actor) commit(r rendered) []Event {
 	for _, w := range r.derived.Warnings {
-		if s := w.String(); !a.warned[s] {
-			a.warned[s] = true
-			a.mgr.log.Warn("deriving tools", "session", a.info.ID, "widget", w.Widget, "action", w.Action, "reason", w.Reason)
-		}
+		a.warnOnce(w.String(), "deriving tools", "widget", w.Widget, "action", w.Action, "reason", w.Reason)
 	}
 	a.mu.Lock()
-	changed := a.tools.add(r.derived.Tools)
+	changed, refused := a.tools.add(r.derived.Tools)
+	if refused > 0 {
+		a.warnOnce("tool limit", "session reached its tool limit; new tools are not offered",
+			"limit", a.mgr.cfg.MaxTools, "refused", refused)
+	}
 	ctxDoc, err := contextDoc(a.info, r.resources, r.resources[ResourceWidgets], a.tools.tools)
 	if err != nil {
 		a.mgr.log.Warn("building context resource", "session", a.info.ID, "err", err)
@@ -133,6 +134,23 @@ func (a *actor) commit(r rendered) []Event {
 		evs = append(evs, ev)
 	}
 	return evs
+}
+
+// maxWarned bounds how many distinct warnings a session remembers.
+const maxWarned = 256
+
+// warnOnce logs msg once per key for the session's lifetime, and stops
+// logging new keys after maxWarned of them.
+func (a *actor) warnOnce(key, msg string, attrs ...any) {
+	if a.warned[key] || len(a.warned) > maxWarned {
+		return
+	}
+	a.warned[key] = true
+	if len(a.warned) > maxWarned {
+		a.mgr.log.Warn("session logs no further warnings", "session", a.info.ID)
+		return
+	}
+	a.mgr.log.Warn(msg, append([]any{"session", a.info.ID}, attrs...)...)
 }
 
 func sortedKeys(m map[string]json.RawMessage) []string {

@@ -154,18 +154,18 @@ func discoverTool(session string) Tool {
 type sticky struct {
 	tools []Tool
 	index map[string]int
+	limit int // most tools kept; <= 0 means no limit
 }
 
-func newSticky(session string) *sticky {
-	s := &sticky{index: map[string]int{}}
+func newSticky(session string, limit int) *sticky {
+	s := &sticky{index: map[string]int{}, limit: limit}
 	s.add([]Tool{discoverTool(session)})
 	return s
 }
 
 // add merges derived tools into the set and reports whether the set or a
-// tool's definition changed.
-func (s *sticky) add(tools []Tool) bool {
-	changed := false
+// tool's definition changed, and how many new tools the limit refused.
+func (s *sticky) add(tools []Tool) (changed bool, refused int) {
 	for _, t := range tools {
 		if i, ok := s.index[t.Name]; ok {
 			if !s.tools[i].Equal(t) {
@@ -174,11 +174,15 @@ func (s *sticky) add(tools []Tool) bool {
 			}
 			continue
 		}
+		if s.limit > 0 && len(s.tools) >= s.limit {
+			refused++
+			continue
+		}
 		s.index[t.Name] = len(s.tools)
 		s.tools = append(s.tools, t)
 		changed = true
 	}
-	return changed
+	return changed, refused
 }
 
 func (s *sticky) get(name string) (Tool, bool) {

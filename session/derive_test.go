@@ -393,23 +393,27 @@ func walkJSON(t *rapid.T, v any, depth int) {
 }
 
 func TestStickySet(t *testing.T) {
-	s := newSticky("s")
+	s := newSticky("s", 0)
 	a := Derive("s", Button{ID: "b", OnClick: 1}).Tools
-	if !s.add(a) {
+	if changed, _ := s.add(a); !changed {
 		t.Fatal("first add reported no change")
 	}
-	if s.add(a) {
+	if changed, _ := s.add(a); changed {
 		t.Fatal("same tools reported a change")
 	}
-	if s.add(nil) {
+	if changed, _ := s.add(nil); changed {
 		t.Fatal("an empty render removed tools")
 	}
 	if len(s.tools) != 2 || s.tools[0].Name != "s.discover_tools" {
 		t.Fatalf("tools %v", names(s.tools))
 	}
-	changed := a[0]
-	changed.Description = "other"
-	if !s.add([]Tool{changed}) || s.tools[1].Description != "other" {
+	mod := a[0]
+	mod.Description = "other"
+	if changed, _ := s.add([]Tool{mod}); !changed || s.tools[1].Description != "other" {
 		t.Fatal("a changed definition was not reported")
+	}
+	limited := newSticky("s", 2)
+	if changed, refused := limited.add(Derive("s", Checkbox{ID: "c"}).Tools); !changed || refused != 1 || len(limited.tools) != 2 {
+		t.Fatalf("limit: changed=%v refused=%d tools=%v", changed, refused, names(limited.tools))
 	}
 }

@@ -42,6 +42,9 @@ type ManagerConfig struct {
 	// BreakerTimeout is how long a breaker stays open before it lets one
 	// call through (default 30 s).
 	BreakerTimeout time.Duration
+	// MaxTools caps each session's sticky tool set (default 4,096); tools
+	// past it are not offered and a warning is logged once.
+	MaxTools int
 	// Logger receives warnings (refused tools, panics, store errors);
 	// nil uses slog.Default().
 	Logger *slog.Logger
@@ -82,13 +85,16 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	if cfg.Mailbox == 0 {
 		cfg.Mailbox = 64
 	}
+	if cfg.MaxTools == 0 {
+		cfg.MaxTools = 4096
+	}
 	if cfg.BreakerFaults == 0 {
 		cfg.BreakerFaults = 5
 	}
 	if cfg.BreakerTimeout == 0 {
 		cfg.BreakerTimeout = 30 * time.Second
 	}
-	if cfg.MaxPerPrincipal < 0 || cfg.MaxSessions < 0 || cfg.CallTimeout < 0 || cfg.Mailbox < 0 || cfg.BreakerFaults < 0 || cfg.BreakerTimeout < 0 {
+	if cfg.MaxPerPrincipal < 0 || cfg.MaxSessions < 0 || cfg.CallTimeout < 0 || cfg.Mailbox < 0 || cfg.BreakerFaults < 0 || cfg.BreakerTimeout < 0 || cfg.MaxTools < 0 {
 		return nil, errors.New("creating session manager: limits, timeouts and sizes must not be negative")
 	}
 	if cfg.Logger == nil {
@@ -216,7 +222,7 @@ func (m *Manager) newActor(id, app, principal string, factory func() App, snap *
 		info: Info{ID: id, App: app, Principal: principal, Created: time.Now().UTC(), Status: "running"},
 		app:  impl, projs: projections(impl), mgr: m,
 		mailbox: make(chan *request, m.cfg.Mailbox), quit: make(chan struct{}), done: make(chan struct{}),
-		tools: newSticky(id), warned: map[string]bool{},
+		tools: newSticky(id, m.cfg.MaxTools), warned: map[string]bool{},
 	}
 	var model Model
 	if snap != nil {

@@ -175,3 +175,16 @@ func TestContextResource(t *testing.T) {
 		t.Errorf("context %+v", doc)
 	}
 }
+
+func TestToolLimit(t *testing.T) {
+	f := newFixture(t, func(c *ManagerConfig) { c.MaxTools = 5 })
+	f.start("s")
+	f.call("s", "inc.click", nil)
+	tools, _ := f.m.Tools("s")
+	if len(tools) != 5 {
+		t.Errorf("%d tools, want the limit 5", len(tools))
+	}
+	if n := strings.Count(f.logs.String(), "tool limit"); n != 1 {
+		t.Errorf("tool limit logged %d times:\n%s", n, f.logs.String())
+	}
+}
