@@ -213,8 +213,8 @@ func (v *view) observe(n *memberlist.Node, gone bool) {
 		v.mu.Unlock()
 		return
 	}
-	if old != nil && old.Epoch != m.Epoch {
-		delete(v.failing, n.Name)
+	if gone || (old != nil && old.Epoch != m.Epoch) {
+		delete(v.failing, n.Name) // a new link starts with a clean record
 	}
 	v.draining[n.Name] = meta.Draining || meta.Leaving
 	switch {

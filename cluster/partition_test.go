@@ -1,0 +1,282 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+)
+
+var errPartitioned = errors.New("partitioned")
+
+// partNet drops traffic between groups of nodes while split: memberlist
+// packets and streams through partTransport, gRPC through partConn.
+type partNet struct {
+	mu     sync.Mutex
+	byName map[string]int // node name → group
+	byAddr map[string]int // gossip and gRPC addresses → group
+	split  bool
+}
+
+func newPartNet() *partNet {
+	return &partNet{byName: map[string]int{}, byAddr: map[string]int{}}
+}
+
+func (p *partNet) add(n *tnode, group int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.byName[n.name] = group
+	p.byAddr[n.gossip()] = group
+	p.byAddr[n.cfg.GRPCAddr] = group
+}
+
+func (p *partNet) setSplit(on bool) {
+	p.mu.Lock()
+	p.split = on
+	p.mu.Unlock()
+}
+
+func (p *partNet) blocked(from, toAddr string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.split {
+		return false
+	}
+	g1, ok1 := p.byName[from]
+	g2, ok2 := p.byAddr[toAddr]
+	return ok1 && ok2 && g1 != g2
+}
+
+// options wires node name into the partition: a wrapped memberlist
+// transport and a gRPC dialer.
+func (p *partNet) options(t *testing.T, name string) func(*Config) {
+	return func(c *Config) {
+		c.Memberlist = func(mc *memberlist.Config) {
+			LocalMemberlist(mc)
+			nt, err := memberlist.NewNetTransport(&memberlist.NetTransportConfig{BindAddrs: []string{mc.BindAddr}, BindPort: mc.BindPort, Logger: mc.Logger})
+			if err != nil {
+				t.Fatal(err)
+			}
+			mc.Transport = &partTransport{Transport: nt, p: p, self: name}
+		}
+		c.Dialer = func(ctx context.Context, addr string) (net.Conn, error) {
+			if p.blocked(name, addr) {
+				return nil, errPartitioned
+			}
+			conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+			if err != nil {
+				return nil, err
+			}
+			return &partConn{Conn: conn, p: p, self: name, to: addr}, nil
+		}
+	}
+}
+
+// partTransport embeds only the Transport interface, so memberlist cannot
+// reach NetTransport's node-aware methods around it.
+type partTransport struct {
+	memberlist.Transport
+	p    *partNet
+	self string
+}
+
+func (t *partTransport) WriteTo(b []byte, addr string) (time.Time, error) {
+	if t.p.blocked(t.self, addr) {
+		return time.Now(), nil // lost on the wire
+	}
+	return t.Transport.WriteTo(b, addr)
+}
+
+func (t *partTransport) DialTimeout(addr string, timeout time.Duration) (net.Conn, error) {
+	if t.p.blocked(t.self, addr) {
+		return nil, errPartitioned
+	}
+	return t.Transport.DialTimeout(addr, timeout)
+}
+
+// partConn breaks an established gRPC connection once the groups split.
+type partConn struct {
+	net.Conn
+	p        *partNet
+	self, to string
+}
+
+func (c *partConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if c.p.blocked(c.self, c.to) {
+		_ = c.Conn.Close()
+		return 0, errPartitioned
+	}
+	return n, err
+}
+
+func (c *partConn) Write(b []byte) (int, error) {
+	if c.p.blocked(c.self, c.to) {
+		_ = c.Conn.Close()
+		return 0, errPartitioned
+	}
+	return c.Conn.Write(b)
+}
+
+func TestPartitionHeals(t *testing.T) {
+	p := newPartNet()
+	opts := func(name string) []func(*Config) {
+		return []func(*Config){p.options(t, name), func(c *Config) { c.DeadGrace = time.Minute }}
+	}
+	nodes := []*tnode{startNode(t, "n0", "", opts("n0")...)}
+	for i := 1; i < 4; i++ {
+		name := fmt.Sprintf("n%d", i)
+		nodes = append(nodes, startNode(t, name, "", append(opts(name), joinTo(nodes[0]))...))
+	}
+	awaitMembers(t, nodes, 10*time.Second)
+	for i, n := range nodes {
+		p.add(n, i/2) // {n0 n1} | {n2 n3}
+		putN(t, n, "before", 3)
+	}
+	eventually(t, 10*time.Second, func() error { return converged(nodes, nil) })
+
+	p.setSplit(true)
+	left, right := nodes[:2], nodes[2:]
+	// Each side sees the other as gone and hides its entries.
+	eventually(t, 15*time.Second, func() error {
+		for _, a := range left {
+			for _, b := range right {
+				for _, pair := range [][2]*tnode{{a, b}, {b, a}} {
+					if m, _ := pair[0].c.Member(pair[1].name); m.State == StateAlive {
+						return fmt.Errorf("%s still sees %s alive", pair[0].name, pair[1].name)
+					}
+					if visibleOf(pair[0], pair[1].c.Origin()) != 0 {
+						return fmt.Errorf("%s still shows %s's entries", pair[0].name, pair[1].name)
+					}
+				}
+			}
+		}
+		return nil
+	})
+	// Both sides keep writing.
+	for _, n := range []*tnode{nodes[0], nodes[3]} {
+		putN(t, n, "during", 4)
+		if err := n.regs["tools"].Remove("before00"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, 10*time.Second, func() error {
+		if err := converged(left, nil); err != nil {
+			return err
+		}
+		return converged(right, nil)
+	})
+
+	p.setSplit(false)
+	awaitMembers(t, nodes, 20*time.Second)
+	eventually(t, 10*time.Second, func() error { return converged(nodes, nil) })
+	for _, n := range nodes {
+		if got := visibleOf(n, nodes[3].c.Origin()); got != 3*2+4*2-1 {
+			t.Errorf("%s shows %d entries of n3, want 13", n.name, got)
+		}
+	}
+}
+
+// gate holds back writes on the connections it dialed while closed: a peer
+// that stopped reading.
+type gate struct {
+	mu   sync.Mutex
+	shut bool
+	open chan struct{}
+}
+
+func newGate() *gate { return &gate{open: make(chan struct{})} }
+
+func (g *gate) block() {
+	g.mu.Lock()
+	g.shut, g.open = true, make(chan struct{})
+	g.mu.Unlock()
+}
+
+func (g *gate) release() {
+	g.mu.Lock()
+	if g.shut {
+		g.shut = false
+		close(g.open)
+	}
+	g.mu.Unlock()
+}
+
+func (g *gate) dial(ctx context.Context, addr string) (net.Conn, error) {
+	conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	return &gateConn{Conn: conn, g: g, done: make(chan struct{})}, nil
+}
+
+type gateConn struct {
+	net.Conn
+	g    *gate
+	once sync.Once
+	done chan struct{}
+}
+
+func (c *gateConn) Write(b []byte) (int, error) {
+	c.g.mu.Lock()
+	shut, open := c.g.shut, c.g.open
+	c.g.mu.Unlock()
+	if shut {
+		select {
+		case <-open:
+		case <-c.done:
+			return 0, net.ErrClosed
+		}
+	}
+	return c.Conn.Write(b)
+}
+
+func (c *gateConn) Close() error {
+	c.once.Do(func() { close(c.done) })
+	return c.Conn.Close()
+}
+
+func TestSlowPeerNeverBlocksWrites(t *testing.T) {
+	g := newGate()
+	t.Cleanup(g.release)
+	a := startNode(t, "n0", "", func(c *Config) { c.PeerQueue = 4; c.Dialer = g.dial })
+	b := startNode(t, "n1", "", joinTo(a))
+	nodes := []*tnode{a, b}
+	awaitMembers(t, nodes, 10*time.Second)
+	putN(t, a, "warm", 1)
+	eventually(t, 5*time.Second, func() error { return converged(nodes, nil) })
+
+	g.block()
+	value := make([]byte, 512)
+	start := time.Now()
+	const writes = 2000
+	for i := range writes {
+		if err := a.regs["tools"].Put(fmt.Sprintf("slow%04d", i), value); err != nil {
+			t.Fatal(err)
+		}
+	}
+	elapsed := time.Since(start)
+	t.Logf("%d writes with a stalled peer took %v", writes, elapsed)
+	if elapsed > 10*time.Second {
+		t.Errorf("writes took %v with a stalled peer", elapsed)
+	}
+	eventually(t, 5*time.Second, func() error {
+		if metric(t, a.prom, "mcpswarm_cluster_queue_drops_total") == 0 {
+			return errors.New("no batch dropped for the stalled peer")
+		}
+		return nil
+	})
+	if b.regs["tools"].Len() == writes+1 {
+		t.Fatal("the stalled peer got everything: the gate did not hold")
+	}
+	g.release()
+	eventually(t, 20*time.Second, func() error { return converged(nodes, nil) })
+	if metric(t, b.prom, "mcpswarm_cluster_catchups_total", "role", "client") == 0 {
+		t.Error("the slow peer repaired without a catch-up")
+	}
+}
