@@ -22,7 +22,7 @@ func (m *Map) Hide(o Origin) {
 		}
 		p = m.newPartition(o)
 		p.hidden = true
-		m.parts[o.Name] = p
+		m.setPartition(p)
 		return
 	}
 	if p.hidden {

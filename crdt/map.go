@@ -98,6 +98,7 @@ type Map struct {
 	lim      limits
 	seed     maphash.Seed
 	parts    map[string]*partition // by origin name
+	order    []*partition          // parts sorted by origin; nil when stale
 	dropped  map[string]dropMark   // by origin name
 	now      uint64
 	onChange func(Change)
@@ -134,8 +135,14 @@ func New(self Origin, cfg Config) *Map {
 		parts:   make(map[string]*partition),
 		dropped: make(map[string]dropMark),
 	}
-	m.parts[self.Name] = m.newPartition(self)
+	m.setPartition(m.newPartition(self))
 	return m
+}
+
+// setPartition installs p as the partition of its name.
+func (m *Map) setPartition(p *partition) {
+	m.parts[p.origin.Name] = p
+	m.order = nil
 }
 
 func (m *Map) newPartition(o Origin) *partition {
@@ -289,7 +296,7 @@ func (m *Map) admit(o Origin, ch *changes) (p *partition, ignored bool, err erro
 	}
 	if p == nil {
 		p = m.newPartition(o)
-		m.parts[o.Name] = p
+		m.setPartition(p)
 	}
 	return p, false, nil
 }
@@ -302,6 +309,7 @@ func (m *Map) isDropped(o Origin) bool {
 // removePartition deletes p, reporting its visible entries as removed.
 func (m *Map) removePartition(p *partition, ch *changes) {
 	delete(m.parts, p.origin.Name)
+	m.order = nil
 	if p.hidden || m.onChange == nil {
 		return
 	}
@@ -396,11 +404,16 @@ func (m *Map) visible(o Origin) *partition {
 	return nil
 }
 
+// sortedParts returns the partitions sorted by origin. The slice is shared
+// until the set of partitions changes; callers must not modify it.
 func (m *Map) sortedParts() []*partition {
-	ps := make([]*partition, 0, len(m.parts))
-	for _, p := range m.parts {
-		ps = append(ps, p)
+	if m.order == nil {
+		ps := make([]*partition, 0, len(m.parts))
+		for _, p := range m.parts {
+			ps = append(ps, p)
+		}
+		slices.SortFunc(ps, func(a, b *partition) int { return a.origin.Compare(b.origin) })
+		m.order = ps
 	}
-	slices.SortFunc(ps, func(a, b *partition) int { return a.origin.Compare(b.origin) })
-	return ps
+	return m.order
 }

@@ -38,7 +38,19 @@ func (o Origin) Compare(p Origin) int {
 	if o.Name == p.Name {
 		return cmp.Compare(o.Epoch, p.Epoch)
 	}
-	return strings.Compare(o.String(), p.String())
+	if !validName(o.Name) || !validName(p.Name) {
+		return strings.Compare(o.String(), p.String())
+	}
+	// Valid names hold no '@', so when one name is a prefix of the other the
+	// strings differ where the shorter one has its '@'.
+	n := min(len(o.Name), len(p.Name))
+	if c := strings.Compare(o.Name[:n], p.Name[:n]); c != 0 {
+		return c
+	}
+	if len(o.Name) == n {
+		return cmp.Compare('@', p.Name[n])
+	}
+	return cmp.Compare(o.Name[n], '@')
 }
 
 // ParseOrigin parses "name@epoch" strictly: the name is 1 to 64 characters
