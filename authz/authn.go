@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -32,6 +34,69 @@ type Authenticator struct {
 	jwt    *jwtVerifier
 	roles  map[string][]string
 	now    func() time.Time // nil: the system clock
+	cache  *jwtCache        // verified JWTs; nil: no caching
+}
+
+// maxCachedJWTs bounds the verified-JWT cache.
+const maxCachedJWTs = 4096
+
+// jwtCache remembers JWTs that verified, by the SHA-256 of the whole token,
+// until their exp, so a client sending the same token on every request pays
+// for the signature check once. The key set cannot change while the
+// Authenticator lives, so a verified token stays verified until it expires.
+type jwtCache struct {
+	mu sync.Mutex
+	m  map[[sha256.Size]byte]cachedJWT
+}
+
+type cachedJWT struct {
+	p   Principal
+	exp time.Time
+}
+
+func newJWTCache() *jwtCache { return &jwtCache{m: map[[sha256.Size]byte]cachedJWT{}} }
+
+func (c *jwtCache) get(key [sha256.Size]byte, now time.Time) (Principal, bool) {
+	if c == nil {
+		return Principal{}, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[key]
+	if !ok {
+		return Principal{}, false
+	}
+	if !now.Before(e.exp) {
+		delete(c.m, key)
+		return Principal{}, false
+	}
+	return e.p, true
+}
+
+func (c *jwtCache) put(key [sha256.Size]byte, p Principal, exp, now time.Time) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.m) >= maxCachedJWTs {
+		for k, e := range c.m {
+			if !now.Before(e.exp) {
+				delete(c.m, k)
+			}
+		}
+		if len(c.m) >= maxCachedJWTs {
+			clear(c.m) // all live: start over rather than track recency
+		}
+	}
+	c.m[key] = cachedJWT{p: p, exp: exp}
+}
+
+func (a *Authenticator) clock() time.Time {
+	if a.now != nil {
+		return a.now()
+	}
+	return time.Now()
 }
 
 // Required reports whether requests on an HTTP transport must carry a token:
@@ -97,8 +162,8 @@ func (a *Authenticator) Verify(token string) (Principal, error) {
 	if len(token) > MaxTokenBytes {
 		return Principal{}, fmt.Errorf("%w: token longer than %d bytes", ErrBadToken, MaxTokenBytes)
 	}
+	sum := sha256.Sum256([]byte(token))
 	if len(a.tokens) > 0 {
-		sum := sha256.Sum256([]byte(token))
 		found := -1
 		for i := range a.tokens {
 			// Compare every entry, so the time taken does not say which
@@ -113,17 +178,28 @@ func (a *Authenticator) Verify(token string) (Principal, error) {
 		}
 	}
 	if a.jwt != nil && strings.Count(token, ".") == 2 {
-		p, err := a.jwt.verify(token, a.now)
+		now := a.clock()
+		if p, ok := a.cache.get(sum, now); ok {
+			p.Roles = slices.Clone(p.Roles)
+			return p, nil
+		}
+		p, exp, err := a.jwt.verify(token, a.now)
 		if err != nil {
 			return Principal{}, fmt.Errorf("%w: %w", ErrBadToken, err)
 		}
-		return a.withPolicyRoles(p), nil
+		p = a.withPolicyRoles(p)
+		a.cache.put(sum, p, exp, now)
+		p.Roles = slices.Clone(p.Roles)
+		return p, nil
 	}
 	return Principal{}, fmt.Errorf("%w: unknown token", ErrBadToken)
 }
 
+// withPolicyRoles merges the policy's roles for p.Subject into a fresh
+// slice: the caller may modify what it gets without touching the
+// Authenticator's state.
 func (a *Authenticator) withPolicyRoles(p Principal) Principal {
-	p.Roles = mergeRoles(p.Roles, a.roles[p.Subject])
+	p.Roles = slices.Clone(mergeRoles(p.Roles, a.roles[p.Subject]))
 	return p
 }
 

@@ -351,3 +351,73 @@ func TestJWKSErrors(t *testing.T) {
 }
 
 func b64url(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
+
+func TestJWTCache(t *testing.T) {
+	a := productionAuth(t)
+	key := issuerKey(t)
+	issued := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := issued.Add(time.Minute)
+	a.now = func() time.Time { return clock }
+	tok := sign(t, jwt.SigningMethodES256, key, with(goodClaims(issued), "sub", "bob"), "")
+
+	p1, err := a.Verify(tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.cache.m) != 1 {
+		t.Fatalf("cache holds %d entries after one verification", len(a.cache.m))
+	}
+	p1.Roles[0] = "tampered"
+	p2, err := a.Verify(tok)
+	if err != nil || !slices.Equal(p2.Roles, []string{"operator", "admin"}) || p2.Subject != "bob" || !p2.Authenticated {
+		t.Fatalf("cached verification: %+v %v (a caller's edit must not reach the cache)", p2, err)
+	}
+	// Static tokens hand out copies too.
+	s1, _ := a.Verify(aliceToken)
+	s1.Roles[0] = "admin"
+	if s2, _ := a.Verify(aliceToken); s2.IsAdmin() {
+		t.Fatal("editing a static token's principal changed the policy")
+	}
+	// Past exp and the leeway the cached entry is gone and the token refused.
+	clock = issued.Add(time.Hour + time.Minute)
+	if _, err := a.Verify(tok); !errors.Is(err, ErrBadToken) {
+		t.Fatalf("expired cached token: %v", err)
+	}
+	if len(a.cache.m) != 0 {
+		t.Fatalf("expired entry kept: %d", len(a.cache.m))
+	}
+	// A failed verification is not cached.
+	bad := sign(t, jwt.SigningMethodES256, key, with(goodClaims(issued), "iss", "x"), "")
+	clock = issued.Add(time.Minute)
+	if _, err := a.Verify(bad); err == nil || len(a.cache.m) != 0 {
+		t.Fatalf("bad token: %v, cache %d", err, len(a.cache.m))
+	}
+}
+
+func TestJWTCacheBounded(t *testing.T) {
+	c := newJWTCache()
+	now := time.Unix(0, 0)
+	for i := range maxCachedJWTs {
+		var k [32]byte
+		k[0], k[1] = byte(i), byte(i>>8)
+		exp := now.Add(time.Hour)
+		if i%2 == 0 {
+			exp = now.Add(time.Second)
+		}
+		c.put(k, Principal{Subject: "s"}, exp, now)
+	}
+	later := now.Add(time.Minute)
+	c.put([32]byte{0xff, 0xff, 0xff}, Principal{}, later.Add(time.Hour), later)
+	if len(c.m) != maxCachedJWTs/2+1 {
+		t.Fatalf("after sweeping expired entries: %d", len(c.m))
+	}
+	for i := len(c.m); i < maxCachedJWTs; i++ {
+		var k [32]byte
+		k[2], k[3] = byte(i), byte(i>>8)
+		c.put(k, Principal{}, later.Add(time.Hour), later)
+	}
+	c.put([32]byte{1, 2, 3, 4, 5}, Principal{}, later.Add(time.Hour), later)
+	if len(c.m) != 1 {
+		t.Fatalf("a full cache of live entries must start over, has %d", len(c.m))
+	}
+}

@@ -86,14 +86,17 @@ func BenchmarkVerify(b *testing.B) {
 	hg, _ := hp.Guard()
 	hs, _ := jwt.NewWithClaims(jwt.SigningMethodHS256, goodClaims(now)).SignedString(secret)
 
+	uncached := func(a *Authenticator) *Authenticator { c := *a; c.cache = nil; return &c }
 	cases := []struct {
 		name  string
 		a     *Authenticator
 		token string
 	}{
 		{"static", a, aliceToken},
-		{"jwt-hs256", hg.Authenticator, hs},
-		{"jwt-es256", a, es},
+		{"jwt-hs256-uncached", uncached(hg.Authenticator), hs},
+		{"jwt-es256-uncached", uncached(a), es},
+		{"jwt-hs256-cached", hg.Authenticator, hs},
+		{"jwt-es256-cached", a, es},
 	}
 	for _, tc := range cases {
 		b.Run(tc.name, func(b *testing.B) {

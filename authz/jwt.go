@@ -57,9 +57,9 @@ type tokenClaims struct {
 	Roles []string `json:"roles,omitempty"`
 }
 
-// verify checks raw and returns its principal. now is the clock (nil: the
-// system clock).
-func (v *jwtVerifier) verify(raw string, now func() time.Time) (Principal, error) {
+// verify checks raw and returns its principal and expiry. now is the clock
+// (nil: the system clock).
+func (v *jwtVerifier) verify(raw string, now func() time.Time) (Principal, time.Time, error) {
 	opts := []jwt.ParserOption{
 		jwt.WithValidMethods(v.methods),
 		jwt.WithIssuer(v.issuer),
@@ -74,17 +74,18 @@ func (v *jwtVerifier) verify(raw string, now func() time.Time) (Principal, error
 	}
 	var claims tokenClaims
 	if _, err := jwt.NewParser(opts...).ParseWithClaims(raw, &claims, v.keyFor); err != nil {
-		return Principal{}, fmt.Errorf("verifying jwt: %w", err)
+		return Principal{}, time.Time{}, fmt.Errorf("verifying jwt: %w", err)
 	}
 	if err := validSubject(claims.Subject); err != nil {
-		return Principal{}, fmt.Errorf("verifying jwt: %w", err)
+		return Principal{}, time.Time{}, fmt.Errorf("verifying jwt: %w", err)
 	}
 	for _, role := range claims.Roles {
 		if !roleRE.MatchString(role) {
-			return Principal{}, fmt.Errorf("verifying jwt: bad role %q in the roles claim", truncate(role, 64))
+			return Principal{}, time.Time{}, fmt.Errorf("verifying jwt: bad role %q in the roles claim", truncate(role, 64))
 		}
 	}
-	return Principal{Subject: claims.Subject, Roles: slices.Compact(claims.Roles), Authenticated: true}, nil
+	// WithExpirationRequired guarantees ExpiresAt is set.
+	return Principal{Subject: claims.Subject, Roles: slices.Compact(claims.Roles), Authenticated: true}, claims.ExpiresAt.Time, nil
 }
 
 // keyFor picks the keys that may have signed t: same algorithm and, when both

@@ -77,6 +77,9 @@ func (p *Policy) Guard() (Guard, error) {
 	}
 	if len(p.tokens) > 0 || p.jwt != nil {
 		g.Authenticator = &Authenticator{tokens: p.tokens, jwt: p.jwt, roles: p.roles}
+		if p.jwt != nil {
+			g.Authenticator.cache = newJWTCache()
+		}
 	}
 	return g, nil
 }
