@@ -306,3 +306,10 @@ func postTo(t testing.TB, url, body string) (int, string) {
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
 }
+
+// newFuzzTarget builds a front for the fuzz target, shared by its
+// iterations and shut down when fuzzing ends.
+func newFuzzTarget(f *testing.F) *fuzzTarget {
+	e := newEnv(f, func(c *Config, _ *session.Registry) { c.Node = "fz" })
+	return &fuzzTarget{h: e.srv.Handler()}
+}

@@ -234,7 +234,17 @@ func (s *Server) beforeRequest(ctx context.Context, _ any, message any) error {
 			Name string `json:"name"`
 		}
 		_ = json.Unmarshal(head.Params, &p)
-		vs.SetSessionTools(s.callView(c, p.Name))
+		view := s.callView(c, p.Name)
+		if c.Transport == authz.TransportStdio {
+			// stdio has one view session for all its (concurrent)
+			// requests: keep the listing whole while a call runs.
+			full := s.listView(ctx, c)
+			for k, v := range view {
+				full[k] = v
+			}
+			view = full
+		}
+		vs.SetSessionTools(view)
 	case string(mcp.MethodResourcesList), string(mcp.MethodResourcesRead):
 		vs.setResources(s.sessionResources(c))
 	case string(mcp.MethodResourcesSubscribe):
