@@ -25,7 +25,7 @@ type BootConfig struct {
 // CheckBoot applies the boot gates and returns the first refusal as a
 // one-line error naming the missing setting, or nil:
 //
-//   - --dev binds only loopback addresses;
+//   - --dev binds only loopback addresses and runs only DevGuard;
 //   - a network transport needs a guard whose tool and read policies were
 //     both configured by an operator or embedder (a framework default never
 //     counts; an explicit empty rule list does);
@@ -46,6 +46,9 @@ func CheckBoot(c BootConfig) error {
 		}
 	}
 	g := c.Guard
+	if c.Dev && g != nil && g.Name != DevGuardName {
+		return fmt.Errorf("--dev: conflicts with policy %q; --dev runs the built-in development policy, so give one or the other", g.Name)
+	}
 	if g != nil && (g.Tools == nil || g.Reads == nil) {
 		missing := "tool"
 		if g.Tools != nil {

@@ -57,6 +57,8 @@ func TestCheckBoot(t *testing.T) {
 		{"dev on a hostname", BootConfig{Guard: guardPtr(DevGuard()), Dev: true, ListenAddrs: []string{"node-0.mcpswarm:8080"}},
 			`--dev: cannot tell whether address "node-0.mcpswarm:8080" is loopback: host "node-0.mcpswarm" is neither an IP address nor localhost`},
 		{"dev on a v4-mapped loopback", BootConfig{Guard: guardPtr(DevGuard()), Dev: true, ListenAddrs: []string{"[::ffff:127.0.0.1]:1"}}, ""},
+		{"dev with a policy", BootConfig{Guard: mustProduction(t), Dev: true, ListenAddrs: []string{"127.0.0.1:1"}},
+			`--dev: conflicts with policy "production"; --dev runs the built-in development policy, so give one or the other`},
 		{"sensitive static tool without an authorizer", BootConfig{SensitiveStaticTools: []string{"swarm_stop"}},
 			`--policy: sensitive tool "swarm_stop" needs an authorizer and none was given`},
 		{"several sensitive static tools", BootConfig{SensitiveStaticTools: []string{"swarm_start", "swarm_stop"}},
