@@ -33,6 +33,7 @@ func BenchmarkApply(b *testing.B) {
 		singles[i] = Delta{Origin: benchOrigin, From: uint64(i), To: uint64(i + 1), Puts: []Put{p}}
 	}
 	b.Run("batch1000", func(b *testing.B) {
+		cpu0 := cpuTime()
 		for b.Loop() {
 			m := New(Origin{Name: "r", Epoch: 1}, Config{})
 			if _, err := m.Apply(batch); err != nil {
@@ -40,8 +41,10 @@ func BenchmarkApply(b *testing.B) {
 			}
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/entry")
+		b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N*n), "cpu-ns/entry")
 	})
 	b.Run("single", func(b *testing.B) {
+		cpu0 := cpuTime()
 		for b.Loop() {
 			m := New(Origin{Name: "r", Epoch: 1}, Config{})
 			for _, d := range singles {
@@ -51,12 +54,14 @@ func BenchmarkApply(b *testing.B) {
 			}
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/entry")
+		b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N*n), "cpu-ns/entry")
 	})
 	b.Run("baseline-gomap", func(b *testing.B) {
 		type entry struct {
 			value []byte
 			seq   uint64
 		}
+		cpu0 := cpuTime()
 		for b.Loop() {
 			m := map[string]entry{}
 			for _, p := range batch.Puts {
@@ -64,6 +69,7 @@ func BenchmarkApply(b *testing.B) {
 			}
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/entry")
+		b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N*n), "cpu-ns/entry")
 	})
 }
 
@@ -150,6 +156,7 @@ func BenchmarkSnapshot100k(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	cpu0 := cpuTime()
 	for b.Loop() {
 		chunks := src.Snapshot(benchOrigin, 1<<20)
 		m := New(Origin{Name: "r", Epoch: 1}, Config{})
@@ -164,6 +171,7 @@ func BenchmarkSnapshot100k(b *testing.B) {
 		}
 	}
 	b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/snapshot")
+	b.ReportMetric((cpuTime()-cpu0).Seconds()/float64(b.N), "cpu-s/snapshot")
 }
 
 // BenchmarkDeltaSince measures catch-up from a full default log (1,024

@@ -248,7 +248,7 @@ func (r *SnapshotReceiver) Add(c SnapshotChunk) error {
 	}
 	r.entries.reserve(len(c.Entries))
 	for _, e := range c.Entries {
-		r.entries.set(e.Key, e.Value, e.Seq)
+		r.entries.insert(e.Key, e.Value, e.Seq) // keys checked strictly ascending: all new
 	}
 	if n := len(c.Entries); n > 0 {
 		r.lastKey = strings.Clone(c.Entries[n-1].Key)

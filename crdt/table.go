@@ -183,6 +183,12 @@ func (t *table) putNewer(key string, value []byte, seq uint64) (old, stored []by
 		_, stored, _ = t.entryAt(t.slots[i])
 		return old, stored, true
 	}
+	return nil, t.insert(key, value, seq), true
+}
+
+// insert adds an entry for a key the table does not hold and returns the
+// stored value.
+func (t *table) insert(key string, value []byte, seq uint64) []byte {
 	if (t.n+1)*loadDen > len(t.slots)*loadNum {
 		t.grow()
 	}
@@ -195,8 +201,8 @@ func (t *table) putNewer(key string, value []byte, seq uint64) (old, stored []by
 	t.ctrl[i] = fp
 	t.slots[i] = t.store(key, value, seq)
 	t.n++
-	_, stored, _ = t.entryAt(t.slots[i])
-	return nil, stored, true
+	_, stored, _ := t.entryAt(t.slots[i])
+	return stored
 }
 
 // del removes key; it reports whether it was present.
@@ -307,15 +313,23 @@ type tableEntry struct {
 
 // sorted returns every entry ordered by key.
 func (t *table) sorted() []tableEntry {
-	out := make([]tableEntry, 0, t.n)
-	for i, c := range t.ctrl {
-		if c == 0 {
-			continue
-		}
-		k, v, s := t.entryAt(t.slots[i])
-		out = append(out, tableEntry{key: k, value: v, seq: s})
+	type item struct {
+		key string // aliases the arena for the duration of the sort
+		ref uint32
 	}
-	slices.SortFunc(out, func(a, b tableEntry) int { return strings.Compare(unsafeString(a.key), unsafeString(b.key)) })
+	items := make([]item, 0, t.n)
+	for i, c := range t.ctrl {
+		if c != 0 {
+			k, _, _ := t.entryAt(t.slots[i])
+			items = append(items, item{unsafeString(k), t.slots[i]})
+		}
+	}
+	slices.SortFunc(items, func(a, b item) int { return strings.Compare(a.key, b.key) })
+	out := make([]tableEntry, len(items))
+	for i, it := range items {
+		k, v, s := t.entryAt(it.ref)
+		out[i] = tableEntry{key: k, value: v, seq: s}
+	}
 	return out
 }
 
