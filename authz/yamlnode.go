@@ -17,6 +17,7 @@ type PolicyError struct {
 	Msg  string
 }
 
+// Error returns "<file>:<line>: <message>".
 func (e *PolicyError) Error() string {
 	if e.Line > 0 {
 		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
