@@ -1,0 +1,76 @@
+// Package mcp is the MCP front of a node, built on mark3labs/mcp-go.
+//
+// # Transports
+//
+// Server.Handler serves Streamable HTTP at /mcp (the session-based
+// revisions up to 2025-11-25 and the stateless 2026-07-28 one), legacy
+// HTTP+SSE at /sse and /message, and, when authentication is configured,
+// OAuth protected resource metadata at /.well-known/oauth-protected-resource.
+// Server.ServeStdio serves one client over stdin/stdout. A client such as
+// Claude Code connects to a node started with `make run` with
+//
+//	claude mcp add --transport http mcpswarm http://127.0.0.1:8080/mcp
+//
+// or, in an .mcp.json, {"mcpServers":{"mcpswarm":{"type":"http","url":"http://127.0.0.1:8080/mcp"}}}.
+//
+// # What runs before mcp-go
+//
+// The handler refuses DNS-rebinding requests (a loopback listener reached
+// with a non-loopback Host or Origin), authenticates bearer tokens when the
+// guard has an Authenticator (401 with a WWW-Authenticate challenge naming
+// the metadata URL), bounds the body (Config.MaxBodyBytes), refuses JSON-RPC
+// batches (naming the limit when one exceeds Config.MaxBatch) and bodies
+// nested deeper than Config.MaxDepth, validates Mcp-Session-Id on POST, GET
+// and DELETE (an id nobody minted, or one bound to another principal, is
+// 404), and runs the read authorizer, answering JSON-RPC -32090 with data
+// {error, method, detail} on a denial.
+//
+// # Session ids and principals
+//
+// Streamable HTTP and SSE connection ids are minted by SessionIDs: AES-GCM
+// sealed under Config.SessionKey (shared by the cluster), naming the node
+// that minted them and, when the request was authenticated, bound to its
+// principal. Any node validates any id. Without authentication a
+// connection's principal is conn:<id>, which survives moves and restarts;
+// stdio's is "stdio"; an anonymous 2026-07-28 request has none and may only
+// read (with Config.Dev it owns sessions as the shared "anonymous").
+//
+// # Views
+//
+// Every request gets its own view session (viewSession): mcp-go's per-id
+// tool store is shared by all 2026-07-28 requests and missing on stdio. An
+// OnRequestInitialization hook installs, with SetSessionTools, the caller's
+// tools: for tools/list the static and derived tools the tool authorizer
+// allows entry by entry; for tools/call only the called tool (or, for a
+// derived name whose session the caller does not have, a tool answering an
+// error that names the session and points to swarm_list).
+//
+// # Calls
+//
+// Every tools/call passes ownership (authz.Owns), the rate limiter,
+// authz.CheckSensitive and the tool authorizer. Ask parks the call and sends
+// elicitation/create (a yes/no approval form) to the calling connection if
+// it advertised elicitation; the parked call closes exactly once (approval
+// runs it; decline, cancel, an error, a timeout or shutdown deny). Clients
+// that cannot be asked get the machine-readable authorization_required
+// denial. 2026-07-28 requests get an input_required result whose
+// requestState is sealed to principal, tool, argument digest and expiry,
+// and is accepted once.
+//
+// # Notifications
+//
+// A no-op EventStore makes mcp-go's POST wait for its notification forwarder
+// before answering, so progress and log notifications sent just before a
+// handler returns are not lost. Backend events become
+// notifications/tools/list_changed (only to the principal's connections
+// registered on this node, once per change) and
+// notifications/resources/updated (to subscribed connections, with the
+// RFC 6902 patch of a model projection in _meta under MetaPatch).
+//
+// # Extending
+//
+// Config.Extend receives the mcp-go server after the front registered its
+// own surface and before any transport starts; a conformance fixture adds its
+// tools, resources and prompts there (as global mcp-go tools, visible to
+// every connection and not subject to the view).
+package mcp
