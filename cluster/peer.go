@@ -313,17 +313,10 @@ func (r *replicator) acked(l *link, b *batch, resp *peerv1.ReplicateResponse) {
 // node's flushed sequence: a peer behind it finds a gap and catches up.
 func (r *replicator) position() *peerv1.ReplicateRequest {
 	req := &peerv1.ReplicateRequest{Sender: r.c.origin.String()}
-	r.pmu.Lock()
-	unflushed := map[string]bool{}
-	for _, p := range r.pending {
-		unflushed[p.registry] = true
-	}
-	r.pmu.Unlock()
 	for _, reg := range r.c.registries() {
-		if unflushed[reg.name] {
-			continue // its next batch carries the position
-		}
-		s := reg.seq(r.c.origin)
+		r.pmu.Lock()
+		s := r.flushed[reg.name]
+		r.pmu.Unlock()
 		req.Deltas = append(req.Deltas, &peerv1.Delta{Registry: reg.name, Origin: r.c.origin.String(), From: s, To: s})
 	}
 	return req

@@ -24,7 +24,8 @@ type replicator struct {
 
 	pmu     sync.Mutex
 	pending []pendingWrite
-	wake    chan struct{} // cap 1: pending is non-empty
+	flushed map[string]uint64 // own seq per registry handed to every link
+	wake    chan struct{}     // cap 1: pending is non-empty
 
 	events chan func() // work to run on the loop
 
@@ -44,12 +45,13 @@ type replicator struct {
 func newReplicator(c *Cluster) *replicator {
 	return &replicator{
 		c: c, log: c.log,
-		wake:   make(chan struct{}, 1),
-		events: make(chan func(), 256),
-		links:  map[string]*link{},
-		known:  map[string]crdt.Origin{},
-		graves: map[crdt.Origin]time.Time{},
-		rng:    rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
+		wake:    make(chan struct{}, 1),
+		flushed: map[string]uint64{},
+		events:  make(chan func(), 256),
+		links:   map[string]*link{},
+		known:   map[string]crdt.Origin{},
+		graves:  map[crdt.Origin]time.Time{},
+		rng:     rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
 	}
 }
 
@@ -137,6 +139,13 @@ func (r *replicator) flush() {
 			l.enqueue(b)
 		}
 		r.linksMu.Unlock()
+		// Only now may heartbeats announce these positions: the batch is
+		// already ahead of them in every queue.
+		r.pmu.Lock()
+		for reg, to := range b.tos {
+			r.flushed[reg] = max(r.flushed[reg], to)
+		}
+		r.pmu.Unlock()
 	}
 }
 
@@ -444,23 +453,25 @@ func (r *replicator) updateLag() {
 }
 
 // accept decides whether data of origin o may be applied when it arrives
-// from the peer whose origin is via: o must be a live member of the view
-// with that epoch, or be via itself (the owner pushing its own data before
-// the view has caught up with it). It returns the reason when not.
+// from the peer whose origin is via. The owner itself (o == via) is trusted
+// for its own data unless the view knows a newer epoch of its name; while the
+// view says it is dead the data lands in its hidden partition. A relay is
+// accepted only for a live member of the view with that very epoch. It
+// returns the reason when not.
 func (c *Cluster) accept(o, via crdt.Origin) (bool, string) {
 	if o.Name == c.origin.Name {
 		return false, "own origin"
 	}
 	m, ok := c.view.get(o.Name)
 	switch {
+	case ok && m.Epoch > o.Epoch:
+		return false, "superseded origin"
+	case o == via:
+		return true, ""
 	case ok && m.Epoch == o.Epoch && m.State.live():
 		return true, ""
 	case ok && m.Epoch == o.Epoch:
 		return false, "origin " + m.State.String()
-	case o == via && (!ok || m.Epoch < o.Epoch):
-		return true, ""
-	case ok && m.Epoch > o.Epoch:
-		return false, "superseded origin"
 	}
 	return false, "unknown origin"
 }

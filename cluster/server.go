@@ -167,37 +167,23 @@ func (c *Cluster) applyRemote(via crdt.Origin, pb *peerv1.Delta, path string) (c
 	return res, true
 }
 
-// ExchangeDigest answers with this node's digests and, when the caller holds
-// something this node lacks, schedules a pull from it.
+// ExchangeDigest answers with this node's digests. Each side pulls what it
+// lacks in its own rounds; the callee does not pull back, as what it lacks
+// is mostly still in flight.
 func (s *peerServer) ExchangeDigest(ctx context.Context, req *peerv1.ExchangeDigestRequest) (*peerv1.ExchangeDigestResponse, error) {
 	caller, err := s.authorize(ctx, "ExchangeDigest")
 	if err != nil {
 		return nil, err
 	}
-	sender, err := s.senderOrigin(caller, req.GetSender())
-	if err != nil {
+	if _, err := s.senderOrigin(caller, req.GetSender()); err != nil {
 		return nil, err
 	}
 	s.c.metrics.bytesRecv.Add(float64(proto.Size(req)))
-	lacking := false
 	for _, d := range req.GetDigests() {
-		reg := s.c.registry(d.GetRegistry())
-		if reg == nil {
-			continue
-		}
-		vs, err := versionsFromPB(d)
-		if err != nil {
+		if _, err := versionsFromPB(d); err != nil {
 			s.c.repl.reject("malformed digest", caller, err)
 			return nil, status.Error(codes.InvalidArgument, err.Error())
 		}
-		for _, v := range vs {
-			if ok, _ := s.c.accept(v.Origin, sender); ok && v.Seq > reg.seq(v.Origin) {
-				lacking = true
-			}
-		}
-	}
-	if lacking {
-		s.c.repl.requestSync(caller, false)
 	}
 	resp := &peerv1.ExchangeDigestResponse{Sender: s.c.origin.String()}
 	for _, reg := range s.c.registries() {
