@@ -53,6 +53,7 @@ func BenchmarkHandleInline(b *testing.B) {
 	}
 	req := &request{ctx: context.Background(), tool: "c.inc.click"}
 	b.ReportAllocs()
+	defer cpuMeterInternal(b)()
 	for b.Loop() {
 		if rep := a.handle(req); rep.res.IsError {
 			b.Fatal(rep.res.Text)
@@ -69,9 +70,21 @@ func BenchmarkCallThroughActor(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
+	defer cpuMeterInternal(b)()
 	for b.Loop() {
 		if res, err := m.Call(ctx, "c", "c.inc.click", nil); err != nil || res.IsError {
 			b.Fatal(err, res)
+		}
+	}
+}
+
+// cpuMeterInternal starts measuring process CPU time; the returned func
+// reports it per op as cpu-ns/op.
+func cpuMeterInternal(b *testing.B) func() {
+	start := processCPU()
+	return func() {
+		if b.N > 0 {
+			b.ReportMetric(float64(processCPU()-start)/float64(b.N), "cpu-ns/op")
 		}
 	}
 }

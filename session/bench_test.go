@@ -45,9 +45,11 @@ func BenchmarkDerive1000Widgets(b *testing.B) {
 	view := bigView()
 	b.ReportAllocs()
 	var n int
+	cpu := cpuMeter(b)
 	for b.Loop() {
 		n = len(session.Derive("bench", view).Tools)
 	}
+	cpu()
 	b.ReportMetric(float64(n), "tools")
 }
 
@@ -75,6 +77,7 @@ func BenchmarkWriteDirect(b *testing.B) {
 	app := apps.Counter{}
 	m, _ := app.Init()
 	b.ReportAllocs()
+	defer cpuMeter(b)()
 	for b.Loop() {
 		view := app.View(m)
 		t := session.Tool{Widget: "inc", Kind: "button", Action: "click", Sensitive: true}
@@ -98,6 +101,7 @@ func BenchmarkWriteThroughActor(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
+	defer cpuMeter(b)()
 	for b.Loop() {
 		res, err := m.Call(ctx, "c", "c.inc.click", nil)
 		if err != nil || res.IsError {
@@ -123,6 +127,17 @@ func BenchmarkIdleCounterSession(b *testing.B) {
 		b.ReportMetric(float64(after-before)/n, "bytes/session")
 		if err := m.Close(ctx); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// cpuMeter starts measuring process CPU time; the returned func reports it
+// per op as cpu-ns/op.
+func cpuMeter(b *testing.B) func() {
+	start := session.ProcessCPU()
+	return func() {
+		if b.N > 0 {
+			b.ReportMetric(float64(session.ProcessCPU()-start)/float64(b.N), "cpu-ns/op")
 		}
 	}
 }

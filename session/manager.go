@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -179,8 +180,8 @@ func (m *Manager) start(ctx context.Context, id, app, principal string, snap *Sn
 	m.sessions[id] = a
 	m.perPrin[principal]++
 	m.mu.Unlock()
+	m.save(a) // before the actor runs, so no later update's snapshot is overwritten
 	go a.run()
-	m.save(a)
 	m.emit(Event{Kind: Started, Session: id, Principal: principal},
 		Event{Kind: ToolsChanged, Session: id, Principal: principal})
 	return a.info, nil
@@ -231,7 +232,7 @@ func (m *Manager) newActor(id, app, principal string, factory func() App, snap *
 			return nil, err
 		}
 		for _, t := range snap.Tools {
-			if t.Session == id {
+			if t.Session == id && strings.HasPrefix(t.Name, id+".") {
 				a.tools.add([]Tool{t})
 			}
 		}

@@ -1,0 +1,4 @@
+package session
+
+// ProcessCPU exposes processCPU to the external benchmarks.
+var ProcessCPU = processCPU
