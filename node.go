@@ -164,8 +164,12 @@ func (n *Node) Stop(ctx context.Context) error {
 		if c.stop == nil {
 			continue
 		}
+		began := time.Now()
 		if err := c.stop(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("stopping %s: %w", c.name, err))
+		}
+		if d := time.Since(began); d > time.Second {
+			n.log.Warn("slow shutdown step", "step", c.name, "took", d.Round(time.Millisecond))
 		}
 	}
 	n.started = nil
@@ -199,6 +203,20 @@ func (n *Node) GossipAddr() string {
 	return n.cluster.Self().GossipAddr
 }
 
+// AliveMembers counts the members this node sees alive (itself included).
+func (n *Node) AliveMembers() int {
+	if n.cluster == nil {
+		return 0
+	}
+	k := 0
+	for _, m := range n.cluster.Members() {
+		if m.State == cluster.StateAlive {
+			k++
+		}
+	}
+	return k
+}
+
 // Kill stops the node as a crash would, for tests: listeners and peer
 // connections close at once and the node does not leave the cluster.
 // Sessions are not stopped, so their snapshots stay as the last update left
@@ -218,6 +236,9 @@ func (n *Node) Kill() {
 	}
 	if n.cluster != nil {
 		n.cluster.Kill()
+	}
+	if n.storage != nil {
+		_ = n.storage.Close()
 	}
 	n.started = nil
 }
@@ -295,10 +316,41 @@ func (n *Node) bind() component {
 	}
 }
 
-// serve starts serving HTTP and gRPC on the bound listeners.
-func (n *Node) serve() component {
+// serveGRPC starts the gRPC server (peer and admin APIs, health). Its stop
+// runs after the node has left the cluster, so peers have closed their
+// long-lived replication streams and a graceful stop only waits for
+// in-flight forwarded calls.
+func (n *Node) serveGRPC() component {
 	return component{
-		name: "serving",
+		name: "grpc",
+		start: func(context.Context) error {
+			go func() {
+				if err := n.grpc.Serve(n.grpcLn); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+					n.serveErr <- fmt.Errorf("grpc: %w", err)
+				}
+			}()
+			return nil
+		},
+		stop: func(ctx context.Context) error {
+			stopped := make(chan struct{})
+			go func() { n.grpc.GracefulStop(); close(stopped) }()
+			select {
+			case <-stopped:
+			case <-ctx.Done():
+				n.grpc.Stop()
+				<-stopped
+			}
+			return nil
+		},
+	}
+}
+
+// serveHTTP starts serving MCP, health and metrics. Its stop closes MCP
+// streams first: http.Shutdown waits for every connection to go idle, and
+// SSE streams never do by themselves.
+func (n *Node) serveHTTP() component {
+	return component{
+		name: "http",
 		start: func(context.Context) error {
 			n.http = &http.Server{
 				Handler:           n.mux,
@@ -311,33 +363,18 @@ func (n *Node) serve() component {
 					n.serveErr <- fmt.Errorf("http: %w", err)
 				}
 			}()
-			go func() {
-				if err := n.grpc.Serve(n.grpcLn); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
-					n.serveErr <- fmt.Errorf("grpc: %w", err)
-				}
-			}()
 			return nil
 		},
 		stop: func(ctx context.Context) error {
 			var errs []error
-			// Close MCP streams first: http.Shutdown waits for every
-			// connection to go idle, and SSE streams never do by themselves.
 			if n.front != nil {
 				if err := n.front.Shutdown(ctx); err != nil {
 					errs = append(errs, fmt.Errorf("mcp: %w", err))
 				}
 			}
 			if err := n.http.Shutdown(ctx); err != nil {
-				errs = append(errs, fmt.Errorf("http: %w", err))
+				errs = append(errs, err)
 				_ = n.http.Close()
-			}
-			stopped := make(chan struct{})
-			go func() { n.grpc.GracefulStop(); close(stopped) }()
-			select {
-			case <-stopped:
-			case <-ctx.Done():
-				n.grpc.Stop()
-				<-stopped
 			}
 			return errors.Join(errs...)
 		},

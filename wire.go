@@ -39,6 +39,11 @@ func (n *Node) loadGuard() error {
 	default:
 		n.guard = authz.DefaultGuard()
 	}
+	m, err := authz.NewMetrics(n.metrics)
+	if err != nil {
+		return fmt.Errorf("registering authorization metrics: %w", err)
+	}
+	n.guard = n.guard.Observed(n.log.With("component", "authz"), m)
 	return nil
 }
 
@@ -56,11 +61,13 @@ func (n *Node) build() error {
 	n.parts = []component{
 		{name: "data dir", start: func(context.Context) error { return n.cfg.CheckDataDir() }},
 		n.bind(),
-		{name: "cluster", start: n.openCluster, stop: n.stopCluster},
+		{name: "storage", start: n.openStorage, stop: n.closeStorage},
+		{name: "cluster", start: n.newCluster},
 		{name: "sessions", start: n.startSessions, stop: n.stopSessions},
 		{name: "mcp", start: n.buildFront},
-		n.serve(),
-		{name: "membership", start: n.joinCluster},
+		n.serveGRPC(),
+		{name: "membership", start: n.joinCluster, stop: n.leaveCluster},
+		n.serveHTTP(),
 		{name: "swarm", start: n.startSwarm, stop: n.stopSwarm},
 	}
 	if n.cfg.Stdio {
@@ -69,11 +76,27 @@ func (n *Node) build() error {
 	return nil
 }
 
-func (n *Node) openCluster(context.Context) error {
+// openStorage opens the node's bbolt file. The node, not the cluster, owns
+// it: session snapshots are saved to it until the session manager stops,
+// which is after the node has left the cluster.
+func (n *Node) openStorage(context.Context) error {
 	st, err := cluster.OpenBolt(n.cfg.DataDir, false)
 	if err != nil {
 		return &FieldError{Flag: "data-dir", Err: err}
 	}
+	n.storage = st
+	return nil
+}
+
+func (n *Node) closeStorage(context.Context) error { return n.storage.Close() }
+
+// nodeOwnedStorage lends the node's storage to the cluster without letting
+// the cluster close it.
+type nodeOwnedStorage struct{ cluster.Storage }
+
+func (nodeOwnedStorage) Close() error { return nil }
+
+func (n *Node) newCluster(context.Context) error {
 	cc := cluster.DefaultConfig()
 	if isLoopback(n.cfg.GossipAddr) {
 		cc = cluster.LocalConfig()
@@ -84,17 +107,16 @@ func (n *Node) openCluster(context.Context) error {
 	cc.GRPCAddr = advertised(n.GRPCAddr(), n.cfg.Advertise)
 	cc.Join = n.cfg.Join
 	cc.Key = n.key
-	cc.Storage = st
+	cc.Storage = nodeOwnedStorage{n.storage}
 	cc.Version = n.cfg.Version
 	cc.DeadGrace = n.cfg.DeadGrace
 	cc.Logger = n.log.With("component", "cluster")
 	cc.Registerer = n.metrics
 	c, err := cluster.New(cc)
 	if err != nil {
-		_ = st.Close()
 		return err
 	}
-	n.cluster, n.storage = c, st
+	n.cluster = c
 	return nil
 }
 
@@ -111,12 +133,9 @@ func advertised(bind, host string) string {
 	return net.JoinHostPort(host, port)
 }
 
-func (n *Node) stopCluster(ctx context.Context) error {
-	if n.cluster == nil {
-		return nil
-	}
-	return n.cluster.Stop(ctx)
-}
+// leaveCluster leaves gracefully so peers stop routing here at once rather
+// than after failure detection.
+func (n *Node) leaveCluster(ctx context.Context) error { return n.cluster.Stop(ctx) }
 
 func (n *Node) startSessions(ctx context.Context) error {
 	reg := session.NewRegistry()

@@ -1,0 +1,310 @@
+package mcpswarm_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcpswarm/mcpswarm"
+)
+
+// The tokens of the test principals; the policy stores their hashes.
+const (
+	aliceToken = "alice-test-token"
+	bobToken   = "bob-test-token"
+	adaToken   = "ada-admin-test-token"
+)
+
+func sha(s string) string { sum := sha256.Sum256([]byte(s)); return hex.EncodeToString(sum[:]) }
+
+// testPolicy allows every tool and read for the three token principals.
+func testPolicy(t testing.TB, dir string) string {
+	t.Helper()
+	p := filepath.Join(dir, "policy.yaml")
+	doc := fmt.Sprintf(`name: swarm-test
+tokens:
+  - {sha256: %q, subject: alice}
+  - {sha256: %q, subject: bob}
+  - {sha256: %q, subject: ada, roles: [admin]}
+tools:
+  - allow: true
+reads:
+  - allow: true
+`, sha(aliceToken), sha(bobToken), sha(adaToken))
+	if err := os.WriteFile(p, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// swarmEnv is a set of in-process nodes sharing a key and a policy.
+type swarmEnv struct {
+	t       testing.TB
+	dir     string
+	keyFile string
+	policy  string
+	nodes   map[string]*mcpswarm.Node
+	dataDir map[string]string
+	// quiet stops node logs reaching t.Logf once the test is over:
+	// memberlist's probe goroutine may log a last line while it shuts down.
+	quiet *atomic.Bool
+}
+
+func newSwarmEnv(t testing.TB) *swarmEnv {
+	t.Helper()
+	dir := t.TempDir()
+	key, err := mcpswarm.GenerateClusterKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyFile := filepath.Join(dir, "cluster.key")
+	if err := os.WriteFile(keyFile, []byte(key), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e := &swarmEnv{t: t, dir: dir, keyFile: keyFile, policy: testPolicy(t, dir), nodes: map[string]*mcpswarm.Node{}, dataDir: map[string]string{}, quiet: new(atomic.Bool)}
+	t.Cleanup(func() {
+		e.stopAll()
+		e.quiet.Store(true)
+	})
+	return e
+}
+
+// start starts node name, joining join (a gossip address) when given.
+func (e *swarmEnv) start(name string, join ...string) *mcpswarm.Node {
+	e.t.Helper()
+	cfg := mcpswarm.DefaultConfig()
+	cfg.Name = name
+	cfg.HTTPAddr, cfg.GRPCAddr, cfg.GossipAddr = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
+	if e.dataDir[name] == "" {
+		e.dataDir[name] = filepath.Join(e.dir, name)
+	}
+	cfg.DataDir = e.dataDir[name]
+	cfg.PolicyFile = e.policy
+	cfg.ClusterKeyFile = e.keyFile
+	cfg.Join = join
+	cfg.DeadGrace = 3 * time.Second
+	cfg.ShutdownTimeout = 5 * time.Second
+	log := slog.New(slog.NewTextHandler(testWriter{e.t, name, e.quiet}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	n, err := mcpswarm.NewNode(cfg, mcpswarm.WithLogger(log))
+	if err != nil {
+		e.t.Fatalf("new node %s: %v", name, err)
+	}
+	if err := n.Start(context.Background()); err != nil {
+		e.t.Fatalf("starting node %s: %v", name, err)
+	}
+	e.nodes[name] = n
+	return n
+}
+
+// cluster starts k nodes, node1 first and the others joining it, and waits
+// until every node lists all of them alive.
+func (e *swarmEnv) cluster(k int) []*mcpswarm.Node {
+	e.t.Helper()
+	first := e.start("node1")
+	out := []*mcpswarm.Node{first}
+	for i := 2; i <= k; i++ {
+		out = append(out, e.start(fmt.Sprintf("node%d", i), first.GossipAddr()))
+	}
+	for _, n := range out {
+		n := n
+		eventually(e.t, 10*time.Second, "every node sees all members alive", func() bool {
+			return n.AliveMembers() == k
+		})
+	}
+	return out
+}
+
+func (e *swarmEnv) stopAll() {
+	for name, n := range e.nodes {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if err := n.Stop(ctx); err != nil {
+			e.t.Logf("stopping %s: %v", name, err)
+		}
+		cancel()
+	}
+	e.nodes = map[string]*mcpswarm.Node{}
+}
+
+// kill crashes a node: listeners close, no leave.
+func (e *swarmEnv) kill(name string) {
+	e.nodes[name].Kill()
+	delete(e.nodes, name)
+}
+
+type testWriter struct {
+	t     testing.TB
+	name  string
+	quiet *atomic.Bool
+}
+
+func (w testWriter) Write(p []byte) (int, error) {
+	if w.quiet.Load() {
+		return len(p), nil
+	}
+	w.t.Logf("[%s] %s", w.name, strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// eventually polls cond until it holds or the timeout passes.
+func eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting until %s", timeout, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// notes collects a client's notifications.
+type notes struct{ ch chan mcp.JSONRPCNotification }
+
+func (n *notes) count(method string) int {
+	k := 0
+	for {
+		select {
+		case x := <-n.ch:
+			if x.Method == method {
+				k++
+			}
+		default:
+			return k
+		}
+	}
+}
+
+type conn struct {
+	*client.Client
+	t     testing.TB
+	notes *notes
+	id    string
+}
+
+type connOpts struct {
+	token     string
+	sessionID string
+	listen    bool
+	elicit    client.ElicitationHandler
+}
+
+// connect opens an mcp-go Streamable HTTP client to node n, pinned to the
+// session-based revision 2025-11-25.
+func connect(t testing.TB, n *mcpswarm.Node, o connOpts) *conn {
+	t.Helper()
+	var topts []transport.StreamableHTTPCOption
+	if o.token != "" {
+		topts = append(topts, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + o.token}))
+	}
+	if o.sessionID != "" {
+		topts = append(topts, transport.WithSession(o.sessionID))
+	}
+	if o.listen {
+		topts = append(topts, transport.WithContinuousListening())
+	}
+	tr, err := transport.NewStreamableHTTP("http://"+n.HTTPAddr()+"/mcp", topts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copts := []client.ClientOption{client.WithProtocolVersion(mcp.ProtocolVersion20251125)}
+	if o.sessionID != "" {
+		copts = append(copts, client.WithSession())
+	}
+	if o.elicit != nil {
+		copts = append(copts, client.WithElicitationHandler(o.elicit))
+	}
+	c := client.NewClient(tr, copts...)
+	ns := &notes{ch: make(chan mcp.JSONRPCNotification, 1024)}
+	c.OnNotification(func(x mcp.JSONRPCNotification) {
+		select {
+		case ns.ch <- x:
+		default:
+		}
+	})
+	if err := c.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	if o.sessionID == "" {
+		req := mcp.InitializeRequest{}
+		req.Params.ClientInfo = mcp.Implementation{Name: "swarm-test", Version: "1"}
+		if o.elicit != nil {
+			req.Params.Capabilities.Elicitation = &mcp.ElicitationCapability{}
+		}
+		if _, err := c.Initialize(context.Background(), req); err != nil {
+			t.Fatalf("initialize on %s: %v", n.HTTPAddr(), err)
+		}
+	}
+	return &conn{Client: c, t: t, notes: ns, id: tr.GetSessionId()}
+}
+
+func (c *conn) call(name string, args map[string]any) *mcp.CallToolResult {
+	c.t.Helper()
+	req := mcp.CallToolRequest{}
+	req.Params.Name = name
+	req.Params.Arguments = args
+	res, err := c.CallTool(context.Background(), req)
+	if err != nil {
+		c.t.Fatalf("calling %s: %v", name, err)
+	}
+	return res
+}
+
+func (c *conn) tools() map[string]bool {
+	c.t.Helper()
+	res, err := c.ListTools(context.Background(), mcp.ListToolsRequest{})
+	if err != nil {
+		c.t.Fatalf("listing tools: %v", err)
+	}
+	out := map[string]bool{}
+	for _, x := range res.Tools {
+		out[x.Name] = true
+	}
+	return out
+}
+
+func textOf(r *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range r.Content {
+		if tc, ok := c.(mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+// listed returns the sessions swarm_list shows the caller: id → owner node.
+func (c *conn) listed() map[string]string {
+	c.t.Helper()
+	res := c.call("swarm_list", nil)
+	if res.IsError {
+		c.t.Fatalf("swarm_list: %s", textOf(res))
+	}
+	var v struct {
+		Sessions []struct {
+			ID    string `json:"id"`
+			Owner string `json:"owner"`
+		} `json:"sessions"`
+	}
+	if err := json.Unmarshal([]byte(textOf(res)), &v); err != nil {
+		c.t.Fatalf("decoding swarm_list %q: %v", textOf(res), err)
+	}
+	out := map[string]string{}
+	for _, s := range v.Sessions {
+		out[s.ID] = s.Owner
+	}
+	return out
+}
