@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -20,10 +21,11 @@ import (
 // tool equivalent to swarm_members and n global tools.
 func bareServer(b *testing.B, n int) string {
 	s := server.NewMCPServer("bare", "1", server.WithToolCapabilities(true))
-	members, _ := json.Marshal(map[string]any{"members": []map[string]any{{"name": "n1", "state": "alive", "grpc": "", "version": "dev", "self": true}}})
 	s.AddTool(mcp.Tool{Name: "swarm_members", RawInputSchema: json.RawMessage(`{"type":"object","properties":{}}`)},
 		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(string(members))}}, nil
+			v := map[string]any{"members": []map[string]any{{"name": "n1", "state": "alive", "grpc": "", "version": "dev", "self": true}}}
+			b, _ := json.Marshal(v)
+			return &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(string(b))}, StructuredContent: v}, nil
 		})
 	tools := make([]server.ServerTool, 0, n)
 	for i := range n {
@@ -103,7 +105,7 @@ type manyTools struct {
 
 func (m *manyTools) Tools(authz.Principal) []session.Tool { return m.tools }
 func (m *manyTools) Watch(func(Event)) func()             { return func() {} }
-func (m *manyTools) Apps() []session.AppInfo               { return nil }
+func (m *manyTools) Apps() []session.AppInfo              { return nil }
 
 func newManyTools(n int) *manyTools {
 	m := &manyTools{}
@@ -152,3 +154,33 @@ func benchList(b *testing.B, c *client.Client, want int) {
 	}
 }
 
+// BenchmarkToolsCallRatio alternates the same trivial call on a bare mcp-go
+// server and on the front within one loop, so both see the same machine
+// load; it reports each one's mean and their ratio.
+func BenchmarkToolsCallRatio(b *testing.B) {
+	bare := benchClient(b, bareServer(b, 0))
+	e := newEnv(b, func(c *Config, _ *session.Registry) {
+		c.RateLimiter = authz.NewRateLimiter(authz.Limits{CallsPerSecond: 1e9, CallBurst: 1 << 30})
+	})
+	ours := benchClient(b, e.url+"/mcp")
+	req := mcp.CallToolRequest{}
+	req.Params.Name = "swarm_members"
+	ctx := context.Background()
+	var tBare, tOurs time.Duration
+	b.ResetTimer()
+	for b.Loop() {
+		t0 := time.Now()
+		if _, err := bare.CallTool(ctx, req); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		if r, err := ours.CallTool(ctx, req); err != nil || r.IsError {
+			b.Fatal(err)
+		}
+		tOurs += time.Since(t1)
+		tBare += t1.Sub(t0)
+	}
+	b.ReportMetric(float64(tBare.Nanoseconds())/float64(b.N), "bare-ns/call")
+	b.ReportMetric(float64(tOurs.Nanoseconds())/float64(b.N), "front-ns/call")
+	b.ReportMetric(float64(tOurs)/float64(tBare), "ratio")
+}

@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-		"testing"
+	"testing"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"

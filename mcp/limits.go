@@ -3,6 +3,7 @@ package mcp
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 )
 
@@ -75,10 +76,10 @@ func checkMessage(body []byte, maxBatch, maxDepth int) (envelope, *rpcError) {
 	if err != nil {
 		return envelope{}, &rpcError{Code: codeInvalidRequest, Message: err.Error()}
 	}
-	if !json.Valid(trimmed) {
+	_ = depth
+	if trimmed[0] != '{' && !json.Valid(trimmed) {
 		return envelope{}, &rpcError{Code: codeParseError, Message: "request body is not valid json"}
 	}
-	_ = depth
 	if trimmed[0] == '[' {
 		if elems > maxBatch {
 			return envelope{}, &rpcError{Code: codeInvalidRequest, Message: fmt.Sprintf("batch of %d messages exceeds the limit of %d", elems, maxBatch)}
@@ -90,6 +91,10 @@ func checkMessage(body []byte, maxBatch, maxDepth int) (envelope, *rpcError) {
 	}
 	var env envelope
 	if err := json.Unmarshal(trimmed, &env); err != nil {
+		var syn *json.SyntaxError
+		if errors.As(err, &syn) {
+			return envelope{}, &rpcError{Code: codeParseError, Message: "request body is not valid json"}
+		}
 		return envelope{}, &rpcError{Code: codeInvalidRequest, Message: "malformed json-rpc envelope"}
 	}
 	if env.JSONRPC != "2.0" {
