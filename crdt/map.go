@@ -251,7 +251,6 @@ func (m *Map) Apply(d Delta) (ApplyResult, error) {
 		return ApplyResult{Gap: true, Have: p.seq}, nil
 	}
 	visible := !p.hidden
-	p.entries.reserve(len(d.Puts))
 	for _, r := range d.Removes {
 		old, held, ok := p.entries.get(r.Key)
 		if !ok || held > r.Seq {
