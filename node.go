@@ -203,6 +203,18 @@ func (n *Node) GossipAddr() string {
 	return n.cluster.Self().GossipAddr
 }
 
+// LocalSessions lists the ids of the sessions this node runs.
+func (n *Node) LocalSessions() []string {
+	if n.sessions == nil {
+		return nil
+	}
+	var ids []string
+	for _, info := range n.sessions.List() {
+		ids = append(ids, info.ID)
+	}
+	return ids
+}
+
 // AliveMembers counts the members this node sees alive (itself included).
 func (n *Node) AliveMembers() int {
 	if n.cluster == nil {

@@ -53,10 +53,10 @@ func (s *Swarm) resolve(c authz.Context, id string) (located, error) {
 	loc, ok := s.locate(id)
 	if !ok {
 		s.mu.Lock()
-		node, hidden := s.unavailable[id]
+		rec, hidden := s.unavailable[id]
 		s.mu.Unlock()
-		if hidden {
-			return loc, fmt.Errorf("%w: node %s (session %s)", ErrOwnerUnavailable, node, id)
+		if hidden && authz.Owns(c.Principal, rec.Principal) {
+			return loc, fmt.Errorf("%w: node %s (session %s)", ErrOwnerUnavailable, rec.Node, id)
 		}
 		return loc, fmt.Errorf("session %s: %w", id, session.ErrNotRunning)
 	}
@@ -115,19 +115,26 @@ func (s *Swarm) Stop(ctx context.Context, c authz.Context, id string) error {
 	return err
 }
 
-// Sessions implements mcp.Backend.
+// Sessions implements mcp.Backend. A duplicate id (a concurrent creation
+// not yet resolved) is listed once, as the earliest creation.
 func (s *Swarm) Sessions(p authz.Principal) []mcp.SessionInfo {
-	var out []mcp.SessionInfo
+	var ids []string
 	seen := map[string]bool{}
 	s.sessions.Range(func(e crdt.Entry) bool {
-		rec, err := decodeSession(e.Value)
-		if err != nil || !authz.Owns(p, rec.Principal) || seen[e.Key] {
-			return true
+		if !seen[e.Key] {
+			seen[e.Key] = true
+			ids = append(ids, e.Key)
 		}
-		seen[e.Key] = true
-		out = append(out, mcp.SessionInfo{Info: rec.info(e.Key), Owner: rec.Node, Available: true})
 		return true
 	})
+	var out []mcp.SessionInfo
+	for _, id := range ids {
+		loc, ok := s.locate(id)
+		if !ok || !authz.Owns(p, loc.rec.Principal) {
+			continue
+		}
+		out = append(out, mcp.SessionInfo{Info: loc.rec.info(id), Owner: loc.rec.Node, Available: true})
+	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
 }
@@ -139,10 +146,10 @@ func (s *Swarm) Lookup(id string) (mcp.SessionInfo, bool) {
 		return mcp.SessionInfo{Info: loc.rec.info(id), Owner: loc.rec.Node, Available: true}, true
 	}
 	s.mu.Lock()
-	node, hidden := s.unavailable[id]
+	rec, hidden := s.unavailable[id]
 	s.mu.Unlock()
 	if hidden {
-		return mcp.SessionInfo{Info: session.Info{ID: id}, Owner: node, Available: false}, true
+		return mcp.SessionInfo{Info: rec.info(id), Owner: rec.Node, Available: false}, true
 	}
 	return mcp.SessionInfo{}, false
 }
@@ -150,14 +157,22 @@ func (s *Swarm) Lookup(id string) (mcp.SessionInfo, bool) {
 // Tools implements mcp.Backend: the sticky tools of p's visible sessions.
 func (s *Swarm) Tools(p authz.Principal) []session.Tool {
 	var out []session.Tool
+	var entries []crdt.Entry
 	s.tools.Range(func(e crdt.Entry) bool {
-		rec, err := decodeTools(e.Value)
-		if err != nil || !authz.Owns(p, rec.Principal) {
-			return true
-		}
-		out = append(out, rec.Tools...)
+		entries = append(entries, e)
 		return true
 	})
+	for _, e := range entries {
+		rec, err := decodeTools(e.Value)
+		if err != nil || !authz.Owns(p, rec.Principal) {
+			continue
+		}
+		// During an unresolved duplicate only the winning copy's tools show.
+		if loc, ok := s.locate(e.Key); !ok || loc.origin != e.Origin {
+			continue
+		}
+		out = append(out, rec.Tools...)
+	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }

@@ -36,7 +36,7 @@ func (s *Swarm) onSessionChange(ch crdt.Change) {
 		principal = rec.Principal
 		s.mu.Lock()
 		if s.sessions.Hidden(ch.Origin) {
-			s.unavailable[ch.Key] = rec.Node
+			s.unavailable[ch.Key] = rec
 		} else {
 			delete(s.unavailable, ch.Key)
 		}

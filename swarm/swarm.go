@@ -54,10 +54,10 @@ type Swarm struct {
 	tools    *cluster.Registry
 
 	mu sync.Mutex
-	// unavailable maps the ids of sessions whose owner is hidden to the
-	// owner's name, so a call answers "owner unavailable" rather than "not
+	// unavailable holds the last record of sessions whose owner is hidden,
+	// so a call answers "owner unavailable: node X" rather than "not
 	// running" until the grace period deletes them.
-	unavailable map[string]string
+	unavailable map[string]sessionRecord
 	// rev counts local resource changes per session, published in the
 	// session record.
 	rev      map[string]map[string]uint64
@@ -83,7 +83,7 @@ func New(cfg Config) (*Swarm, error) {
 		self:        cfg.Cluster.Self().Name,
 		log:         cfg.Logger,
 		timeout:     cfg.ForwardTimeout,
-		unavailable: map[string]string{},
+		unavailable: map[string]sessionRecord{},
 		rev:         map[string]map[string]uint64{},
 		watchers:    map[int]func(mcp.Event){},
 	}
