@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/mcpswarm/mcpswarm/crdt"
+	"github.com/mcpswarm/mcpswarm/crdt/crdtpb"
 	peerv1 "github.com/mcpswarm/mcpswarm/proto/mcpswarm/peer/v1"
 )
 
@@ -51,6 +52,7 @@ type Cluster struct {
 	metrics *metrics
 	keys    keys
 	store   Storage
+	lim     crdtpb.Limits // decoder bounds for peer input
 	origin  crdt.Origin
 	view    *view
 	repl    *replicator
@@ -59,13 +61,14 @@ type Cluster struct {
 	regMu sync.Mutex
 	regs  map[string]*Registry
 
-	mu     sync.Mutex
-	state  int // 0 new, 1 started, 2 stopped
-	ml     *memberlist.Memberlist
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	joined atomic.Bool
-	aeDone atomic.Bool
+	mu         sync.Mutex
+	state      int // 0 new, 1 started, 2 stopped
+	ml         *memberlist.Memberlist
+	gossipAddr string // our advertised gossip address, fixed at Start
+	cancel     context.CancelFunc
+	wg         sync.WaitGroup
+	joined     atomic.Bool
+	aeDone     atomic.Bool
 }
 
 const (
@@ -105,6 +108,7 @@ func New(cfg Config) (*Cluster, error) {
 	c := &Cluster{
 		cfg: cfg, log: cfg.Logger.With(slog.String("node", cfg.Name)), metrics: met, keys: k, store: store,
 		origin: crdt.Origin{Name: cfg.Name, Epoch: epoch},
+		lim:    crdtpb.LimitsFor(cfg.CRDT),
 		regs:   map[string]*Registry{},
 	}
 	c.view = newView(cfg.Name, nodeMeta{GRPCAddr: cfg.GRPCAddr, Epoch: epoch, Version: cfg.Version}, c.log, met)
@@ -240,10 +244,13 @@ func (c *Cluster) Start(ctx context.Context) error {
 		return fmt.Errorf("starting memberlist on %s: %w", c.cfg.GossipAddr, err)
 	}
 	c.ml = ml
+	// LocalNode points into memberlist's state, which UpdateNode rewrites:
+	// read the address once, here.
+	c.gossipAddr = ml.LocalNode().Address()
 	c.state = stateStarted
 	runCtx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
-	c.log.Info("cluster started", slog.String("origin", c.origin.String()), slog.String("gossip", ml.LocalNode().Address()),
+	c.log.Info("cluster started", slog.String("origin", c.origin.String()), slog.String("gossip", c.gossipAddr),
 		slog.String("grpc", c.cfg.GRPCAddr), slog.Int("restored", restored))
 	c.wg.Add(2)
 	go func() { defer c.wg.Done(); c.repl.run(runCtx) }()
@@ -281,7 +288,7 @@ func (c *Cluster) joinOnce(ctx context.Context) bool {
 		return true
 	}
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	seeds, err := resolveSeeds(rctx, c.cfg.Join, c.resolver(), c.ml.LocalNode().Address())
+	seeds, err := resolveSeeds(rctx, c.cfg.Join, c.resolver(), c.gossipAddr)
 	cancel()
 	if err != nil {
 		c.log.Warn("resolving seeds", slog.String("reason", err.Error()))
@@ -343,7 +350,7 @@ func (c *Cluster) reconnect(ctx context.Context) {
 	}
 	if len(c.cfg.Join) > 0 {
 		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		seeds, _ := resolveSeeds(rctx, c.cfg.Join, c.resolver(), c.ml.LocalNode().Address())
+		seeds, _ := resolveSeeds(rctx, c.cfg.Join, c.resolver(), c.gossipAddr)
 		cancel()
 		for _, s := range seeds {
 			if !live[s] {
@@ -362,7 +369,7 @@ func (c *Cluster) resolver() func(context.Context, string) ([]string, error) {
 	if c.cfg.Resolve != nil {
 		return c.cfg.Resolve
 	}
-	_, port, _ := net.SplitHostPort(c.ml.LocalNode().Address())
+	_, port, _ := net.SplitHostPort(c.gossipAddr)
 	return systemResolver(port)
 }
 

@@ -153,7 +153,7 @@ func startCluster(t *testing.T, n int, opts ...func(*Config)) []*tnode {
 	for i := 1; i < n; i++ {
 		nodes = append(nodes, startNode(t, fmt.Sprintf("n%d", i), "", append([]func(*Config){joinTo(nodes[0])}, opts...)...))
 	}
-	awaitMembers(t, nodes, 10*time.Second)
+	awaitMembers(t, nodes, 20*time.Second)
 	return nodes
 }
 

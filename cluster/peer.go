@@ -287,7 +287,7 @@ func (r *replicator) stream(l *link) (bool, error) {
 func (r *replicator) acked(l *link, b *batch, resp *peerv1.ReplicateResponse) {
 	gapped := map[string]bool{}
 	for _, g := range resp.GetGaps() {
-		vs, err := versionsFromPB(g)
+		vs, err := versionsFromPB(g, r.c.lim)
 		if err != nil {
 			continue
 		}
@@ -347,7 +347,7 @@ func (r *replicator) syncWith(ctx context.Context, l *link, ownOnly bool) error 
 		if reg == nil {
 			continue
 		}
-		vs, err := versionsFromPB(d)
+		vs, err := versionsFromPB(d, r.c.lim)
 		if err != nil {
 			r.reject("malformed digest", l.name, err)
 			return err
@@ -420,7 +420,7 @@ func (r *replicator) receiveChunk(l *link, receivers map[snapKey]*crdt.SnapshotR
 	if reg == nil {
 		return fmt.Errorf("snapshot for unknown registry %q", pb.GetRegistry())
 	}
-	c, err := chunkFromPB(pb)
+	c, err := chunkFromPB(pb, r.c.lim)
 	if err != nil {
 		return err
 	}

@@ -145,7 +145,7 @@ func (c *Cluster) applyRemote(via crdt.Origin, pb *peerv1.Delta, path string) (c
 		c.repl.reject("unknown registry", via.Name, errors.New("registry "+pb.GetRegistry()))
 		return crdt.ApplyResult{}, false
 	}
-	d, err := deltaFromPB(pb)
+	d, err := deltaFromPB(pb, c.lim)
 	if err != nil {
 		c.repl.reject("malformed delta", via.Name, err)
 		return crdt.ApplyResult{}, false
@@ -180,7 +180,7 @@ func (s *peerServer) ExchangeDigest(ctx context.Context, req *peerv1.ExchangeDig
 	}
 	s.c.metrics.bytesRecv.Add(float64(proto.Size(req)))
 	for _, d := range req.GetDigests() {
-		if _, err := versionsFromPB(d); err != nil {
+		if _, err := versionsFromPB(d, s.c.lim); err != nil {
 			s.c.repl.reject("malformed digest", caller, err)
 			return nil, status.Error(codes.InvalidArgument, err.Error())
 		}
@@ -214,7 +214,7 @@ func (s *peerServer) CatchUp(req *peerv1.CatchUpRequest, stream grpc.ServerStrea
 		if reg == nil {
 			continue
 		}
-		vs, err := versionsFromPB(want)
+		vs, err := versionsFromPB(want, s.c.lim)
 		if err != nil {
 			s.c.repl.reject("malformed catch-up request", caller, err)
 			return status.Error(codes.InvalidArgument, err.Error())
