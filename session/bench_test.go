@@ -156,6 +156,7 @@ func BenchmarkTenThousandSessions(b *testing.B) {
 	const n = 10000
 	ctx := context.Background()
 	workers := runtime.GOMAXPROCS(0) * 4
+	defer cpuMeter(b)()
 	for b.Loop() {
 		m := newBenchManager(b, func(c *session.ManagerConfig) { c.MaxPerPrincipal = n; c.MaxSessions = n })
 		before := memInUse()
