@@ -27,10 +27,10 @@ func bareServer(b *testing.B, n int) string {
 			b, _ := json.Marshal(v)
 			return &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(string(b))}, StructuredContent: v}, nil
 		})
+	// The same definitions the front lists (annotations and _meta included).
 	tools := make([]server.ServerTool, 0, n)
-	for i := range n {
-		tools = append(tools, server.ServerTool{Tool: mcp.Tool{Name: fmt.Sprintf("s%d.w.click", i), Description: "Click the button.",
-			RawInputSchema: json.RawMessage(`{"type":"object","properties":{}}`)}, Handler: nil})
+	for _, t := range newManyTools(n).tools {
+		tools = append(tools, server.ServerTool{Tool: mcpTool(t)})
 	}
 	if n > 0 {
 		s.AddTools(tools...)
@@ -183,4 +183,34 @@ func BenchmarkToolsCallRatio(b *testing.B) {
 	b.ReportMetric(float64(tBare.Nanoseconds())/float64(b.N), "bare-ns/call")
 	b.ReportMetric(float64(tOurs.Nanoseconds())/float64(b.N), "front-ns/call")
 	b.ReportMetric(float64(tOurs)/float64(tBare), "ratio")
+}
+
+// BenchmarkToolsListRatio alternates tools/list of n tools on a bare mcp-go
+// server (n global tools) and on the front (n derived tools of the caller,
+// each checked by the authorizer), reporting both means and their ratio.
+func BenchmarkToolsListRatio(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			bare := benchClient(b, bareServer(b, n))
+			e := newEnv(b, func(c *Config, _ *session.Registry) { c.Backend = newManyTools(n) })
+			ours := benchClient(b, e.url+"/mcp")
+			ctx := context.Background()
+			var tBare, tOurs time.Duration
+			for b.Loop() {
+				t0 := time.Now()
+				if r, err := bare.ListTools(ctx, mcp.ListToolsRequest{}); err != nil || len(r.Tools) != n+1 {
+					b.Fatal(err)
+				}
+				t1 := time.Now()
+				if r, err := ours.ListTools(ctx, mcp.ListToolsRequest{}); err != nil || len(r.Tools) != n+len(staticDefs) {
+					b.Fatal(err)
+				}
+				tOurs += time.Since(t1)
+				tBare += t1.Sub(t0)
+			}
+			b.ReportMetric(float64(tBare.Microseconds())/float64(b.N), "bare-µs/list")
+			b.ReportMetric(float64(tOurs.Microseconds())/float64(b.N), "front-µs/list")
+			b.ReportMetric(float64(tOurs)/float64(tBare), "ratio")
+		})
+	}
 }

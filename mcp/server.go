@@ -32,6 +32,7 @@ type Server struct {
 	streams *sseStreams
 	metrics *metrics
 	static  map[string]server.ServerTool
+	tools   toolCache
 	handler http.Handler
 
 	stopWatch func()

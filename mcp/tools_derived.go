@@ -1,9 +1,11 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -47,9 +49,48 @@ func (s *Server) listView(ctx context.Context, c authz.Context) map[string]serve
 		}
 	}
 	for _, t := range derived {
-		out[t.Name] = server.ServerTool{Tool: mcpTool(t), Handler: s.derivedHandler(t)}
+		out[t.Name] = s.tools.get(t, s.derivedHandler)
 	}
 	return out
+}
+
+// maxCachedTools bounds the converted-tool cache; past it the cache starts
+// over (it is only a cache).
+const maxCachedTools = 1 << 17
+
+// toolCache keeps each derived tool's mcp-go form, so a listing does not
+// rebuild (and allocate) every definition on every request.
+type toolCache struct {
+	mu sync.RWMutex
+	m  map[string]cachedTool
+}
+
+type cachedTool struct {
+	def session.Tool
+	st  server.ServerTool
+}
+
+func sameTool(a, b session.Tool) bool {
+	return a.Name == b.Name && a.Session == b.Session && a.Widget == b.Widget && a.Action == b.Action &&
+		a.Kind == b.Kind && a.Description == b.Description && bytes.Equal(a.InputSchema, b.InputSchema) &&
+		a.ReadOnly == b.ReadOnly && a.Sensitive == b.Sensitive && a.Destructive == b.Destructive
+}
+
+func (c *toolCache) get(t session.Tool, handler func(session.Tool) server.ToolHandlerFunc) server.ServerTool {
+	c.mu.RLock()
+	e, ok := c.m[t.Name]
+	c.mu.RUnlock()
+	if ok && sameTool(e.def, t) {
+		return e.st
+	}
+	st := server.ServerTool{Tool: mcpTool(t), Handler: handler(t)}
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= maxCachedTools {
+		c.m = make(map[string]cachedTool)
+	}
+	c.m[t.Name] = cachedTool{def: t, st: st}
+	c.mu.Unlock()
+	return st
 }
 
 // callView installs only the called tool: a static one, one of the caller's
@@ -67,7 +108,7 @@ func (s *Server) callView(c authz.Context, name string) map[string]server.Server
 	}
 	for _, t := range s.cfg.Backend.Tools(c.Principal) {
 		if t.Name == name {
-			return map[string]server.ServerTool{name: {Tool: mcpTool(t), Handler: s.derivedHandler(t)}}
+			return map[string]server.ServerTool{name: s.tools.get(t, s.derivedHandler)}
 		}
 	}
 	if s.mcp.GetTool(name) != nil {
