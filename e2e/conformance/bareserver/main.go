@@ -3,7 +3,7 @@
 // check the fixture against the official conformance suite on its own, and
 // to compare with the node (`mcpswarm serve --conformance`).
 //
-// Usage: bareserver [-http 127.0.0.1:0] [-nop-event-store=true]
+// Usage: bareserver [-http 127.0.0.1:0] [-nop-event-store=true] [-request-streams=true] [-disable-get]
 //
 // It prints "listening on http://HOST:PORT/mcp" once it accepts connections,
 // answers GET /healthz, and exits 0 on SIGTERM or SIGINT.
@@ -38,27 +38,14 @@ func run() error {
 	addr := flag.String("http", "127.0.0.1:0", "listen address")
 	nop := flag.Bool("nop-event-store", true, "configure a no-op event store (avoids mcp-go's notification-loss race)")
 	noGet := flag.Bool("disable-get", false, "answer GET /mcp with 405 (no standalone SSE stream)")
+	perRequest := flag.Bool("request-streams", true, "send a request's notifications on its own POST stream (see streams.go)")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 
-	opts := append(fixture.ServerOptions(),
-		server.WithPromptCompletionProvider(fixture.Completer{}),
-		server.WithResourceCompletionProvider(fixture.Completer{}),
-		server.WithRecovery())
-	s := server.NewMCPServer("mcpswarm-fixture", "0.0.0", opts...)
-	fixture.Register(s)
-
-	httpOpts := []server.StreamableHTTPOption{server.WithSessionIdleTTL(5 * time.Minute)}
-	if *nop {
-		httpOpts = append(httpOpts, server.WithEventStore(&fixture.NopEventStore{}))
-	}
-	if *noGet {
-		httpOpts = append(httpOpts, server.WithDisableStreaming(true))
-	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", server.NewStreamableHTTPServer(s, httpOpts...))
+	mux.Handle("/mcp", newHandler(options{nopEventStore: *nop, disableGet: *noGet, requestStreams: *perRequest}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 
 	ln, err := net.Listen("tcp", *addr)
@@ -82,4 +69,42 @@ func run() error {
 		return fmt.Errorf("shutting down: %w", err)
 	}
 	return nil
+}
+
+// options selects how the fixture is served.
+type options struct {
+	nopEventStore  bool // configure fixture.NopEventStore
+	disableGet     bool // answer GET /mcp with 405
+	requestStreams bool // a request's notifications go to its own POST stream
+}
+
+// newHandler serves the fixture at /mcp on a bare mcp-go Streamable HTTP server.
+func newHandler(o options) http.Handler {
+	hooks := &server.Hooks{}
+	if o.requestStreams {
+		finishHooks(hooks)
+	}
+	opts := append(fixture.ServerOptions(),
+		server.WithPromptCompletionProvider(fixture.Completer{}),
+		server.WithResourceCompletionProvider(fixture.Completer{}),
+		server.WithHooks(hooks),
+		server.WithRecovery())
+	s := server.NewMCPServer("mcpswarm-fixture", "0.0.0", opts...)
+	fixture.Register(s)
+
+	httpOpts := []server.StreamableHTTPOption{server.WithSessionIdleTTL(5 * time.Minute)}
+	if o.requestStreams {
+		httpOpts = append(httpOpts, server.WithHTTPContextFunc(requestSessions(s)))
+	}
+	if o.nopEventStore {
+		httpOpts = append(httpOpts, server.WithEventStore(&fixture.NopEventStore{}))
+	}
+	if o.disableGet {
+		httpOpts = append(httpOpts, server.WithDisableStreaming(true))
+	}
+	var h http.Handler = server.NewStreamableHTTPServer(s, httpOpts...)
+	if o.requestStreams {
+		h = postStreams(h)
+	}
+	return h
 }
