@@ -68,14 +68,15 @@ type Node struct {
 	grpcLn  net.Listener
 	mux     *http.ServeMux
 
-	guard    authz.Guard
-	key      []byte
-	devKey   bool
-	storage  cluster.Storage
-	cluster  *cluster.Cluster
-	sessions *session.Manager
-	swarm    *swarm.Swarm
-	front    *mcp.Server
+	guard     authz.Guard
+	key       []byte
+	devKey    bool
+	storage   cluster.Storage
+	cluster   *cluster.Cluster
+	sessions  *session.Manager
+	snapshots *snapshotStore
+	swarm     *swarm.Swarm
+	front     *mcp.Server
 
 	parts   []component
 	started []component
@@ -245,6 +246,7 @@ func (n *Node) Kill() {
 	}
 	if n.sessions != nil {
 		_ = n.sessions.Close(context.Background())
+		n.snapshots.close()
 	}
 	if n.cluster != nil {
 		n.cluster.Kill()

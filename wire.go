@@ -138,13 +138,14 @@ func advertised(bind, host string) string {
 func (n *Node) leaveCluster(ctx context.Context) error { return n.cluster.Stop(ctx) }
 
 func (n *Node) startSessions(ctx context.Context) error {
+	n.snapshots = newSnapshotStore(n.storage, n.log.With("component", "snapshots"))
 	reg := session.NewRegistry()
 	if err := apps.Register(reg); err != nil {
 		return fmt.Errorf("registering demo apps: %w", err)
 	}
 	mc := session.ManagerConfig{
 		Registry: reg,
-		Store:    snapshotStore{st: n.storage},
+		Store:    n.snapshots,
 		Logger:   n.log.With("component", "session"),
 	}
 	if len(n.cfg.Startable) > 0 {
@@ -155,6 +156,7 @@ func (n *Node) startSessions(ctx context.Context) error {
 	}
 	m, err := session.NewManager(mc)
 	if err != nil {
+		n.snapshots.close()
 		return &FieldError{Flag: "startable", Err: err}
 	}
 	n.sessions = m
@@ -168,10 +170,12 @@ func (n *Node) startSessions(ctx context.Context) error {
 }
 
 func (n *Node) stopSessions(ctx context.Context) error {
-	if n.sessions == nil {
-		return nil
+	var err error
+	if n.sessions != nil {
+		err = n.sessions.Close(ctx)
 	}
-	return n.sessions.Close(ctx)
+	n.snapshots.close()
+	return err
 }
 
 // buildFront creates the swarm view, the MCP front and the gRPC server, and

@@ -96,7 +96,11 @@ func (s *Swarm) Start(ctx context.Context, c authz.Context, app, id string) (mcp
 	}
 	// The Started event publishes too; publishing here as well makes the
 	// session visible in the registry before Start answers.
-	if err := s.publish(info); err != nil {
+	err = s.publishRecord(info)
+	if err == nil {
+		err = s.publishTools(info.ID, info.Principal)
+	}
+	if err != nil {
 		s.log.Warn("publishing new session", "session", info.ID, "err", err)
 	}
 	return mcp.SessionInfo{Info: info, Owner: s.self, Available: true}, nil

@@ -67,6 +67,11 @@ type Swarm struct {
 
 	clientMsgs func(ctx context.Context, conn, kind string, msg []byte) (int, []byte, error)
 
+	pending  map[string]dirty
+	kick     chan struct{}
+	loopDone chan struct{}
+	stopLoop context.CancelFunc
+
 	stopMgr     func()
 	stopMembers func()
 }
@@ -86,6 +91,8 @@ func New(cfg Config) (*Swarm, error) {
 		unavailable: map[string]sessionRecord{},
 		rev:         map[string]map[string]uint64{},
 		watchers:    map[int]func(mcp.Event){},
+		pending:     map[string]dirty{},
+		kick:        make(chan struct{}, 1),
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -111,6 +118,9 @@ func New(cfg Config) (*Swarm, error) {
 // restored from disk whose session did not come back, and then follows
 // local session events.
 func (s *Swarm) StartPublishing(context.Context) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	s.stopLoop, s.loopDone = cancel, make(chan struct{})
+	go s.publishLoop(ctx)
 	s.stopMgr = s.mgr.Subscribe(s.onLocalEvent)
 	s.stopMembers = s.cl.WatchMembers(func(cluster.Member) { s.emit(mcp.Event{Kind: mcp.MembersChanged}) })
 	own := s.cl.Origin()
@@ -127,7 +137,11 @@ func (s *Swarm) StartPublishing(context.Context) error {
 		s.unpublish(id)
 	}
 	for _, info := range s.mgr.List() {
-		if err := s.publish(info); err != nil {
+		err := s.publishRecord(info)
+		if err == nil {
+			err = s.publishTools(info.ID, info.Principal)
+		}
+		if err != nil {
 			return fmt.Errorf("publishing restored session %s: %w", info.ID, err)
 		}
 	}
@@ -143,6 +157,11 @@ func (s *Swarm) StopPublishing() {
 	if s.stopMembers != nil {
 		s.stopMembers()
 	}
+	if s.stopLoop != nil {
+		s.stopLoop()
+		<-s.loopDone
+		s.stopLoop = nil
+	}
 }
 
 // SetClientMessageHandler installs what serves client messages forwarded by
@@ -153,8 +172,8 @@ func (s *Swarm) SetClientMessageHandler(fn func(ctx context.Context, conn, kind 
 	s.mu.Unlock()
 }
 
-// publish writes a local session's record and tool set.
-func (s *Swarm) publish(info session.Info) error {
+// publishRecord writes a local session's record.
+func (s *Swarm) publishRecord(info session.Info) error {
 	rec := sessionRecord{App: info.App, Principal: info.Principal, Created: info.Created, Status: info.Status, Node: s.self}
 	s.mu.Lock()
 	if r := s.rev[info.ID]; len(r) > 0 {
@@ -168,10 +187,7 @@ func (s *Swarm) publish(info session.Info) error {
 	if err != nil {
 		return err
 	}
-	if err := s.sessions.Put(info.ID, b); err != nil {
-		return err
-	}
-	return s.publishTools(info.ID, info.Principal)
+	return s.sessions.Put(info.ID, b)
 }
 
 func (s *Swarm) publishTools(id, principal string) error {
@@ -196,40 +212,6 @@ func (s *Swarm) unpublish(id string) {
 	s.mu.Lock()
 	delete(s.rev, id)
 	s.mu.Unlock()
-}
-
-// onLocalEvent mirrors the local manager's events into the registries and
-// to this node's watchers (with patches, which remote nodes do not get).
-func (s *Swarm) onLocalEvent(ev session.Event) {
-	switch ev.Kind {
-	case session.Started:
-		if info, ok := s.mgr.Get(ev.Session); ok {
-			if err := s.publish(info); err != nil {
-				s.log.Warn("publishing session", "session", ev.Session, "err", err)
-			}
-		}
-	case session.Stopped:
-		s.unpublish(ev.Session)
-	case session.ToolsChanged:
-		if err := s.publishTools(ev.Session, ev.Principal); err != nil && !errors.Is(err, session.ErrNotRunning) {
-			s.log.Warn("publishing tools", "session", ev.Session, "err", err)
-		}
-	case session.ResourceChanged:
-		s.mu.Lock()
-		r := s.rev[ev.Session]
-		if r == nil {
-			r = map[string]uint64{}
-			s.rev[ev.Session] = r
-		}
-		r[ev.Resource]++
-		s.mu.Unlock()
-		if info, ok := s.mgr.Get(ev.Session); ok {
-			if err := s.publish(info); err != nil {
-				s.log.Warn("publishing resource revision", "session", ev.Session, "err", err)
-			}
-		}
-		s.emit(mcp.Event{Kind: mcp.ResourceChanged, Principal: ev.Principal, Session: ev.Session, Resource: ev.Resource, Patch: ev.Patch})
-	}
 }
 
 // SetDraining makes Start refuse new sessions on this node.

@@ -1,0 +1,93 @@
+package swarm
+
+import (
+	"context"
+	"errors"
+
+	"github.com/mcpswarm/mcpswarm/mcp"
+	"github.com/mcpswarm/mcpswarm/session"
+)
+
+// dirty says what of a local session must be written to the registries.
+type dirty struct{ record, tools bool }
+
+// markDirty records that session id needs publishing and wakes the
+// publisher. It never blocks: session events come from the session's own
+// goroutine, which must not wait for a bbolt write or a replication push.
+func (s *Swarm) markDirty(id string, record, tools bool) {
+	s.mu.Lock()
+	d := s.pending[id]
+	d.record = d.record || record
+	d.tools = d.tools || tools
+	s.pending[id] = d
+	s.mu.Unlock()
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// publishLoop writes what markDirty recorded, coalescing bursts: a session
+// that changed ten times since the last round is written once, with its
+// state as it is now.
+func (s *Swarm) publishLoop(ctx context.Context) {
+	defer close(s.loopDone)
+	for {
+		select {
+		case <-ctx.Done():
+			s.flush()
+			return
+		case <-s.kick:
+			s.flush()
+		}
+	}
+}
+
+// flush publishes or unpublishes every dirty session according to whether
+// it still runs here.
+func (s *Swarm) flush() {
+	s.mu.Lock()
+	batch := s.pending
+	s.pending = map[string]dirty{}
+	s.mu.Unlock()
+	for id, d := range batch {
+		info, running := s.mgr.Get(id)
+		if !running {
+			s.unpublish(id)
+			continue
+		}
+		if d.record {
+			if err := s.publishRecord(info); err != nil {
+				s.log.Warn("publishing session", "session", id, "err", err)
+			}
+		}
+		if d.tools {
+			if err := s.publishTools(id, info.Principal); err != nil && !errors.Is(err, session.ErrNotRunning) {
+				s.log.Warn("publishing tools", "session", id, "err", err)
+			}
+		}
+	}
+}
+
+// onLocalEvent mirrors the local manager's events: local watchers hear at
+// once (with patches, which remote nodes do not get); the registries are
+// written by the publisher.
+func (s *Swarm) onLocalEvent(ev session.Event) {
+	switch ev.Kind {
+	case session.Started, session.Stopped:
+		s.markDirty(ev.Session, true, true)
+	case session.ToolsChanged:
+		s.markDirty(ev.Session, false, true)
+	case session.ResourceChanged:
+		s.mu.Lock()
+		r := s.rev[ev.Session]
+		if r == nil {
+			r = map[string]uint64{}
+			s.rev[ev.Session] = r
+		}
+		r[ev.Resource]++
+		s.mu.Unlock()
+		s.markDirty(ev.Session, true, false)
+		s.emit(mcp.Event{Kind: mcp.ResourceChanged, Principal: ev.Principal, Session: ev.Session, Resource: ev.Resource, Patch: ev.Patch})
+	}
+}
