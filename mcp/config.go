@@ -56,8 +56,17 @@ type Config struct {
 	// Extend registers more tools, resources and prompts on the mcp-go
 	// server, e.g. the conformance fixture.
 	Extend func(*server.MCPServer)
+	// Completer answers completion/complete for prompts and resource
+	// templates registered through Extend (the front answers its own).
+	Completer Completer
 	// Version is reported to clients as the server version.
 	Version string
+}
+
+// Completer completes prompt and resource-template arguments.
+type Completer interface {
+	server.PromptCompletionProvider
+	server.ResourceCompletionProvider
 }
 
 // Defaults for Config.

@@ -118,12 +118,33 @@ func (c completer) values(ctx context.Context, arg mcp.CompleteArgument, onlySes
 	return &mcp.Completion{Values: out, Total: total, HasMore: total > len(out)}
 }
 
+func ownPrompt(name string) bool {
+	for _, p := range demoPrompts {
+		if p.name == name {
+			return true
+		}
+	}
+	return false
+}
+
 // CompletePromptArgument completes a prompt argument.
-func (c completer) CompletePromptArgument(ctx context.Context, _ string, arg mcp.CompleteArgument, _ mcp.CompleteContext) (*mcp.Completion, error) {
+func (c completer) CompletePromptArgument(ctx context.Context, prompt string, arg mcp.CompleteArgument, cc mcp.CompleteContext) (*mcp.Completion, error) {
+	if !ownPrompt(prompt) {
+		if c.s.cfg.Completer != nil {
+			return c.s.cfg.Completer.CompletePromptArgument(ctx, prompt, arg, cc)
+		}
+		return &mcp.Completion{Values: []string{}}, nil
+	}
 	return c.values(ctx, arg, ""), nil
 }
 
 // CompleteResourceArgument completes a resource template argument.
-func (c completer) CompleteResourceArgument(ctx context.Context, _ string, arg mcp.CompleteArgument, cc mcp.CompleteContext) (*mcp.Completion, error) {
+func (c completer) CompleteResourceArgument(ctx context.Context, uri string, arg mcp.CompleteArgument, cc mcp.CompleteContext) (*mcp.Completion, error) {
+	if !strings.HasPrefix(uri, "swarm://") {
+		if c.s.cfg.Completer != nil {
+			return c.s.cfg.Completer.CompleteResourceArgument(ctx, uri, arg, cc)
+		}
+		return &mcp.Completion{Values: []string{}}, nil
+	}
 	return c.values(ctx, arg, cc.Arguments["id"]), nil
 }
