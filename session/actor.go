@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/sony/gobreaker/v2"
@@ -128,8 +129,10 @@ func (a *actor) commit(r rendered) []Event {
 			prev = []byte("null")
 		}
 		ev := Event{Kind: ResourceChanged, Session: a.info.ID, Principal: a.info.Principal, Resource: name}
-		if ops, err := jsonpatch.CreatePatch(prev, cur); err == nil {
-			ev.Patch, _ = json.Marshal(ops)
+		if strings.HasPrefix(name, "model/") { // widgets and context change with every render: no patch
+			if ops, err := jsonpatch.CreatePatch(prev, cur); err == nil {
+				ev.Patch, _ = json.Marshal(ops)
+			}
 		}
 		evs = append(evs, ev)
 	}

@@ -110,6 +110,31 @@ func BenchmarkWriteThroughActor(b *testing.B) {
 	}
 }
 
+// BenchmarkWriteSubscribed is BenchmarkWriteThroughActor with an event
+// subscriber, as the mcp front always has: change detection and JSON Patch
+// for the projections run on every write.
+func BenchmarkWriteSubscribed(b *testing.B) {
+	m := newBenchManager(b, func(c *session.ManagerConfig) { c.Store = session.NewMemoryStore() })
+	var events int
+	var mu sync.Mutex
+	defer m.Subscribe(func(session.Event) { mu.Lock(); events++; mu.Unlock() })()
+	ctx := context.Background()
+	if _, err := m.Start(ctx, "c", "counter", "p"); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	defer cpuMeter(b)()
+	for b.Loop() {
+		res, err := m.Call(ctx, "c", "c.inc.click", nil)
+		if err != nil || res.IsError {
+			b.Fatal(err, res)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	b.ReportMetric(float64(events)/float64(b.N), "events/op")
+}
+
 // BenchmarkIdleCounterSession measures heap plus goroutine stack per idle
 // counter session, over 1,000 sessions.
 func BenchmarkIdleCounterSession(b *testing.B) {

@@ -20,8 +20,8 @@ type EventKind int
 const (
 	// ToolsChanged: the session's sticky tool set or a tool's definition changed.
 	ToolsChanged EventKind = iota
-	// ResourceChanged: the named resource of the session changed; Patch
-	// holds the RFC 6902 patch from its previous content.
+	// ResourceChanged: the named resource of the session changed; for a
+	// model/<key> projection Patch holds the RFC 6902 patch.
 	ResourceChanged
 	// Started: the session started (or was restored).
 	Started
@@ -51,6 +51,8 @@ type Event struct {
 	Principal string
 	// Resource is "widgets", "context" or "model/<key>" (ResourceChanged).
 	Resource string
-	// Patch is an RFC 6902 JSON Patch (ResourceChanged).
+	// Patch is the RFC 6902 JSON Patch from the resource's previous content
+	// (ResourceChanged for model/<key>; nil for widgets and context, which
+	// clients re-read).
 	Patch json.RawMessage
 }
