@@ -305,3 +305,48 @@ func TestModernAnonymousInDevOwnsAsAnonymous(t *testing.T) {
 		t.Error("dev anonymous does not see its tools")
 	}
 }
+
+func TestModernListenStreams(t *testing.T) {
+	e := newEnv(t, func(c *Config, _ *session.Registry) { c.Guard = tokenGuard(t) })
+	alice, an := e.connect(t, clientOpts{modern: true, headers: bearer("alice-token")})
+	carol, cn := e.connect(t, clientOpts{modern: true, headers: bearer("carol-token")})
+	if r := callTool(t, alice, "swarm_start", map[string]any{"app": "counter", "id": "ml"}); r.IsError {
+		t.Fatal(text(r))
+	}
+	ctx := context.Background()
+	const ack = "notifications/subscriptions/acknowledged"
+	stopA, err := alice.ListenAsync(ctx, mcp.SubscriptionFilter{ToolsListChanged: true,
+		ResourceSubscriptions: []string{SessionURI("ml", "model/count")}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stopA()
+	stopC, err := carol.ListenAsync(ctx, mcp.SubscriptionFilter{ToolsListChanged: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stopC()
+	an.waitFor(t, ack, 1)
+	cn.waitFor(t, ack, 1)
+	// The click updates the projection and enables reset (a new tool).
+	callTool(t, alice, "ml.inc.click", nil)
+	an.waitFor(t, "notifications/resources/updated", 1)
+	an.waitFor(t, "notifications/tools/list_changed", 1)
+	callTool(t, alice, "swarm_start", map[string]any{"app": "counter", "id": "m2"})
+	an.waitFor(t, "notifications/tools/list_changed", 2)
+	callTool(t, carol, "swarm_start", map[string]any{"app": "counter", "id": "m3"})
+	cn.waitFor(t, "notifications/tools/list_changed", 1)
+	if got := an.count("notifications/tools/list_changed"); got != 2 {
+		t.Errorf("alice saw %d list_changed, want 2", got)
+	}
+	if got := cn.count("notifications/tools/list_changed"); got != 1 {
+		t.Errorf("carol saw %d list_changed", got)
+	}
+	if got := cn.count("notifications/resources/updated"); got != 0 {
+		t.Errorf("carol saw alice's resource updates")
+	}
+	// Listening to another principal's resource is refused.
+	if err := carol.Listen(ctx, mcp.SubscriptionFilter{ResourceSubscriptions: []string{SessionURI("ml", "widgets")}}); err == nil {
+		t.Error("carol listened to alice's resource")
+	}
+}

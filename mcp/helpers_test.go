@@ -150,7 +150,7 @@ type clientOpts struct {
 // unless o.modern.
 func (e *testEnv) connect(t testing.TB, o clientOpts) (*client.Client, *notes) {
 	t.Helper()
-	var topts []transport.StreamableHTTPCOption
+	topts := []transport.StreamableHTTPCOption{transport.WithHTTPLogger(quietLogger())}
 	if o.headers != nil {
 		topts = append(topts, transport.WithHTTPHeaders(o.headers))
 	}

@@ -3,6 +3,8 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -17,6 +19,9 @@ type conn struct {
 	principal authz.Principal
 	session   server.ClientSession // nil until registered here
 	subs      map[string]bool
+	// listen marks a 2026-07-28 subscriptions/listen stream: what it gets
+	// is its session's subscription filter, not subs.
+	listen bool
 }
 
 // connTable tracks this node's registered connections and their resource
@@ -36,6 +41,12 @@ func (t *connTable) add(id string, p authz.Principal, cs server.ClientSession) {
 		return
 	}
 	t.conns[id] = &conn{principal: p, session: cs, subs: make(map[string]bool)}
+}
+
+func (t *connTable) addListen(key string, p authz.Principal, cs server.ClientSession) {
+	t.mu.Lock()
+	t.conns[key] = &conn{principal: p, session: cs, listen: true}
+	t.mu.Unlock()
 }
 
 func (t *connTable) remove(id string) {
@@ -61,21 +72,65 @@ func (t *connTable) subscribe(id string, p authz.Principal, uri string, on bool)
 	}
 }
 
-// match returns the connections whose principal passes keep and, when uri
-// is not "", that subscribed to uri.
-func (t *connTable) match(uri string, keep func(authz.Principal) bool) []server.ClientSession {
+// match returns the sessions to send method (about uri, for
+// resources/updated) whose principal passes keep: legacy connections that
+// subscribed to uri (or any, for list changes), and 2026-07-28 listen
+// streams whose filter opted in.
+func (t *connTable) match(method, uri string, keep func(authz.Principal) bool) []server.ClientSession {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var out []server.ClientSession
 	for _, c := range t.conns {
-		if c.session == nil || (uri != "" && !c.subs[uri]) {
+		if c.session == nil || !keep(c.principal) {
 			continue
 		}
-		if keep(c.principal) {
+		if c.listen {
+			if listenWants(c.session, method, uri) {
+				out = append(out, c.session)
+			}
+			continue
+		}
+		if uri == "" || c.subs[uri] {
 			out = append(out, c.session)
 		}
 	}
 	return out
+}
+
+func listenWants(cs server.ClientSession, method, uri string) bool {
+	fs, ok := cs.(server.SessionWithSubscriptionFilter)
+	if !ok {
+		return false
+	}
+	f, active := fs.SubscriptionFilter()
+	if !active {
+		return false
+	}
+	switch method {
+	case string(mcp.MethodNotificationToolsListChanged):
+		return f.ToolsListChanged
+	case string(mcp.MethodNotificationResourcesListChanged):
+		return f.ResourcesListChanged
+	case string(mcp.MethodNotificationResourceUpdated):
+		return slices.Contains(f.ResourceSubscriptions, uri)
+	}
+	return false
+}
+
+// beforeListen tracks a 2026-07-28 subscriptions/listen stream of an
+// authenticated principal for as long as its request lasts.
+func (s *Server) beforeListen(ctx context.Context, _ any, _ *mcp.SubscriptionsListenRequest) {
+	c := s.authzContext(ctx)
+	cs := server.ClientSessionFromContext(ctx)
+	if c.Principal.Subject == "" || cs == nil {
+		return
+	}
+	key := fmt.Sprintf("listen:%p", cs)
+	s.conns.addListen(key, c.Principal, cs)
+	go func() {
+		<-ctx.Done()
+		s.conns.remove(key)
+	}()
 }
 
 // Subscriptions returns the resource URIs connection id subscribed to on
@@ -127,8 +182,9 @@ func (s *Server) afterUnsubscribe(ctx context.Context, _ any, req *mcp.Unsubscri
 func (s *Server) onEvent(ev Event) {
 	switch ev.Kind {
 	case ToolsChanged:
-		for _, cs := range s.conns.match("", func(p authz.Principal) bool { return p.Subject == ev.Principal }) {
-			s.notify(cs, string(mcp.MethodNotificationToolsListChanged), nil)
+		m := string(mcp.MethodNotificationToolsListChanged)
+		for _, cs := range s.conns.match(m, "", func(p authz.Principal) bool { return p.Subject == ev.Principal }) {
+			s.notify(cs, m, nil)
 		}
 	case ResourceChanged:
 		uri := SessionURI(ev.Session, ev.Resource)
@@ -142,22 +198,23 @@ func (s *Server) onEvent(ev Event) {
 		if len(ev.Patch) > 0 {
 			meta = map[string]any{MetaPatch: json.RawMessage(ev.Patch)}
 		}
-		for _, cs := range s.conns.match(uri, func(p authz.Principal) bool { return authz.Owns(p, owner) }) {
+		for _, cs := range s.conns.match(string(mcp.MethodNotificationResourceUpdated), uri, func(p authz.Principal) bool { return authz.Owns(p, owner) }) {
 			s.notifyMeta(cs, string(mcp.MethodNotificationResourceUpdated), map[string]any{"uri": uri}, meta)
 		}
 	case SessionsChanged:
 		all := func(authz.Principal) bool { return true }
 		for _, uri := range []string{URISessions, URIMe} {
-			for _, cs := range s.conns.match(uri, all) {
+			for _, cs := range s.conns.match(string(mcp.MethodNotificationResourceUpdated), uri, all) {
 				s.notify(cs, string(mcp.MethodNotificationResourceUpdated), map[string]any{"uri": uri})
 			}
 		}
 		// The set of concrete session resources changed too.
-		for _, cs := range s.conns.match("", func(p authz.Principal) bool { return authz.Owns(p, ev.Principal) }) {
-			s.notify(cs, string(mcp.MethodNotificationResourcesListChanged), nil)
+		m := string(mcp.MethodNotificationResourcesListChanged)
+		for _, cs := range s.conns.match(m, "", func(p authz.Principal) bool { return authz.Owns(p, ev.Principal) }) {
+			s.notify(cs, m, nil)
 		}
 	case MembersChanged:
-		for _, cs := range s.conns.match(URIMembers, func(authz.Principal) bool { return true }) {
+		for _, cs := range s.conns.match(string(mcp.MethodNotificationResourceUpdated), URIMembers, func(authz.Principal) bool { return true }) {
 			s.notify(cs, string(mcp.MethodNotificationResourceUpdated), map[string]any{"uri": URIMembers})
 		}
 	}

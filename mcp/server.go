@@ -67,6 +67,7 @@ func New(cfg Config) (*Server, error) {
 	hooks.AddOnUnregisterSession(s.onUnregister)
 	hooks.AddAfterSubscribe(s.afterSubscribe)
 	hooks.AddAfterUnsubscribe(s.afterUnsubscribe)
+	hooks.AddBeforeSubscriptionsListen(s.beforeListen)
 
 	s.mcp = server.NewMCPServer("mcpswarm", cfg.Version,
 		server.WithToolCapabilities(true),
@@ -255,6 +256,14 @@ func (s *Server) beforeRequest(ctx context.Context, _ any, message any) error {
 		_ = json.Unmarshal(head.Params, &p)
 		if err := s.checkResourceAccess(c, p.URI); err != nil {
 			return err
+		}
+	case string(mcp.MethodSubscriptionsListen):
+		var p mcp.SubscriptionsListenParams
+		_ = json.Unmarshal(head.Params, &p)
+		for _, uri := range p.Notifications.ResourceSubscriptions {
+			if err := s.checkResourceAccess(c, uri); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
