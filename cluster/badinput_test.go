@@ -104,6 +104,18 @@ func TestIgnoresDeltaForUnknownOrigin(t *testing.T) {
 	if _, err := st.Recv(); status.Code(err) != codes.PermissionDenied {
 		t.Errorf("sender mismatch: %v, want PermissionDenied", err)
 	}
+	// A stream whose first message does not name its sender.
+	st3, err := cl.Replicate(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st3.Send(&peerv1.ReplicateRequest{Deltas: []*peerv1.Delta{{
+		Registry: "tools", Origin: "mallory@1", From: 0, To: 1, Puts: []*peerv1.Put{{Key: "anon", Value: []byte("v"), Seq: 1}}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st3.Recv(); status.Code(err) != codes.PermissionDenied {
+		t.Errorf("anonymous first batch: %v, want PermissionDenied", err)
+	}
 	// Data for this node's own origin, and a malformed delta.
 	st2, err := cl.Replicate(context.Background())
 	if err != nil {

@@ -199,9 +199,9 @@ func (r *replicator) batches(pend []pendingWrite) []*batch {
 	if len(cur.deltas) > 0 {
 		out = append(out, cur)
 	}
-	sender := r.c.origin.String()
 	for _, b := range out {
-		b.req = &peerv1.ReplicateRequest{Sender: sender, Deltas: b.deltas}
+		// The stream's first message (a position) names the sender.
+		b.req = &peerv1.ReplicateRequest{Deltas: b.deltas}
 		b.size = proto.Size(b.req)
 		b.count = len(b.deltas)
 		b.deltas = nil

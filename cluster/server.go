@@ -71,6 +71,7 @@ func (s *peerServer) Replicate(stream grpc.BidiStreamingServer[peerv1.ReplicateR
 			}
 		}
 	}()
+	var sender crdt.Origin // from the first message
 	idle := s.c.cfg.StreamIdle
 	timer := time.NewTimer(idle)
 	defer timer.Stop()
@@ -92,7 +93,7 @@ func (s *peerServer) Replicate(stream grpc.BidiStreamingServer[peerv1.ReplicateR
 				return m.err
 			}
 			timer.Reset(idle)
-			resp, err := s.handleBatch(caller, m.req)
+			resp, err := s.handleBatch(caller, &sender, m.req)
 			if err != nil {
 				return err
 			}
@@ -103,10 +104,21 @@ func (s *peerServer) Replicate(stream grpc.BidiStreamingServer[peerv1.ReplicateR
 	}
 }
 
-func (s *peerServer) handleBatch(caller string, req *peerv1.ReplicateRequest) (*peerv1.ReplicateResponse, error) {
-	sender, err := s.senderOrigin(caller, req.GetSender())
-	if err != nil {
-		return nil, err
+// handleBatch applies one pushed batch. The first message of a stream names
+// the sender; later ones may leave it empty (it costs ~30 bytes a batch) or
+// must repeat it.
+func (s *peerServer) handleBatch(caller string, streamSender *crdt.Origin, req *peerv1.ReplicateRequest) (*peerv1.ReplicateResponse, error) {
+	sender := *streamSender
+	if req.GetSender() != "" || sender.IsZero() {
+		o, err := s.senderOrigin(caller, req.GetSender())
+		if err != nil {
+			return nil, err
+		}
+		if !sender.IsZero() && o != sender {
+			s.c.repl.reject("sender mismatch", caller, errors.New("sender changed within a stream"))
+			return nil, status.Error(codes.PermissionDenied, "sender changed within a stream")
+		}
+		sender, *streamSender = o, o
 	}
 	s.c.metrics.bytesRecv.Add(float64(proto.Size(req)))
 	gaps := map[string][]crdt.Version{}
