@@ -189,7 +189,13 @@ func (a *actor) run() {
 	}
 }
 
-func (a *actor) handle(r *request) reply {
+func (a *actor) handle(r *request) (rep reply) {
+	defer func() {
+		if p := recover(); p != nil { // a custom widget's Actions or Perform
+			a.mgr.log.Error("widget panicked", "session", a.info.ID, "tool", r.tool, "panic", fmt.Sprint(p))
+			rep = reply{res: errorResult(fmt.Errorf("%s: widget panicked: %v", r.tool, p)), fault: true}
+		}
+	}()
 	if err := r.ctx.Err(); err != nil {
 		return reply{res: errorResult(fmt.Errorf("call abandoned before it ran: %w", err))}
 	}
@@ -210,7 +216,7 @@ func (a *actor) handle(r *request) reply {
 	if !t.Sensitive {
 		return reply{res: valueResult(out.Value)}
 	}
-	rep := a.apply(r.ctx, out.Msg, t.Action)
+	rep = a.apply(r.ctx, out.Msg, t.Action)
 	if !rep.res.IsError {
 		rep.res.Text = fmt.Sprintf("%s applied to widget `%s`", t.Action, t.Widget)
 	}

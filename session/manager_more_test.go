@@ -188,3 +188,39 @@ func TestToolLimit(t *testing.T) {
 		t.Errorf("tool limit logged %d times:\n%s", n, f.logs.String())
 	}
 }
+
+// fragile is a custom widget that panics when performing or rendering.
+type fragile struct{}
+
+func (fragile) Kind() string      { return "fragile" }
+func (fragile) WidgetID() string  { return "f" }
+func (fragile) Actions() []Action { return []Action{{Name: "poke", Write: true}} }
+func (fragile) Perform(string, map[string]any) (Outcome, error) {
+	panic("perform exploded")
+}
+func (fragile) Render(int) []string { panic("render exploded") }
+
+type fragileApp struct{ miniCounter }
+
+func (fragileApp) View(Model) Node {
+	return Column{Items: []Node{fragile{}, Button{ID: "inc", OnClick: "inc"}}}
+}
+
+func TestPanickingCustomWidget(t *testing.T) {
+	f := newFixture(t, func(c *ManagerConfig) {
+		_ = c.Registry.Register("fragile", "", func() App { return fragileApp{} })
+		c.Startable = []string{"fragile"}
+	})
+	if _, err := f.m.Start(f.ctx, "s", "fragile", "a"); err != nil {
+		t.Fatal(err)
+	}
+	if res := f.call("s", "f.poke", nil); !res.IsError || !strings.Contains(res.Text, "perform exploded") {
+		t.Errorf("poke: %+v", res)
+	}
+	if _, err := f.m.Screenshot("s", 10, 2); err == nil || !strings.Contains(err.Error(), "render exploded") {
+		t.Errorf("screenshot: %v", err)
+	}
+	if res := f.call("s", "inc.click", nil); res.IsError {
+		t.Errorf("the session did not survive: %s", res.Text)
+	}
+}

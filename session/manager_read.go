@@ -8,7 +8,7 @@ import (
 
 // Screenshot renders the session's current view as text on a width×height
 // grid (zero for the default 100×30).
-func (m *Manager) Screenshot(id string, width, height int) (string, error) {
+func (m *Manager) Screenshot(id string, width, height int) (shot string, err error) {
 	a, err := m.running(id)
 	if err != nil {
 		return "", fmt.Errorf("taking screenshot: %w", err)
@@ -16,6 +16,11 @@ func (m *Manager) Screenshot(id string, width, height int) (string, error) {
 	a.mu.RLock()
 	view := a.view
 	a.mu.RUnlock()
+	defer func() {
+		if p := recover(); p != nil { // a custom widget's Render
+			shot, err = "", fmt.Errorf("taking screenshot of %s: widget panicked: %v", id, p)
+		}
+	}()
 	return Screenshot(view, width, height), nil
 }
 
