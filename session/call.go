@@ -32,8 +32,8 @@ func (e *WidgetError) Is(target error) bool { return target == ErrWidget }
 
 // walkUntil visits n and its descendants depth-first until visit returns
 // true; it reports whether it stopped early.
-func walkUntil(n Node, visit func(Node) bool) bool {
-	if n == nil {
+func walkUntil(n Node, depth int, visit func(Node) bool) bool {
+	if n == nil || depth >= MaxViewDepth {
 		return false
 	}
 	if visit(n) {
@@ -41,7 +41,7 @@ func walkUntil(n Node, visit func(Node) bool) bool {
 	}
 	if c, ok := n.(Container); ok {
 		for _, ch := range c.Children() {
-			if walkUntil(ch, visit) {
+			if walkUntil(ch, depth+1, visit) {
 				return true
 			}
 		}
@@ -59,7 +59,7 @@ func Locate(view Node, t Tool) (ToolProvider, error) {
 		otherKind string
 		noAction  bool
 	)
-	walkUntil(view, func(n Node) bool {
+	walkUntil(view, 0, func(n Node) bool {
 		if n.WidgetID() != t.Widget {
 			return false
 		}

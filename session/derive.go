@@ -62,9 +62,9 @@ func Derive(session string, view Node) Derivation {
 		return d
 	}
 	seen := map[string]bool{}
-	walk(view, func(n Node) {
-		deriveNode(session, n, seen, &d)
-	})
+	if walk(view, 0, func(n Node) { deriveNode(session, n, seen, &d) }) {
+		d.Warnings = append(d.Warnings, Warning{Reason: fmt.Sprintf("view nests deeper than %d levels; deeper widgets derive no tools", MaxViewDepth)})
+	}
 	return d
 }
 
@@ -84,18 +84,29 @@ func Merge(a, b []Tool) []Tool {
 	return out
 }
 
-// walk visits n and its descendants depth-first, in order. Nil nodes are
-// skipped.
-func walk(n Node, visit func(Node)) {
+// MaxViewDepth is how deeply a view may nest; deeper nodes are ignored by
+// derivation, calls, resources and screenshots (a container that contains
+// itself would otherwise recurse until the stack overflows).
+const MaxViewDepth = 256
+
+// walk visits n and its descendants depth-first, in order, skipping nil
+// nodes; it reports whether it cut off nodes deeper than MaxViewDepth.
+func walk(n Node, depth int, visit func(Node)) (truncated bool) {
 	if n == nil {
-		return
+		return false
+	}
+	if depth >= MaxViewDepth {
+		return true
 	}
 	visit(n)
 	if c, ok := n.(Container); ok {
 		for _, ch := range c.Children() {
-			walk(ch, visit)
+			if walk(ch, depth+1, visit) {
+				truncated = true
+			}
 		}
 	}
+	return truncated
 }
 
 func deriveNode(session string, n Node, seen map[string]bool, d *Derivation) {

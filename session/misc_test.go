@@ -123,3 +123,24 @@ func TestEventKindString(t *testing.T) {
 		}
 	}
 }
+
+// loop is a container that contains itself.
+type loop struct{}
+
+func (loop) Kind() string     { return "loop" }
+func (loop) WidgetID() string { return "l" }
+func (loop) Children() []Node { return []Node{loop{}, Button{ID: "b", OnClick: 1}} }
+
+func TestSelfContainingViewIsCutOff(t *testing.T) {
+	d := Derive("s", loop{})
+	if len(d.Tools) != 1 || len(d.Warnings) != 1 || !strings.Contains(d.Warnings[0].Reason, "deeper than") {
+		t.Errorf("derive: %v / %v", names(d.Tools), d.Warnings)
+	}
+	if _, err := Locate(loop{}, Tool{Widget: "zz", Kind: "button", Action: "click"}); !errors.Is(err, ErrWidget) {
+		t.Errorf("locate: %v", err)
+	}
+	if _, err := json.Marshal(WidgetTree(loop{})); err != nil {
+		t.Error(err)
+	}
+	_ = Screenshot(loop{}, 10, 3)
+}

@@ -18,8 +18,10 @@ const (
 // WidgetTree describes view for the widgets resource: each node's kind, id,
 // offered actions, state (from Describer, which never includes masked
 // values) and children.
-func WidgetTree(view Node) map[string]any {
-	if view == nil {
+func WidgetTree(view Node) map[string]any { return widgetTree(view, 0) }
+
+func widgetTree(view Node, depth int) map[string]any {
+	if view == nil || depth >= MaxViewDepth {
 		return nil
 	}
 	m := map[string]any{"kind": Sanitize(view.Kind())}
@@ -41,8 +43,8 @@ func WidgetTree(view Node) map[string]any {
 	if c, ok := view.(Container); ok {
 		kids := make([]map[string]any, 0, len(c.Children()))
 		for _, ch := range c.Children() {
-			if ch != nil {
-				kids = append(kids, WidgetTree(ch))
+			if k := widgetTree(ch, depth+1); k != nil {
+				kids = append(kids, k)
 			}
 		}
 		m["children"] = kids

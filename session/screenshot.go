@@ -29,7 +29,7 @@ func Screenshot(view Node, width, height int) string {
 		height = ScreenHeight
 	}
 	width, height = min(width, 1000), min(height, 1000)
-	lines := draw(view, width)
+	lines := draw(view, width, 0)
 	var b strings.Builder
 	for i := range height {
 		l := ""
@@ -44,25 +44,26 @@ func Screenshot(view Node, width, height int) string {
 	return b.String()
 }
 
-func draw(n Node, w int) []string {
-	if n == nil || w <= 0 {
+func draw(n Node, w, depth int) []string {
+	if n == nil || w <= 0 || depth >= MaxViewDepth {
 		return nil
 	}
+	depth++
 	switch x := n.(type) {
 	case Renderer:
 		return clip(x.Render(w), w)
 	case Column:
-		return drawStack(x.Items, w)
+		return drawStack(x.Items, w, depth)
 	case Row:
-		return drawRow(x.Items, w)
+		return drawRow(x.Items, w, depth)
 	case Box:
-		return drawBox(x.Title, drawStack(x.Items, w-2), w)
+		return drawBox(x.Title, drawStack(x.Items, w-2, depth), w)
 	case Modal:
-		body := append(clip(splitLines(x.Body), w-2), drawStack(x.Content, w-2)...)
+		body := append(clip(splitLines(x.Body), w-2), drawStack(x.Content, w-2, depth)...)
 		body = append(body, "[ OK ] [ Cancel ]")
 		return drawBox(x.Title, body, w)
 	case Viewport:
-		all := drawStack(x.Content, w)
+		all := drawStack(x.Content, w, depth)
 		start := min(max(x.Offset, 0), len(all))
 		end := len(all)
 		if x.Height > 0 {
@@ -135,15 +136,15 @@ func leaf(n Node, w int) []string {
 	return []string{"<" + n.Kind() + ">"}
 }
 
-func drawStack(items []Node, w int) []string {
+func drawStack(items []Node, w, depth int) []string {
 	var out []string
 	for _, it := range items {
-		out = append(out, draw(it, w)...)
+		out = append(out, draw(it, w, depth)...)
 	}
 	return out
 }
 
-func drawRow(items []Node, w int) []string {
+func drawRow(items []Node, w, depth int) []string {
 	if len(items) == 0 {
 		return nil
 	}
@@ -151,7 +152,7 @@ func drawRow(items []Node, w int) []string {
 	cols := make([][]string, len(items))
 	h := 0
 	for i, it := range items {
-		cols[i] = draw(it, cw)
+		cols[i] = draw(it, cw, depth)
 		h = max(h, len(cols[i]))
 	}
 	out := make([]string, h)
