@@ -339,9 +339,9 @@ func (m *Manager) Call(ctx context.Context, id, tool string, args map[string]any
 	}
 	res, fault, err := m.send(ctx, a, &request{ctx: ctx, tool: tool, args: args})
 	switch {
-	case fault:
+	case fault: // the update failed, panicked or timed out
 		done(errFault)
-	case err != nil:
+	case err != nil || res.IsError: // busy, cancelled, widget gone, bad arguments: neither fault nor success
 		done(errNotCounted)
 	default:
 		done(nil)

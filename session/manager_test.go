@@ -173,11 +173,19 @@ func TestCircuitBreaker(t *testing.T) {
 	if res := f.call("s", "victim.click", nil); res.IsError {
 		t.Fatalf("widget errors opened the breaker: %s", res.Text)
 	}
-	for range 5 {
-		if res := f.call("s", "fail.click", nil); !res.IsError {
-			t.Fatal("fail succeeded")
+	fail := func(n int) {
+		for range n {
+			if res := f.call("s", "fail.click", nil); !res.IsError {
+				t.Fatal("fail succeeded")
+			}
 		}
 	}
+	fail(2)
+	// The widget gone in between neither counts nor resets the run of faults.
+	f.call("s", "hide.click", nil)
+	fail(3)
+	f.call("s", "hide.click", nil)
+	fail(3)
 	if _, err := f.m.Call(f.ctx, "s", "s.fail.click", nil); !errors.Is(err, ErrCircuitOpen) {
 		t.Fatalf("after 5 faults: %v", err)
 	}

@@ -69,7 +69,6 @@ func (p *probe) View(m Model) Node {
 	items := []Node{
 		Text{ID: "count", Text: "count " + strconv.Itoa(pm.Count)},
 		Button{ID: "inc", Label: "+", OnClick: "inc"},
-		Button{ID: "fail", OnClick: "fail"},
 		Button{ID: "panic", OnClick: "panic"},
 		Button{ID: "block", OnClick: "block"},
 		Button{ID: "modal", OnClick: "modal"},
@@ -81,7 +80,7 @@ func (p *probe) View(m Model) Node {
 		TextInput{ID: "masked", Mask: '#', Value: pm.Secret},
 	}
 	if !pm.Hide {
-		items = append(items, Button{ID: "victim", OnClick: "inc"})
+		items = append(items, Button{ID: "victim", OnClick: "inc"}, Button{ID: "fail", OnClick: "fail"})
 	}
 	if pm.Swap {
 		items = append(items, Checkbox{ID: "thing"})
