@@ -56,6 +56,7 @@ type actor struct {
 	view      Node
 	tools     *sticky
 	resources map[string]json.RawMessage
+	focus     string // the widget the last successful write went to
 
 	bmu      sync.Mutex
 	breakers map[string]*gobreaker.TwoStepCircuitBreaker[struct{}]
@@ -200,7 +201,7 @@ func (a *actor) handle(r *request) (rep reply) {
 		return reply{res: errorResult(fmt.Errorf("call abandoned before it ran: %w", err))}
 	}
 	if r.key != nil {
-		return a.apply(r.ctx, KeyPress{Key: *r.key}, "key")
+		return a.apply(r.ctx, KeyPress{Key: *r.key, Focus: a.focus}, "key")
 	}
 	t, ok := a.tools.get(r.tool) // only this goroutine writes tools
 	if !ok {
@@ -219,6 +220,9 @@ func (a *actor) handle(r *request) (rep reply) {
 	rep = a.apply(r.ctx, out.Msg, t.Action)
 	if !rep.res.IsError {
 		rep.res.Text = fmt.Sprintf("%s applied to widget `%s`", t.Action, t.Widget)
+		a.mu.Lock()
+		a.focus = t.Widget
+		a.mu.Unlock()
 	}
 	return rep
 }

@@ -352,7 +352,8 @@ func (m *Manager) Call(ctx context.Context, id, tool string, args map[string]any
 	return res, nil
 }
 
-// SendKey delivers k to the session's Update as a KeyPress message.
+// SendKey delivers k to the session's Update as a KeyPress message, with
+// the focused widget (see Focus).
 func (m *Manager) SendKey(ctx context.Context, id string, k Key) (Result, error) {
 	a, err := m.running(id)
 	if err != nil {

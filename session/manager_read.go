@@ -52,3 +52,16 @@ func (m *Manager) ReadResource(id, name string) (json.RawMessage, error) {
 	}
 	return slices.Clone(b), nil
 }
+
+// Focus returns the id of the widget the session's last successful write
+// action went to ("" before any): the widget SendKey reports in KeyPress and
+// a natural FocusedID for FocusLens.
+func (m *Manager) Focus(id string) (string, error) {
+	a, err := m.running(id)
+	if err != nil {
+		return "", fmt.Errorf("reading focus: %w", err)
+	}
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	return a.focus, nil
+}

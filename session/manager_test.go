@@ -354,6 +354,17 @@ func TestSendKey(t *testing.T) {
 	if got := f.count("s"); got != 5 {
 		t.Errorf("count = %d, want 5", got)
 	}
+	f.call("s", "pw.type_into", map[string]any{"text": "x"})
+	f.call("s", "victim.get_value", nil) // reads do not move the focus
+	if focus, err := f.m.Focus("s"); err != nil || focus != "pw" {
+		t.Errorf("focus %q %v", focus, err)
+	}
+	if _, err := f.m.SendKey(f.ctx, "s", Key{Key: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := f.m.Model("s"); !strings.Contains(string(b), `"last_focus":"pw"`) {
+		t.Errorf("KeyPress.Focus not delivered: %s", b)
+	}
 }
 
 func TestSnapshotsAndRestore(t *testing.T) {

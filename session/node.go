@@ -131,8 +131,13 @@ type (
 	Play struct{ Widget string }
 	// Pause asks a scrubber to pause.
 	Pause struct{ Widget string }
-	// KeyPress delivers a key sent with Manager.SendKey.
-	KeyPress struct{ Key Key }
+	// KeyPress delivers a key sent with Manager.SendKey. Focus is the id of
+	// the widget the session's last write action went to ("" before any),
+	// so an app can route keys to it.
+	KeyPress struct {
+		Key   Key
+		Focus string
+	}
 )
 
 // schema helpers, used by the built-in widgets.

@@ -19,6 +19,7 @@ type probeModel struct {
 	Hide      bool   `json:"hide"`
 	Secret    string `json:"secret"`
 	BadWidget bool   `json:"bad_widget"`
+	LastFocus string `json:"last_focus,omitempty"`
 }
 
 // probe is an app whose messages exercise the runtime: "block" waits on
@@ -60,6 +61,7 @@ func (p *probe) Update(m Model, msg Msg) (Model, error) {
 		pm.ShowModal = false
 	case KeyPress:
 		pm.Count += len(msg.Key.Key)
+		pm.LastFocus = msg.Focus
 	}
 	return pm, nil
 }
