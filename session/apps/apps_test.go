@@ -152,7 +152,7 @@ func TestTodoEndToEnd(t *testing.T) {
 	if msg := h.callErr("add.click", nil); !strings.Contains(msg, "`add`") {
 		t.Errorf("add with an empty draft: %q", msg)
 	}
-	if shot := h.screen(); !strings.Contains(shot, "[x] ship") || !strings.Contains(shot, "1 items left") {
+	if shot := h.screen(); !strings.Contains(shot, "[x] ship") || !strings.Contains(shot, "1 item left") {
 		t.Errorf("screenshot:\n%s", shot)
 	}
 }

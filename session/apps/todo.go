@@ -136,8 +136,15 @@ func (Todo) View(m session.Model) session.Node {
 		}
 	}
 	items = append(items, session.StatusBar{ID: "summary", Items: []string{
-		fmt.Sprintf("%d items left", left), "filter: " + todoFilters()[t.Filter%3]}})
+		itemsLeft(left), "filter: " + todoFilters()[t.Filter%3]}})
 	return session.Column{Items: items}
+}
+
+func itemsLeft(n int) string {
+	if n == 1 {
+		return "1 item left"
+	}
+	return fmt.Sprintf("%d items left", n)
 }
 
 // Resources implements session.ResourceProvider.
