@@ -56,7 +56,8 @@ type actor struct {
 	view      Node
 	tools     *sticky
 	resources map[string]json.RawMessage
-	focus     string // the widget the last successful write went to
+	focus     string          // the widget the last successful write went to
+	infoDoc   json.RawMessage // the session part of the context resource
 
 	bmu      sync.Mutex
 	breakers map[string]*gobreaker.TwoStepCircuitBreaker[struct{}]
@@ -103,12 +104,10 @@ func (a *actor) commit(r rendered) []Event {
 		a.warnOnce("tool limit", "session reached its tool limit; new tools are not offered",
 			"limit", a.mgr.cfg.MaxTools, "refused", refused)
 	}
-	ctxDoc, err := contextDoc(a.info, r.resources, r.resources[ResourceWidgets], a.tools.tools)
-	if err != nil {
-		a.mgr.log.Warn("building context resource", "session", a.info.ID, "err", err)
-	} else {
-		r.resources[ResourceContext] = ctxDoc
+	if a.infoDoc == nil {
+		a.infoDoc = sessionDoc(a.info)
 	}
+	r.resources[ResourceContext] = contextDoc(a.infoDoc, r.resources, r.resources[ResourceWidgets], a.tools.tools)
 	old := a.resources
 	a.model, a.modelJSON, a.view, a.resources = r.model, r.modelJSON, r.view, r.resources
 	a.mu.Unlock()

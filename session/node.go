@@ -158,7 +158,9 @@ func prop(typ, desc string) map[string]any {
 	return map[string]any{"type": typ, "description": desc}
 }
 
-func noArgs() map[string]any { return objectSchema(nil, map[string]any{}) }
+// noArgs is the schema of an action without arguments; nil encodes as an
+// empty object schema without a cleaning pass.
+func noArgs() map[string]any { return nil }
 
 // argument helpers: JSON numbers arrive as float64, Go callers may pass ints.
 

@@ -88,11 +88,7 @@ func project(ps []Projection, m Model) (out map[string]json.RawMessage, err erro
 
 // contextDoc assembles the context resource. It splices the already
 // encoded widgets and projections in rather than re-encoding them.
-func contextDoc(info Info, projected map[string]json.RawMessage, widgets json.RawMessage, tools []Tool) ([]byte, error) {
-	sess, err := json.Marshal(map[string]any{"id": info.ID, "app": info.App, "status": info.Status, "created": info.Created})
-	if err != nil {
-		return nil, fmt.Errorf("encoding session info: %w", err)
-	}
+func contextDoc(sess json.RawMessage, projected map[string]json.RawMessage, widgets json.RawMessage, tools []Tool) []byte {
 	var b bytes.Buffer
 	b.WriteString(`{"session":`)
 	b.Write(sess)
@@ -120,5 +116,11 @@ func contextDoc(info Info, projected map[string]json.RawMessage, widgets json.Ra
 		b.Write(name)
 	}
 	b.WriteString("]}")
-	return b.Bytes(), nil
+	return b.Bytes()
+}
+
+// sessionDoc is the session part of the context resource.
+func sessionDoc(info Info) json.RawMessage {
+	b, _ := json.Marshal(map[string]any{"id": info.ID, "app": info.App, "status": info.Status, "created": info.Created})
+	return b // strings and a time.Time always encode
 }
