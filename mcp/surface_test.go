@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/mcpswarm/mcpswarm/authz"
 	"github.com/mcpswarm/mcpswarm/session"
@@ -162,5 +163,31 @@ func TestShutdownDeniesParkedCalls(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("parked call not closed")
+	}
+}
+
+func TestMetricsAreRegistered(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	e := newEnv(t, func(c *Config, _ *session.Registry) { c.Registerer = reg })
+	c, _ := e.connect(t, clientOpts{})
+	callTool(t, c, "swarm_apps", nil)
+	e.rawPost(t, `{"jsonrpc":`, map[string]string{headerSessionID: c.GetSessionId(), headerProtocolVersion: mcp.ProtocolVersion20251125})
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			got[f.GetName()] += m.GetCounter().GetValue()
+		}
+	}
+	for _, name := range []string{"mcpswarm_mcp_tool_calls_total", "mcpswarm_mcp_decisions_total", "mcpswarm_mcp_rejected_requests_total"} {
+		if got[name] < 1 {
+			t.Errorf("%s = %v", name, got[name])
+		}
+	}
+	if _, err := New(Config{Node: "n", Backend: e.srv.cfg.Backend, SessionKey: testKey, Registerer: reg}); err == nil {
+		t.Error("registering the metrics twice succeeded")
 	}
 }

@@ -62,13 +62,21 @@ func exercise(t *testing.T, c *client.Client, id string) {
 	}
 }
 
-func TestSSETransport(t *testing.T) {
-	e := newEnv(t, denyResourceReads(t))
-	c, err := client.NewSSEMCPClient(e.url+"/sse", transport.WithSSELogger(quietLogger()))
+// sseClient connects over legacy HTTP+SSE, pinned to 2025-11-25.
+func sseClient(t *testing.T, url string, opts ...client.ClientOption) *client.Client {
+	t.Helper()
+	tr, err := transport.NewSSE(url+"/sse", transport.WithSSELogger(quietLogger()))
 	if err != nil {
 		t.Fatal(err)
 	}
+	c := client.NewClient(tr, append([]client.ClientOption{client.WithProtocolVersion(mcp.ProtocolVersion20251125)}, opts...)...)
 	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func TestSSETransport(t *testing.T) {
+	e := newEnv(t, denyResourceReads(t))
+	c := sseClient(t, e.url)
 	ctx := context.Background()
 	if err := c.Start(ctx); err != nil {
 		t.Fatal(err)
@@ -128,5 +136,22 @@ func TestStdioTransport(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("ServeStdio did not return")
+	}
+}
+
+func TestSSECannotElicitSoAskIsAuthorizationRequired(t *testing.T) {
+	e := newEnv(t, askClicks(t, time.Second))
+	c := sseClient(t, e.url, client.WithElicitationHandler(answer(mcp.ElicitationResponseActionAccept, true)))
+	ctx := context.Background()
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Initialize(ctx, mcp.InitializeRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	callTool(t, c, "swarm_start", map[string]any{"app": "counter", "id": "se"})
+	r := callTool(t, c, "se.inc.click", nil)
+	if data, _ := r.StructuredContent.(map[string]any); !r.IsError || data["error"] != "authorization_required" {
+		t.Errorf("ask over sse: %v %s", r.IsError, text(r))
 	}
 }
