@@ -61,8 +61,8 @@ func Derive(session string, view Node) Derivation {
 		d.Warnings = append(d.Warnings, Warning{Reason: fmt.Sprintf("session id %q is not 1-32 characters of [A-Za-z0-9_-]; no tools derived", Sanitize(session))})
 		return d
 	}
-	seen := map[string]bool{}
-	if walk(view, 0, func(n Node) { deriveNode(session, n, seen, &d) }) {
+	st := deriveState{seen: map[string]bool{}, schemas: map[string]json.RawMessage{}}
+	if walk(view, 0, func(n Node) { deriveNode(session, n, &st, &d) }) {
 		d.Warnings = append(d.Warnings, Warning{Reason: fmt.Sprintf("view nests deeper than %d levels; deeper widgets derive no tools", MaxViewDepth)})
 	}
 	return d
@@ -109,7 +109,41 @@ func walk(n Node, depth int, visit func(Node)) (truncated bool) {
 	return truncated
 }
 
-func deriveNode(session string, n Node, seen map[string]bool, d *Derivation) {
+// deriveState is what one derivation remembers: the tool names taken and
+// the cleaned schemas of built-in widget actions, which never depend on app
+// data and so are cleaned once per kind and action.
+type deriveState struct {
+	seen    map[string]bool
+	schemas map[string]json.RawMessage
+}
+
+// builtin reports whether n is one of this package's widgets, whose action
+// schemas are static.
+func builtin(n Node) bool {
+	switch n.(type) {
+	case Button, TextInput, PasswordField, TextArea, SelectList, Checkbox, Tabs, Menu, Modal,
+		Table, Tree, Viewport, Scrubber, Chart:
+		return true
+	}
+	return false
+}
+
+func (st *deriveState) schema(n Node, kind string, a Action) (json.RawMessage, error) {
+	if !builtin(n) {
+		return cleanSchema(a.Schema)
+	}
+	key := kind + "." + a.Name
+	if s, ok := st.schemas[key]; ok {
+		return s, nil
+	}
+	s, err := cleanSchema(a.Schema)
+	if err == nil {
+		st.schemas[key] = s
+	}
+	return s, err
+}
+
+func deriveNode(session string, n Node, st *deriveState, d *Derivation) {
 	p, ok := n.(ToolProvider)
 	if !ok {
 		return
@@ -133,15 +167,15 @@ func deriveNode(session string, n Node, seen map[string]bool, d *Derivation) {
 			continue
 		}
 		name := session + "." + id + "." + a.Name
-		if seen[name] {
+		if st.seen[name] {
 			continue
 		}
-		schema, err := cleanSchema(a.Schema)
+		schema, err := st.schema(n, kind, a)
 		if err != nil {
 			d.Warnings = append(d.Warnings, Warning{Widget: id, Action: a.Name, Reason: err.Error() + "; no tool derived"})
 			continue
 		}
-		seen[name] = true
+		st.seen[name] = true
 		d.Tools = append(d.Tools, Tool{
 			Name: name, Session: session, Widget: id, Action: a.Name, Kind: kind,
 			Description: Sanitize(a.Description), InputSchema: schema,
