@@ -392,7 +392,12 @@ func (m *Manager) send(ctx context.Context, a *actor, r *request) (Result, bool,
 	case <-ctx.Done():
 		return Result{}, false, fmt.Errorf("call cancelled; the update may still apply: %w", ctx.Err())
 	case <-a.done:
-		return Result{}, false, fmt.Errorf("session `%s` stopped: %w", a.info.ID, ErrNotRunning)
+		select {
+		case rep := <-r.reply: // answered just before the session stopped
+			return rep.res, rep.fault, rep.err
+		default:
+			return Result{}, false, fmt.Errorf("session `%s` stopped: %w", a.info.ID, ErrNotRunning)
+		}
 	}
 }
 
