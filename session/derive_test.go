@@ -220,6 +220,13 @@ func TestPropDeriveCommutesWithComposition(t *testing.T) {
 		if !equalTools(whole, merged) {
 			t.Fatalf("derive(compose) %v != merge(derive parts) %v", names(whole), names(merged))
 		}
+		// A container with tools of its own composes the same way: its own
+		// tools first, then its children's.
+		id := rapid.SampledFrom(idPool).Draw(t, "modal")
+		modal := Derive("s", Modal{ID: id, Content: parts}).Tools
+		if want := Merge(Derive("s", Modal{ID: id}).Tools, merged); !equalTools(modal, want) {
+			t.Fatalf("derive(modal) %v != merge(modal, parts) %v", names(modal), names(want))
+		}
 	})
 }
 
