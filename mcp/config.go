@@ -56,6 +56,11 @@ type Config struct {
 	// Extend registers more tools, resources and prompts on the mcp-go
 	// server, e.g. the conformance fixture.
 	Extend func(*server.MCPServer)
+	// NotifyHere reports whether this node should send connection id's
+	// notifications: it holds the connection's stream, per the cluster's
+	// connection registry (see Server.HoldsStream). Nil means: whenever the
+	// connection is registered on this node.
+	NotifyHere func(connID string) bool
 	// Completer answers completion/complete for prompts and resource
 	// templates registered through Extend (the front answers its own).
 	Completer Completer

@@ -29,9 +29,12 @@ type conn struct {
 type connTable struct {
 	mu    sync.Mutex
 	conns map[string]*conn
+	here  func(connID string) bool
 }
 
-func newConnTable() *connTable { return &connTable{conns: make(map[string]*conn)} }
+func newConnTable(here func(string) bool) *connTable {
+	return &connTable{conns: make(map[string]*conn), here: here}
+}
 
 func (t *connTable) add(id string, p authz.Principal, cs server.ClientSession) {
 	t.mu.Lock()
@@ -82,6 +85,9 @@ func (t *connTable) match(method, uri string, keep func(authz.Principal) bool) [
 	var out []server.ClientSession
 	for _, c := range t.conns {
 		if c.session == nil || !keep(c.principal) {
+			continue
+		}
+		if !c.listen && t.here != nil && !t.here(c.session.SessionID()) {
 			continue
 		}
 		if c.listen {

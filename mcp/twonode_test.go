@@ -1,0 +1,172 @@
+package mcp
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcpswarm/mcpswarm/authz"
+	"github.com/mcpswarm/mcpswarm/session"
+	"github.com/mcpswarm/mcpswarm/session/apps"
+)
+
+// TestAnyNodeServesAnyConnection runs two fronts sharing the session key
+// and one backend (standing in for the replicated view): a connection
+// initialised on n1 is served on n2 with the same view, an id nobody minted
+// is refused on both, and list_changed reaches the connection once, from
+// the node the (test) registry says holds its stream.
+func TestAnyNodeServesAnyConnection(t *testing.T) {
+	reg := session.NewRegistry()
+	if err := apps.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	mgr, err := session.NewManager(session.ManagerConfig{Registry: reg, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	backend := NewLocalBackend("n1", mgr)
+	var mu sync.Mutex
+	holder := map[string]string{} // connection → node holding its GET
+	var fronts []*Server
+	var urls []string
+	for _, node := range []string{"n1", "n2"} {
+		node := node
+		var srv *Server
+		srv, err = New(Config{Node: node, Backend: backend, Guard: authz.DevGuard(), SessionKey: testKey,
+			Logger: quietLogger(), Keepalive: time.Hour,
+			NotifyHere: func(id string) bool {
+				mu.Lock()
+				defer mu.Unlock()
+				h, ok := holder[id]
+				return !ok && node == "n1" || h == node
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts := httptest.NewServer(srv.Handler())
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = srv.Shutdown(ctx)
+			ts.CloseClientConnections()
+			ts.Close()
+		})
+		fronts = append(fronts, srv)
+		urls = append(urls, ts.URL)
+	}
+	t.Cleanup(func() { _ = mgr.Close(context.Background()) })
+	n1 := &testEnv{srv: fronts[0], url: urls[0], mgr: mgr}
+	n2 := &testEnv{srv: fronts[1], url: urls[1], mgr: mgr}
+
+	a, an := n1.connect(t, clientOpts{})
+	id := a.GetSessionId()
+	if c, err := fronts[1].SessionIDs().Open(id, ""); err != nil || c.Node != "n1" {
+		t.Fatalf("n2 opening n1's id: %+v %v", c, err)
+	}
+	if r := callTool(t, a, "swarm_start", map[string]any{"app": "counter", "id": "tn"}); r.IsError {
+		t.Fatal(text(r))
+	}
+	// The same connection through n2 (a load balancer moved it).
+	moved, movedPosts := n2.connect(t, clientOpts{sessionID: id})
+	movedNotes := openGET(t, n2.url, id)
+	if !toolNames(t, moved)["tn.inc.click"] {
+		t.Fatal("n2 does not serve the connection's view")
+	}
+	if r := callTool(t, moved, "tn.inc.click", nil); r.IsError {
+		t.Fatalf("call through n2: %s", text(r))
+	}
+	// n2 now holds the connection's GET stream; the registry says so.
+	if !fronts[1].HoldsStream(id) || fronts[0].HoldsStream(id) {
+		t.Fatal("the GET stream is not recorded on n2 alone")
+	}
+	mu.Lock()
+	holder[id] = "n2"
+	mu.Unlock()
+	if err := a.Ping(context.Background()); err != nil { // drain what n1 queued so far
+		t.Fatal(err)
+	}
+	base := an.count("notifications/tools/list_changed")
+	if r := callTool(t, moved, "swarm_start", map[string]any{"app": "counter", "id": "tm"}); r.IsError {
+		t.Fatal(text(r))
+	}
+	// n2 delivers it on the GET stream or, when the call's own POST stream
+	// is still open, on that one: once to the connection either way.
+	const lc = "notifications/tools/list_changed"
+	deadline := time.After(5 * time.Second)
+	for movedNotes.count(lc)+movedPosts.count(lc) < 1 {
+		select {
+		case <-movedNotes.ch:
+		case <-movedPosts.ch:
+		case <-deadline:
+			t.Fatal("list_changed never reached the moved connection")
+		}
+	}
+	if err := a.Ping(context.Background()); err != nil { // a POST to n1 would carry a duplicate
+		t.Fatal(err)
+	}
+	if err := moved.Ping(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := movedNotes.count(lc) + movedPosts.count(lc); got != 1 {
+		t.Errorf("list_changed delivered %d times through n2", got)
+	}
+	// Changes before n2 held the stream went out from n1, the home node;
+	// the one after only from n2.
+	if got := an.count("notifications/tools/list_changed"); got != base {
+		t.Errorf("n1 delivered %d more list_changed", got-base)
+	}
+	// An id nobody minted is refused on both nodes.
+	other, _ := NewSessionIDs([]byte("another-key-another-key-another-"), "n1")
+	for _, e := range []*testEnv{n1, n2} {
+		h := map[string]string{headerSessionID: other.Mint(""), headerProtocolVersion: mcp.ProtocolVersion20251125}
+		if st, _ := e.rawPost(t, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, h); st != http.StatusNotFound {
+			t.Errorf("unminted id: %d", st)
+		}
+	}
+}
+
+// openGET opens a Streamable HTTP GET stream for connection id and collects
+// the notifications it carries.
+func openGET(t *testing.T, url, id string) *notes {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url+"/mcp", nil)
+	req.Header.Set(headerSessionID, id)
+	req.Header.Set(headerProtocolVersion, mcp.ProtocolVersion20251125)
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	n := newNotes()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			data, ok := strings.CutPrefix(sc.Text(), "data: ")
+			if !ok {
+				continue
+			}
+			var m mcp.JSONRPCNotification
+			if json.Unmarshal([]byte(data), &m) == nil && m.Method != "" {
+				n.add(m)
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		resp.Body.Close()
+		<-done
+	})
+	return n
+}
