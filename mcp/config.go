@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -61,6 +62,12 @@ type Config struct {
 	// connection registry (see Server.HoldsStream). Nil means: whenever the
 	// connection is registered on this node.
 	NotifyHere func(connID string) bool
+	// ForwardResponse, when set, receives a client's JSON-RPC response
+	// (an elicitation answer) that reached this node while no call of that
+	// connection is parked here, so the cluster can deliver it to the node
+	// that parked the call (whose Server.DeliverResponse takes it). handled
+	// false lets this node answer as mcp-go would.
+	ForwardResponse func(ctx context.Context, connID string, body []byte) (handled bool, err error)
 	// Completer answers completion/complete for prompts and resource
 	// templates registered through Extend (the front answers its own).
 	Completer Completer

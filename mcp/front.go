@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -212,7 +213,7 @@ func (s *Server) serveStreamable(w http.ResponseWriter, r *http.Request) {
 	r = r.WithContext(withIdentity(r.Context(), id))
 	switch r.Method {
 	case http.MethodPost:
-		_, env, ok := s.readBody(w, r)
+		body, env, ok := s.readBody(w, r)
 		if !ok {
 			return
 		}
@@ -221,6 +222,18 @@ func (s *Server) serveStreamable(w http.ResponseWriter, r *http.Request) {
 		if !modern && env.Method != string(mcp.MethodInitialize) {
 			sid = r.Header.Get(headerSessionID)
 			if !s.checkSessionID(w, r, sid) {
+				return
+			}
+		}
+		if env.isResponse() && !env.isPingAnswer() && sid != "" && s.cfg.ForwardResponse != nil && !s.parked.hasConn(sid) {
+			handled, err := s.cfg.ForwardResponse(r.Context(), sid, body)
+			if err != nil {
+				s.log.Warn("forwarding a client response failed", "conn", sid, "err", err)
+				http.Error(w, "Failed to deliver response", http.StatusBadGateway)
+				return
+			}
+			if handled {
+				w.WriteHeader(http.StatusAccepted)
 				return
 			}
 		}
@@ -247,3 +260,52 @@ func (s *Server) serveStreamable(w http.ResponseWriter, r *http.Request) {
 // HoldsStream reports whether this node holds connection id's GET stream
 // (so it is the node that must send the connection's notifications).
 func (s *Server) HoldsStream(id string) bool { return s.streams.holdsGET(id) }
+
+// DeliverResponse hands a client's JSON-RPC response forwarded by another
+// node (see Config.ForwardResponse) to this node's mcp-go, which routes it
+// to the parked call waiting for it. It returns the HTTP status mcp-go
+// answered (202 when delivered).
+func (s *Server) DeliverResponse(ctx context.Context, connID string, body []byte) (int, error) {
+	claims, err := s.ids.open(connID)
+	if err != nil {
+		return http.StatusNotFound, fmt.Errorf("delivering a forwarded response: %w", err)
+	}
+	id := identity{transport: authz.TransportStreamableHTTP, prechecked: true}
+	if claims.Principal != "" {
+		id.authed, id.principal = true, authz.Principal{Subject: claims.Principal, Authenticated: true}
+	}
+	req, err := http.NewRequestWithContext(withIdentity(ctx, id), http.MethodPost, "http://localhost/mcp", bytes.NewReader(body))
+	if err != nil {
+		return 0, fmt.Errorf("delivering a forwarded response: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(headerSessionID, connID)
+	req.Header.Set(headerProtocolVersion, mcp.ProtocolVersion20251125)
+	rec := &statusRecorder{header: http.Header{}, status: http.StatusOK}
+	s.stream.ServeHTTP(rec, req)
+	if rec.status >= 300 {
+		return rec.status, fmt.Errorf("delivering a forwarded response: mcp-go answered %d: %s", rec.status, bytes.TrimSpace(rec.body.Bytes()))
+	}
+	return rec.status, nil
+}
+
+// statusRecorder is a minimal http.ResponseWriter for DeliverResponse.
+type statusRecorder struct {
+	header http.Header
+	status int
+	wrote  bool
+	body   bytes.Buffer
+}
+
+func (r *statusRecorder) Header() http.Header { return r.header }
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if !r.wrote {
+		r.status, r.wrote = code, true
+	}
+}
+
+func (r *statusRecorder) Write(p []byte) (int, error) {
+	r.wrote = true
+	return r.body.Write(p)
+}

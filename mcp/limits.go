@@ -63,6 +63,12 @@ type envelope struct {
 func (e envelope) isRequest() bool  { return e.Method != "" && len(e.ID) > 0 && string(e.ID) != "null" }
 func (e envelope) isResponse() bool { return e.Method == "" && (len(e.Result) > 0 || len(e.Error) > 0) }
 
+// isPingAnswer reports an empty result: a client's answer to a keepalive
+// ping, which any node acknowledges.
+func (e envelope) isPingAnswer() bool {
+	return len(e.Error) == 0 && string(bytes.Join(bytes.Fields(e.Result), nil)) == "{}"
+}
+
 // checkMessage validates one JSON-RPC body against the batch and nesting
 // limits and decodes its envelope. A batch (a JSON array) is refused: MCP
 // removed batching in 2025-06-18 and mcp-go does not serve it; an oversized

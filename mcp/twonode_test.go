@@ -2,15 +2,21 @@ package mcp
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcpswarm/mcpswarm/authz"
@@ -169,4 +175,101 @@ func openGET(t *testing.T, url, id string) *notes {
 		<-done
 	})
 	return n
+}
+
+// answersTo sends JSON-RPC responses (a client's elicitation answers) to
+// another node, as a load balancer without affinity would.
+type answersTo struct {
+	target *url.URL
+	next   http.RoundTripper
+}
+
+func (a answersTo) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method == http.MethodPost && r.Body != nil {
+		b, err := io.ReadAll(r.Body)
+		if err != nil {
+			return nil, err
+		}
+		r.Body = io.NopCloser(bytes.NewReader(b))
+		var env struct {
+			Method string          `json:"method"`
+			Result json.RawMessage `json:"result"`
+		}
+		if json.Unmarshal(b, &env) == nil && env.Method == "" && len(env.Result) > 0 {
+			r = r.Clone(r.Context())
+			r.Body = io.NopCloser(bytes.NewReader(b))
+			r.URL.Host, r.Host = a.target.Host, a.target.Host
+		}
+	}
+	return a.next.RoundTrip(r)
+}
+
+// TestElicitationAnswerForwardedToTheParkingNode: the call parks on n1, the
+// client's approval lands on n2, n2 forwards it and n1 runs the call.
+func TestElicitationAnswerForwardedToTheParkingNode(t *testing.T) {
+	reg := session.NewRegistry()
+	if err := apps.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	mgr, err := session.NewManager(session.ManagerConfig{Registry: reg, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = mgr.Close(context.Background()) })
+	backend := NewLocalBackend("n1", mgr)
+	var n1 *Server
+	var forwarded atomic.Int32
+	mk := func(node string, forward func(context.Context, string, []byte) (bool, error)) (*Server, string) {
+		cfg := Config{Node: node, Backend: backend, SessionKey: testKey, Logger: quietLogger(), Keepalive: time.Hour, ForwardResponse: forward}
+		askClicks(t, 5*time.Second)(&cfg, reg)
+		srv, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts := httptest.NewServer(srv.Handler())
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = srv.Shutdown(ctx)
+			ts.CloseClientConnections()
+			ts.Close()
+		})
+		return srv, ts.URL
+	}
+	var url1 string
+	n1, url1 = mk("n1", nil)
+	_, url2 := mk("n2", func(ctx context.Context, conn string, body []byte) (bool, error) {
+		forwarded.Add(1)
+		_, err := n1.DeliverResponse(ctx, conn, body)
+		return err == nil, err
+	})
+	target, _ := url.Parse(url2)
+	hc := &http.Client{Transport: answersTo{target: target, next: http.DefaultTransport}}
+	tr, err := transport.NewStreamableHTTP(url1+"/mcp", transport.WithHTTPBasicClient(hc), transport.WithHTTPLogger(quietLogger()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := client.NewClient(tr, client.WithProtocolVersion(mcp.ProtocolVersion20251125),
+		client.WithElicitationHandler(answer(mcp.ElicitationResponseActionAccept, true)))
+	t.Cleanup(func() { _ = c.Close() })
+	ctx := context.Background()
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Initialize(ctx, mcp.InitializeRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	callTool(t, c, "swarm_start", map[string]any{"app": "counter", "id": "fw"})
+	if r := callTool(t, c, "fw.inc.click", nil); r.IsError {
+		t.Fatalf("approved call: %s", text(r))
+	}
+	if forwarded.Load() != 1 {
+		t.Errorf("forwarded %d answers", forwarded.Load())
+	}
+	if m, _ := mgr.Model("fw"); !strings.Contains(string(m), `"count":1`) {
+		t.Errorf("model %s", m)
+	}
+	if err := c.Ping(ctx); err != nil {
+		t.Fatalf("the connection did not survive: %v", err)
+	}
 }
