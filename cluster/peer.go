@@ -264,6 +264,7 @@ func (r *replicator) stream(l *link) (bool, error) {
 			if a.err != nil {
 				return established, fmt.Errorf("receiving from %s: %w", l.name, a.err)
 			}
+			r.c.metrics.bytesRecv.Add(float64(proto.Size(a.resp)))
 			if !established {
 				established = true
 				l.result(nil)
@@ -333,6 +334,7 @@ func (r *replicator) syncWith(ctx context.Context, l *link, ownOnly bool) error 
 	for _, reg := range regs {
 		req.Digests = append(req.Digests, versionsToPB(reg.name, reg.Digest()))
 	}
+	r.c.metrics.bytesSent.Add(float64(proto.Size(req)))
 	resp, err := l.client.ExchangeDigest(ctx, req)
 	l.result(err)
 	if err != nil {
@@ -341,6 +343,7 @@ func (r *replicator) syncWith(ctx context.Context, l *link, ownOnly bool) error 
 		}
 		return fmt.Errorf("exchanging digests with %s: %w", l.name, err)
 	}
+	r.c.metrics.bytesRecv.Add(float64(proto.Size(resp)))
 	var wants []*peerv1.Digest
 	for _, d := range resp.GetDigests() {
 		reg := r.c.registry(d.GetRegistry())
@@ -376,7 +379,9 @@ func (r *replicator) syncWith(ctx context.Context, l *link, ownOnly bool) error 
 		return nil
 	}
 	r.c.metrics.catchUps.WithLabelValues("client").Inc()
-	st, err := l.client.CatchUp(ctx, &peerv1.CatchUpRequest{Sender: sender, Wants: wants})
+	cu := &peerv1.CatchUpRequest{Sender: sender, Wants: wants}
+	r.c.metrics.bytesSent.Add(float64(proto.Size(cu)))
+	st, err := l.client.CatchUp(ctx, cu)
 	if err != nil {
 		l.result(err)
 		return fmt.Errorf("catching up from %s: %w", l.name, err)

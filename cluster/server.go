@@ -97,6 +97,7 @@ func (s *peerServer) Replicate(stream grpc.BidiStreamingServer[peerv1.ReplicateR
 			if err != nil {
 				return err
 			}
+			s.c.metrics.bytesSent.Add(float64(proto.Size(resp)))
 			if err := stream.Send(resp); err != nil {
 				return err
 			}
@@ -216,6 +217,7 @@ func (s *peerServer) CatchUp(req *peerv1.CatchUpRequest, stream grpc.ServerStrea
 	if _, err := s.senderOrigin(caller, req.GetSender()); err != nil {
 		return err
 	}
+	s.c.metrics.bytesRecv.Add(float64(proto.Size(req)))
 	s.c.metrics.catchUps.WithLabelValues("server").Inc()
 	send := func(r *peerv1.CatchUpResponse) error {
 		s.c.metrics.bytesSent.Add(float64(proto.Size(r)))
