@@ -57,6 +57,9 @@ type Config struct {
 	// Extend registers more tools, resources and prompts on the mcp-go
 	// server, e.g. the conformance fixture.
 	Extend func(*server.MCPServer)
+	// Conns, when set, records every connection's ConnInfo so a request
+	// landing on another node is served with what its home node learnt.
+	Conns ConnRegistry
 	// NotifyHere reports whether this node should send connection id's
 	// notifications: it holds the connection's stream, per the cluster's
 	// connection registry (see Server.HoldsStream). Nil means: whenever the

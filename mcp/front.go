@@ -255,6 +255,11 @@ func (s *Server) serveStreamable(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.stream.ServeHTTP(w, r)
+	if r.Method == http.MethodDelete && s.cfg.Conns != nil {
+		if sid := r.Header.Get(headerSessionID); s.ids.Terminated(sid) {
+			s.cfg.Conns.Delete(sid)
+		}
+	}
 }
 
 // HoldsStream reports whether this node holds connection id's GET stream

@@ -173,6 +173,7 @@ func (s *Server) afterSubscribe(ctx context.Context, _ any, req *mcp.SubscribeRe
 		return
 	}
 	s.conns.subscribe(c.ConnID, c.Principal, req.Params.URI, true)
+	s.recordSubscription(c.ConnID, req.Params.URI, true)
 }
 
 func (s *Server) afterUnsubscribe(ctx context.Context, _ any, req *mcp.UnsubscribeRequest, _ *mcp.EmptyResult) {
@@ -181,6 +182,7 @@ func (s *Server) afterUnsubscribe(ctx context.Context, _ any, req *mcp.Unsubscri
 		return
 	}
 	s.conns.subscribe(c.ConnID, c.Principal, req.Params.URI, false)
+	s.recordSubscription(c.ConnID, req.Params.URI, false)
 }
 
 // onEvent turns a backend change into notifications for the affected

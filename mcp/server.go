@@ -68,6 +68,8 @@ func New(cfg Config) (*Server, error) {
 	hooks.AddAfterSubscribe(s.afterSubscribe)
 	hooks.AddAfterUnsubscribe(s.afterUnsubscribe)
 	hooks.AddBeforeSubscriptionsListen(s.beforeListen)
+	hooks.AddAfterInitialize(s.afterInitialize)
+	hooks.AddAfterSetLevel(s.afterSetLevel)
 
 	s.mcp = server.NewMCPServer("mcpswarm", cfg.Version,
 		server.WithToolCapabilities(true),
@@ -228,6 +230,7 @@ func (s *Server) beforeRequest(ctx context.Context, _ any, message any) error {
 	if vs == nil {
 		return nil
 	}
+	s.applyConn(vs)
 	switch head.Method {
 	case string(mcp.MethodToolsList):
 		vs.SetSessionTools(s.listView(ctx, c))

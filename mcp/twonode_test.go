@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -271,5 +272,60 @@ func TestElicitationAnswerForwardedToTheParkingNode(t *testing.T) {
 	}
 	if err := c.Ping(ctx); err != nil {
 		t.Fatalf("the connection did not survive: %v", err)
+	}
+}
+
+// TestConnRegistryCarriesCapabilitiesAcrossNodes: a connection initialised
+// on n1 (with elicitation) calls an Ask tool through n2, which learns the
+// capability from the registry and elicits.
+func TestConnRegistryCarriesCapabilitiesAcrossNodes(t *testing.T) {
+	for _, shared := range []bool{true, false} {
+		t.Run(fmt.Sprintf("registry=%v", shared), func(t *testing.T) {
+			reg := session.NewRegistry()
+			if err := apps.Register(reg); err != nil {
+				t.Fatal(err)
+			}
+			mgr, err := session.NewManager(session.ManagerConfig{Registry: reg, Logger: quietLogger()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = mgr.Close(context.Background()) })
+			backend := NewLocalBackend("n1", mgr)
+			var conns ConnRegistry
+			if shared {
+				conns = NewMemoryConns()
+			}
+			var envs []*testEnv
+			for _, node := range []string{"n1", "n2"} {
+				cfg := Config{Node: node, Backend: backend, SessionKey: testKey, Logger: quietLogger(), Keepalive: time.Hour, Conns: conns}
+				askClicks(t, 5*time.Second)(&cfg, reg)
+				srv, err := New(cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ts := httptest.NewServer(srv.Handler())
+				t.Cleanup(func() {
+					ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+					defer cancel()
+					_ = srv.Shutdown(ctx)
+					ts.CloseClientConnections()
+					ts.Close()
+				})
+				envs = append(envs, &testEnv{srv: srv, url: ts.URL, mgr: mgr})
+			}
+			approve := answer(mcp.ElicitationResponseActionAccept, true)
+			a, _ := envs[0].connect(t, clientOpts{elicit: approve})
+			callTool(t, a, "swarm_start", map[string]any{"app": "counter", "id": "cr"})
+			if shared {
+				if ci, ok := conns.Get(a.GetSessionId()); !ok || ci.Node != "n1" || ci.Capabilities.Elicitation == nil {
+					t.Fatalf("registry entry %+v %v", ci, ok)
+				}
+			}
+			moved, _ := envs[1].connect(t, clientOpts{sessionID: a.GetSessionId(), elicit: approve})
+			r := callTool(t, moved, "cr.inc.click", nil)
+			if shared == r.IsError {
+				t.Fatalf("isError=%v: %s", r.IsError, text(r))
+			}
+		})
 	}
 }
