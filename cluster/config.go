@@ -96,6 +96,11 @@ type Config struct {
 	// the system resolver (SRV, then A with this node's gossip port).
 	Resolve func(ctx context.Context, name string) ([]string, error)
 	// CRDT sets the per-registry map bounds; its Registry field is ignored.
+	// The maps tick once per anti-entropy round, so DropMemory counts
+	// rounds: how long a deleted origin's epoch stays refused. The cluster
+	// refuses relayed data of dead and unknown origins itself, so this only
+	// needs to outlast in-flight messages; keeping it short lets a member
+	// wrongly declared dead (a long partition) come back with the same epoch.
 	CRDT crdt.Config
 }
 
@@ -116,7 +121,7 @@ func DefaultConfig() Config {
 		RetryMin:           100 * time.Millisecond, // first re-dial
 		RetryMax:           5 * time.Second,        // backoff ceiling
 		JoinRetry:          5 * time.Second,        // re-resolve seeds while alone
-		CRDT:               crdt.DefaultConfig(),   // log 1024 deltas / 1 MiB, keys 256 B, values 1 MiB
+		CRDT:               defaultCRDT(),          // log 1024 deltas / 1 MiB, keys 256 B, values 1 MiB, drop memory 60 rounds
 		Memberlist:         nil,                    // memberlist.DefaultLANConfig timers as they are
 		Logger:             nil,                    // discard
 		Registerer:         nil,                    // no metrics
@@ -167,6 +172,12 @@ func LocalMemberlist(mc *memberlist.Config) {
 	mc.IndirectChecks = 2                     // ask two others before suspecting
 	mc.RetransmitMult = 2                     // small clusters
 	mc.DeadNodeReclaimTime = time.Millisecond // a restarted node may reuse its name at once
+}
+
+func defaultCRDT() crdt.Config {
+	c := crdt.DefaultConfig()
+	c.DropMemory = 60 // anti-entropy rounds: about a minute with DefaultConfig
+	return c
 }
 
 var registryName = regexp.MustCompile(`^[a-z]{1,32}$`)

@@ -124,9 +124,20 @@ func (c *partConn) Write(b []byte) (int, error) {
 }
 
 func TestPartitionHeals(t *testing.T) {
+	// The partition ends while the other side's entries are hidden.
+	t.Run("hidden", func(t *testing.T) { testPartition(t, time.Minute) })
+	// It ends after they were deleted: the same epochs must be accepted
+	// again once the drop memory (10 rounds) has passed.
+	t.Run("deleted", func(t *testing.T) { testPartition(t, 300*time.Millisecond) })
+}
+
+func testPartition(t *testing.T, grace time.Duration) {
 	p := newPartNet()
 	opts := func(name string) []func(*Config) {
-		return []func(*Config){p.options(t, name), func(c *Config) { c.DeadGrace = time.Minute }}
+		return []func(*Config){p.options(t, name), func(c *Config) {
+			c.DeadGrace = grace
+			c.CRDT.DropMemory = 10
+		}}
 	}
 	nodes := []*tnode{startNode(t, "n0", "", opts("n0")...)}
 	for i := 1; i < 4; i++ {
@@ -158,6 +169,14 @@ func TestPartitionHeals(t *testing.T) {
 		}
 		return nil
 	})
+	if grace < time.Second {
+		eventually(t, 10*time.Second, func() error {
+			if holds(nodes[0], nodes[3].c.Origin()) {
+				return errors.New("n0 still holds n3's partition")
+			}
+			return nil
+		})
+	}
 	// Both sides keep writing.
 	for _, n := range []*tnode{nodes[0], nodes[3]} {
 		putN(t, n, "during", 4)
