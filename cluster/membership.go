@@ -52,14 +52,14 @@ func (s MemberState) live() bool { return s == StateAlive || s == StateSuspect |
 
 // Member is one node as seen by this node.
 type Member struct {
-	Name       string
-	Epoch      uint64
-	Origin     crdt.Origin
-	GossipAddr string
-	GRPCAddr   string
-	State      MemberState
-	Version    string
-	Self       bool
+	Name       string      // node name, stable across restarts
+	Epoch      uint64      // this incarnation's epoch, from its metadata
+	Origin     crdt.Origin // Name@Epoch: the origin of its registry entries
+	GossipAddr string      // memberlist host:port
+	GRPCAddr   string      // where its PeerService listens
+	State      MemberState // see the MemberState constants
+	Version    string      // its software version
+	Self       bool        // this node
 }
 
 // nodeMeta is what a node publishes in memberlist metadata.
