@@ -30,6 +30,28 @@ type viewSession struct {
 	// resources, when set, is this request's view of session resources.
 	resources    map[string]server.ServerResource
 	resourcesSet bool
+	// post, when set, is the POST response this request is answered on;
+	// notifications sent through this session go there (see postStream).
+	post  *postStream
+	notes chan mcp.JSONRPCNotification
+}
+
+// NotificationChannel returns the request's own channel on a Streamable
+// HTTP POST (and makes mcp-go answer it as an SSE stream), else the
+// wrapped session's.
+func (v *viewSession) NotificationChannel() chan<- mcp.JSONRPCNotification {
+	if v.post == nil {
+		return v.ClientSession.NotificationChannel()
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.notes == nil {
+		v.notes = v.post.source()
+		if s, ok := v.ClientSession.(server.SessionWithStreamableHTTPConfig); ok {
+			s.UpgradeToSSEWhenReceiveNotification()
+		}
+	}
+	return v.notes
 }
 
 // setResources installs this request's view of session resources.

@@ -254,6 +254,11 @@ func (s *Server) serveStreamable(w http.ResponseWriter, r *http.Request) {
 			defer s.streams.releaseGET(sid)
 		}
 	}
+	if r.Method == http.MethodPost {
+		ps := newPostStream(w)
+		defer ps.close()
+		w, r = ps, r.WithContext(withPostStream(r.Context(), ps))
+	}
 	s.stream.ServeHTTP(w, r)
 	if r.Method == http.MethodDelete && s.cfg.Conns != nil {
 		if sid := r.Header.Get(headerSessionID); s.ids.Terminated(sid) {

@@ -216,3 +216,55 @@ func TestCancellationReachesTheCall(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// gateApp reports progress, then waits for the test to release it.
+type gateApp struct{ release <-chan struct{} }
+
+func (g gateApp) Init() (session.Model, error) { return slowModel{}, nil }
+
+func (g gateApp) Update(m session.Model, msg session.Msg) (session.Model, error) {
+	return g.UpdateContext(context.Background(), m, msg)
+}
+
+func (g gateApp) UpdateContext(ctx context.Context, m session.Model, msg session.Msg) (session.Model, error) {
+	if _, ok := msg.(slowGo); ok {
+		session.ProgressFrom(ctx)(1, 2, "half way")
+		select {
+		case <-g.release:
+		case <-ctx.Done():
+		}
+	}
+	return m, nil
+}
+
+func (g gateApp) View(m session.Model) session.Node { return slowApp{}.View(m) }
+
+func TestProgressArrivesWhileTheCallRuns(t *testing.T) {
+	release := make(chan struct{})
+	e := newEnv(t, func(_ *Config, reg *session.Registry) {
+		if err := reg.Register("gate", "blocks", func() session.App { return gateApp{release: release} }); err != nil {
+			t.Fatal(err)
+		}
+	})
+	c, n := e.connect(t, clientOpts{})
+	callTool(t, c, "swarm_start", map[string]any{"app": "gate", "id": "gt"})
+	done := make(chan error, 1)
+	go func() {
+		req := mcp.CallToolRequest{}
+		req.Params.Name = "gt.go.click"
+		req.Params.Meta = &mcp.Meta{ProgressToken: "live"}
+		_, err := c.CallTool(context.Background(), req)
+		done <- err
+	}()
+	// The call is still blocked in Update: the progress must already be here.
+	n.waitFor(t, "notifications/progress", 1)
+	select {
+	case err := <-done:
+		t.Fatalf("the call ended before its progress was checked: %v", err)
+	default:
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

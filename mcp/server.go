@@ -170,7 +170,9 @@ func (s *Server) wrapContext(ctx context.Context, _ *http.Request) context.Conte
 	if _, ok := cs.(*viewSession); ok {
 		return ctx
 	}
-	return s.mcp.WithContext(ctx, newViewSession(cs))
+	vs := newViewSession(cs)
+	vs.post = postStreamFrom(ctx)
+	return s.mcp.WithContext(ctx, vs)
 }
 
 // readMethods are guarded by the read authorizer.

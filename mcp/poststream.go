@@ -1,0 +1,181 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// postDrainInterval is how often notifications a handler queued are written
+// to its POST stream while it still runs.
+const postDrainInterval = 10 * time.Millisecond
+
+type postStreamKey struct{}
+
+// postStream wraps the response of one Streamable HTTP POST. Notifications
+// a handler sends through its request's session (progress, log messages)
+// are queued on a channel of this request alone and written to this
+// response under the same lock as mcp-go's own writes, always before
+// mcp-go's next write. So they reach the client on the call's own stream,
+// before its result, and can neither be lost nor taken by another stream
+// (mcp-go otherwise shares one channel between the POST and the GET stream
+// and may answer before forwarding the last notifications).
+type postStream struct {
+	w http.ResponseWriter
+
+	mu          sync.Mutex
+	sources     []chan mcp.JSONRPCNotification
+	wroteHeader bool
+	midEvent    bool
+	closed      bool
+	stop        chan struct{}
+	ticking     bool
+}
+
+func newPostStream(w http.ResponseWriter) *postStream {
+	return &postStream{w: w, stop: make(chan struct{})}
+}
+
+func withPostStream(ctx context.Context, p *postStream) context.Context {
+	return context.WithValue(ctx, postStreamKey{}, p)
+}
+
+func postStreamFrom(ctx context.Context) *postStream {
+	p, _ := ctx.Value(postStreamKey{}).(*postStream)
+	return p
+}
+
+// Header returns the response header.
+func (p *postStream) Header() http.Header { return p.w.Header() }
+
+// WriteHeader writes the status once (the stream may have started it).
+func (p *postStream) WriteHeader(code int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.wroteHeader {
+		p.wroteHeader = true
+		p.w.WriteHeader(code)
+	}
+}
+
+// Write writes mcp-go's bytes after any queued notification.
+func (p *postStream) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.midEvent {
+		p.drainLocked()
+	}
+	p.wroteHeader = true
+	n, err := p.w.Write(b)
+	p.midEvent = !bytes.HasSuffix(b, []byte("\n\n")) && p.sseLocked()
+	return n, err
+}
+
+// Flush flushes the response.
+func (p *postStream) Flush() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.midEvent {
+		p.drainLocked()
+	}
+	if f, ok := p.w.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the real writer.
+func (p *postStream) Unwrap() http.ResponseWriter { return p.w }
+
+func (p *postStream) sseLocked() bool {
+	return p.w.Header().Get("Content-Type") == "text/event-stream"
+}
+
+// source returns a new notification channel for the request's session.
+func (p *postStream) source() chan mcp.JSONRPCNotification {
+	ch := make(chan mcp.JSONRPCNotification, 100)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.sources = append(p.sources, ch)
+	if !p.ticking && !p.closed {
+		p.ticking = true
+		go p.tick()
+	}
+	return ch
+}
+
+func (p *postStream) tick() {
+	t := time.NewTicker(postDrainInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			p.mu.Lock()
+			if !p.closed && !p.midEvent {
+				p.drainLocked()
+			}
+			p.mu.Unlock()
+		case <-p.stop:
+			return
+		}
+	}
+}
+
+// drainLocked writes every queued notification as an SSE event, starting
+// the SSE response if nothing was written yet.
+func (p *postStream) drainLocked() {
+	if p.closed {
+		return
+	}
+	wrote := false
+	for _, ch := range p.sources {
+		for {
+			var n mcp.JSONRPCNotification
+			select {
+			case n = <-ch:
+			default:
+			}
+			if n.Method == "" {
+				break
+			}
+			data, err := json.Marshal(n)
+			if err != nil {
+				continue
+			}
+			if !p.wroteHeader {
+				h := p.w.Header()
+				h.Set("Content-Type", "text/event-stream")
+				h.Set("Cache-Control", "no-cache")
+				h.Set("Connection", "keep-alive")
+				p.w.WriteHeader(http.StatusOK)
+				p.wroteHeader = true
+			}
+			if _, err := fmt.Fprintf(p.w, "event: message\ndata: %s\n\n", data); err != nil {
+				p.closed = true
+				return
+			}
+			wrote = true
+		}
+	}
+	if wrote {
+		if f, ok := p.w.(http.Flusher); ok {
+			f.Flush()
+		}
+	}
+}
+
+// close ends the stream: nothing is written after the handler returned.
+func (p *postStream) close() {
+	p.mu.Lock()
+	p.closed = true
+	ticking := p.ticking
+	p.mu.Unlock()
+	if ticking {
+		close(p.stop)
+	}
+}
