@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -201,9 +200,6 @@ func (r *Registry) seq(o crdt.Origin) uint64 {
 	defer r.mu.Unlock()
 	return r.m.Seq(o)
 }
-
-// errSnapshotSuperseded reports a snapshot whose origin moved on meanwhile.
-var errSnapshotSuperseded = errors.New("snapshot superseded")
 
 // pendingWrite is a local delta waiting for the next push.
 type pendingWrite struct {
