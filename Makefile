@@ -39,7 +39,7 @@ e2e: build ## only the tests that start the real binary
 
 conformance: build ## the official MCP conformance suite, 10 consecutive runs
 	npm ci --prefix e2e --no-audit --no-fund
-	RUNS=$${RUNS:-10} bash e2e/conformance/run.sh
+	RUNS=$${RUNS:-10} MCPSWARM_BIN=$(CURDIR)/$(BIN) bash e2e/conformance/run.sh
 
 $(TOOLS)/buf:
 	GOBIN=$(TOOLS) $(GO) install github.com/bufbuild/buf/cmd/buf@$(BUF_VERSION)

@@ -220,9 +220,12 @@ func (n *Node) buildFront(context.Context) error {
 	n.logGuard()
 
 	admin := adminGuard{token: []byte(AdminToken(n.key))}
+	// The cluster's options carry the message limits, keepalives and the
+	// peer-credential interceptors; the admin guard chains after them and
+	// only looks at admin methods.
 	n.grpc = grpc.NewServer(append(n.cluster.ServerOptions(),
-		grpc.ChainUnaryInterceptor(admin.unary, n.cluster.UnaryInterceptor()),
-		grpc.ChainStreamInterceptor(admin.stream, n.cluster.StreamInterceptor()),
+		grpc.ChainUnaryInterceptor(admin.unary),
+		grpc.ChainStreamInterceptor(admin.stream),
 	)...)
 	n.cluster.Register(n.grpc)
 	adminv1.RegisterAdminServiceServer(n.grpc, &adminServer{n: n})
