@@ -59,13 +59,27 @@
 //
 // # Notifications
 //
-// A no-op EventStore makes mcp-go's POST wait for its notification forwarder
-// before answering, so progress and log notifications sent just before a
-// handler returns are not lost. Backend events become
-// notifications/tools/list_changed (only to the principal's connections
-// registered on this node, once per change) and
-// notifications/resources/updated (to subscribed connections, with the
-// RFC 6902 patch of a model projection in _meta under MetaPatch).
+// What a handler sends through its request's session on a Streamable HTTP
+// POST (progress, log messages) goes on that POST's own stream: the
+// request's view session hands out a channel of its own, which postStream
+// writes under the same lock as mcp-go's writes and always before mcp-go's
+// next write (and every 10 ms while the handler runs). So none is lost,
+// none is taken by the connection's GET stream, and all precede the result.
+// A no-op EventStore also makes mcp-go wait for its own forwarder before
+// answering. Backend events become notifications/tools/list_changed (only to
+// the principal's connections, once per change, from the node
+// Config.NotifyHere names) and notifications/resources/updated (to
+// subscribed connections, with the RFC 6902 patch of a model projection in
+// _meta under MetaPatch). 2026-07-28 clients receive both on their
+// subscriptions/listen streams, tagged with the subscription id.
+//
+// # Across nodes
+//
+// Config.Conns (ConnRegistry) carries what initialize taught the home node
+// (capabilities, client info, log level, subscriptions) to the node a
+// request lands on; Config.ForwardResponse and Server.DeliverResponse carry a
+// client's elicitation answer to the node that parked the call;
+// Server.HoldsStream tells the cluster which node holds a connection's GET.
 //
 // # Extending
 //

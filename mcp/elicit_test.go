@@ -331,6 +331,9 @@ func TestModernListenStreams(t *testing.T) {
 	// The click updates the projection and enables reset (a new tool).
 	callTool(t, alice, "ml.inc.click", nil)
 	an.waitFor(t, "notifications/resources/updated", 1)
+	if up := an.all("notifications/resources/updated")[0]; up.Params.Meta[mcp.MetaKeySubscriptionID] == nil {
+		t.Errorf("resources/updated on a listen stream lacks its subscription id: %v", up.Params.Meta)
+	}
 	an.waitFor(t, "notifications/tools/list_changed", 1)
 	callTool(t, alice, "swarm_start", map[string]any{"app": "counter", "id": "m2"})
 	an.waitFor(t, "notifications/tools/list_changed", 2)

@@ -131,6 +131,11 @@ func (s *Server) beforeListen(ctx context.Context, _ any, _ *mcp.SubscriptionsLi
 	if c.Principal.Subject == "" || cs == nil {
 		return
 	}
+	if vs, ok := cs.(*viewSession); ok {
+		// The stream's own session: mcp-go tags what it forwards from it
+		// with the subscription id.
+		cs = vs.ClientSession
+	}
 	key := fmt.Sprintf("listen:%p", cs)
 	s.conns.addListen(key, c.Principal, cs)
 	go func() {
