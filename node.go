@@ -238,6 +238,13 @@ func (n *Node) Kill() {
 	if n.http != nil {
 		_ = n.http.Close()
 	}
+	if n.front != nil {
+		// Release the front's goroutines (its session sweeper) without
+		// waiting for anything: in-process, a crash must not leak.
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		_ = n.front.Shutdown(ctx)
+	}
 	if n.grpc != nil {
 		n.grpc.Stop()
 	}

@@ -197,15 +197,33 @@ func (n *Node) buildFront(context.Context) error {
 		Logger:      n.log.With("component", "mcp"),
 		Registerer:  n.metrics,
 		Version:     n.cfg.Version,
+		// Any node serves any connection: what a connection's home node
+		// learnt travels in the conns registry, notifications leave from
+		// the node holding its stream, elicitation answers find the node
+		// that parked the call, and a DELETE anywhere ends it everywhere.
+		Conns:           sw.Conns(),
+		NotifyHere:      sw.Conns().NotifyHere,
+		StreamChanged:   sw.Conns().StreamChanged,
+		Revoked:         sw.Conns().Revoked,
+		ForwardResponse: sw.Conns().ForwardResponse,
 	}
 	if n.cfg.Conformance {
 		mc.Extend = fixture.Register
+		mc.Completer = fixture.Completer{}
 	}
 	front, err := mcp.New(mc)
 	if err != nil {
 		return err
 	}
 	n.front = front
+	sw.Conns().SetStreamHolder(front.HoldsStream)
+	sw.SetClientMessageHandler(func(ctx context.Context, conn, kind string, msg []byte) (int, []byte, error) {
+		if kind != "elicitation_response" {
+			return 0, nil, fmt.Errorf("unknown client message kind %q", kind)
+		}
+		code, err := front.DeliverResponse(ctx, conn, msg)
+		return code, nil, err
+	})
 
 	network := !n.cfg.Stdio
 	if err := authz.CheckBoot(authz.BootConfig{

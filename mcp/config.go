@@ -65,6 +65,13 @@ type Config struct {
 	// connection registry (see Server.HoldsStream). Nil means: whenever the
 	// connection is registered on this node.
 	NotifyHere func(connID string) bool
+	// StreamChanged, when set, hears when this node starts (held true) and
+	// stops holding connection id's GET stream, so the cluster can record
+	// which node must send that connection's notifications.
+	StreamChanged func(connID string, held bool)
+	// Revoked, when set, reports session ids ended by a DELETE on any node;
+	// they are refused here too.
+	Revoked func(connID string) bool
 	// ForwardResponse, when set, receives a client's JSON-RPC response
 	// (an elicitation answer) that reached this node while no call of that
 	// connection is parked here, so the cluster can deliver it to the node

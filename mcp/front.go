@@ -251,7 +251,15 @@ func (s *Server) serveStreamable(w http.ResponseWriter, r *http.Request) {
 		}
 		if r.Method == http.MethodGet {
 			s.streams.holdGET(sid)
-			defer s.streams.releaseGET(sid)
+			if s.cfg.StreamChanged != nil {
+				s.cfg.StreamChanged(sid, true)
+			}
+			defer func() {
+				s.streams.releaseGET(sid)
+				if s.cfg.StreamChanged != nil && !s.streams.holdsGET(sid) {
+					s.cfg.StreamChanged(sid, false)
+				}
+			}()
 		}
 	}
 	if r.Method == http.MethodPost {

@@ -48,6 +48,9 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("configuring the mcp front: %w", err)
 	}
+	if cfg.Revoked != nil {
+		ids.SetRevoked(cfg.Revoked)
+	}
 	states, err := newStateSealer(cfg.SessionKey, cfg.StateTTL)
 	if err != nil {
 		return nil, fmt.Errorf("configuring the mcp front: %w", err)

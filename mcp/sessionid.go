@@ -46,6 +46,7 @@ type SessionIDs struct {
 
 	mu         sync.Mutex
 	terminated map[string]struct{}
+	revoked    func(id string) bool
 	order      []string
 }
 
@@ -155,12 +156,22 @@ func parseClaims(p []byte) (SessionClaims, error) {
 	return SessionClaims{Node: node, Principal: principal, Issued: issued}, nil
 }
 
-// Terminated reports whether id was ended by a DELETE on this node.
+// Terminated reports whether id was ended by a DELETE on this node, or, when
+// a revocation check is set (SetRevoked), anywhere in the cluster.
 func (s *SessionIDs) Terminated(id string) bool {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	_, ok := s.terminated[id]
-	return ok
+	revoked := s.revoked
+	s.mu.Unlock()
+	return ok || (revoked != nil && revoked(id))
+}
+
+// SetRevoked installs the cluster-wide revocation check: ids ended by a
+// DELETE on any node.
+func (s *SessionIDs) SetRevoked(fn func(id string) bool) {
+	s.mu.Lock()
+	s.revoked = fn
+	s.mu.Unlock()
 }
 
 func (s *SessionIDs) terminate(id string) {

@@ -117,6 +117,10 @@ func (s *Server) callView(c authz.Context, name string) map[string]server.Server
 	stale := mcp.Tool{Name: name, RawInputSchema: emptySchema}
 	return map[string]server.ServerTool{name: {Tool: stale, Handler: func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		if info, ok := s.cfg.Backend.Lookup(sid); ok && authz.Owns(c.Principal, info.Principal) {
+			if !info.Available {
+				_, res := s.ownedSession(c, sid)
+				return res, nil
+			}
 			return toolError(fmt.Sprintf("session %q has no tool %q (the widget may have left the view); call %s.discover_tools or swarm_screenshot", sid, name, sid), nil), nil
 		}
 		return staleResult(sid), nil

@@ -36,9 +36,12 @@ func (s *Swarm) publishLoop(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			s.flush()
+			s.conns.flush()
 			return
 		case <-s.kick:
 			s.flush()
+		case <-s.conns.kick:
+			s.conns.flush()
 		}
 	}
 }

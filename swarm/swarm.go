@@ -52,6 +52,7 @@ type Swarm struct {
 	timeout  time.Duration
 	sessions *cluster.Registry
 	tools    *cluster.Registry
+	conns    *Conns
 
 	mu sync.Mutex
 	// unavailable holds the last record of sessions whose owner is hidden,
@@ -107,6 +108,11 @@ func New(cfg Config) (*Swarm, error) {
 	if s.tools, err = cfg.Cluster.Registry(regTools); err != nil {
 		return nil, fmt.Errorf("declaring tools registry: %w", err)
 	}
+	connReg, err := cfg.Cluster.Registry(regConns)
+	if err != nil {
+		return nil, fmt.Errorf("declaring conns registry: %w", err)
+	}
+	s.conns = newConns(s, connReg)
 	s.sessions.OnChange(s.onSessionChange)
 	s.tools.OnChange(s.onToolsChange)
 	cfg.Cluster.SetForwardHandler(ownerHandler{s})
@@ -120,6 +126,7 @@ func New(cfg Config) (*Swarm, error) {
 func (s *Swarm) StartPublishing(context.Context) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	s.stopLoop, s.loopDone = cancel, make(chan struct{})
+	s.conns.restore()
 	go s.publishLoop(ctx)
 	s.stopMgr = s.mgr.Subscribe(s.onLocalEvent)
 	s.stopMembers = s.cl.WatchMembers(func(cluster.Member) { s.emit(mcp.Event{Kind: mcp.MembersChanged}) })
@@ -163,6 +170,9 @@ func (s *Swarm) StopPublishing() {
 		s.stopLoop = nil
 	}
 }
+
+// Conns is the cluster-wide connection registry for the MCP front.
+func (s *Swarm) Conns() *Conns { return s.conns }
 
 // SetClientMessageHandler installs what serves client messages forwarded by
 // peers (elicitation answers, cancellations, legacy SSE POSTs).

@@ -1,0 +1,245 @@
+package swarm
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/mcpswarm/mcpswarm/cluster"
+	"github.com/mcpswarm/mcpswarm/crdt"
+	"github.com/mcpswarm/mcpswarm/mcp"
+	peerv1 "github.com/mcpswarm/mcpswarm/proto/mcpswarm/peer/v1"
+)
+
+const regConns = "conns"
+
+// connRecord is what one node knows of a client connection (registry
+// "conns", key: the Mcp-Session-Id). Every node that serves the connection
+// writes its own record; readers take the newest, and a revocation by any
+// node ends the connection everywhere.
+type connRecord struct {
+	Info    mcp.ConnInfo `json:"info"`
+	Updated time.Time    `json:"updated"`
+	// StreamNode is set by the node holding the connection's GET stream.
+	StreamNode string `json:"stream_node,omitempty"`
+	Revoked    bool   `json:"revoked,omitempty"`
+}
+
+// Conns is the cluster-wide connection registry the MCP front uses, so a
+// request landing on any node is served with what the connection's home
+// node learnt, notifications leave from the node holding its stream, and a
+// DELETE on any node ends it everywhere.
+type Conns struct {
+	s     *Swarm
+	reg   *cluster.Registry
+	holds func(id string) bool
+
+	mu    sync.Mutex
+	mine  map[string]connRecord // this node's records, authoritative
+	dirty map[string]bool
+	kick  chan struct{}
+}
+
+func newConns(s *Swarm, reg *cluster.Registry) *Conns {
+	return &Conns{s: s, reg: reg, mine: map[string]connRecord{}, dirty: map[string]bool{}, kick: make(chan struct{}, 1)}
+}
+
+// SetStreamHolder tells Conns how to ask the front whether this node holds
+// a connection's GET stream.
+func (c *Conns) SetStreamHolder(holds func(id string) bool) { c.holds = holds }
+
+// records returns every visible record of id, this node's own first.
+func (c *Conns) records(id string) []connRecord {
+	var out []connRecord
+	c.mu.Lock()
+	if r, ok := c.mine[id]; ok {
+		out = append(out, r)
+	}
+	c.mu.Unlock()
+	self := c.s.cl.Origin()
+	for _, e := range c.reg.Lookup(id) {
+		if e.Origin == self {
+			continue
+		}
+		var r connRecord
+		if json.Unmarshal(e.Value, &r) == nil {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Get implements mcp.ConnRegistry: the newest record, unless revoked.
+func (c *Conns) Get(id string) (mcp.ConnInfo, bool) {
+	var best connRecord
+	found := false
+	for _, r := range c.records(id) {
+		if r.Revoked {
+			return mcp.ConnInfo{}, false
+		}
+		if r.Info.ID == "" {
+			continue
+		}
+		if !found || r.Updated.After(best.Updated) {
+			best, found = r, true
+		}
+	}
+	return best.Info, found
+}
+
+// Put implements mcp.ConnRegistry. It never blocks on disk or network: the
+// record is written by the swarm's publisher.
+func (c *Conns) Put(info mcp.ConnInfo) {
+	c.update(info.ID, func(r *connRecord) { r.Info = info })
+}
+
+// Delete implements mcp.ConnRegistry: a revocation every node honours.
+func (c *Conns) Delete(id string) {
+	c.update(id, func(r *connRecord) { r.Revoked, r.StreamNode = true, "" })
+}
+
+// Revoked reports whether any node ended connection id.
+func (c *Conns) Revoked(id string) bool {
+	for _, r := range c.records(id) {
+		if r.Revoked {
+			return true
+		}
+	}
+	return false
+}
+
+// StreamChanged records that this node holds (or no longer holds) the
+// connection's GET stream.
+func (c *Conns) StreamChanged(id string, held bool) {
+	info, _ := c.Get(id)
+	c.update(id, func(r *connRecord) {
+		if r.Info.ID == "" {
+			r.Info = info
+		}
+		r.StreamNode = ""
+		if held {
+			r.StreamNode = c.s.self
+		}
+	})
+}
+
+// NotifyHere decides which node sends connection id's notifications: the
+// one holding its GET stream; with no stream anywhere, its home node.
+func (c *Conns) NotifyHere(id string) bool {
+	if c.holds != nil && c.holds(id) {
+		return true
+	}
+	home := ""
+	for _, r := range c.records(id) {
+		if r.Revoked {
+			return false
+		}
+		if r.StreamNode != "" && r.StreamNode != c.s.self {
+			return false
+		}
+		if r.Info.Node != "" {
+			home = r.Info.Node
+		}
+	}
+	return home == c.s.self
+}
+
+func (c *Conns) update(id string, fn func(*connRecord)) {
+	if id == "" {
+		return
+	}
+	c.mu.Lock()
+	r := c.mine[id]
+	fn(&r)
+	r.Updated = time.Now()
+	c.mine[id] = r
+	c.dirty[id] = true
+	c.mu.Unlock()
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+}
+
+// flush writes this node's changed records to the registry.
+func (c *Conns) flush() {
+	c.mu.Lock()
+	batch := make(map[string][]byte, len(c.dirty))
+	for id := range c.dirty {
+		b, err := json.Marshal(c.mine[id])
+		if err == nil {
+			batch[id] = b
+		}
+	}
+	c.dirty = map[string]bool{}
+	c.mu.Unlock()
+	for id, b := range batch {
+		if err := c.reg.Put(id, b); err != nil {
+			c.s.log.Warn("publishing connection record", "conn", id, "err", err)
+		}
+	}
+}
+
+// restore loads this node's records restored from disk into memory.
+func (c *Conns) restore() {
+	self := c.s.cl.Origin()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.reg.Range(func(e crdt.Entry) bool {
+		if e.Origin != self {
+			return true
+		}
+		var r connRecord
+		if json.Unmarshal(e.Value, &r) == nil {
+			r.StreamNode = "" // streams do not survive a restart
+			c.mine[e.Key] = r
+		}
+		return true
+	})
+}
+
+// ForwardResponse hands a client's JSON-RPC response (an elicitation
+// answer) that reached this node to the node that parked the call: the
+// connection's home node first, then every other live member, until one
+// accepts it.
+func (c *Conns) ForwardResponse(ctx context.Context, connID string, body []byte) (bool, error) {
+	info, _ := c.Get(connID)
+	var order []string
+	if info.Node != "" && info.Node != c.s.self {
+		order = append(order, info.Node)
+	}
+	for _, m := range c.s.cl.Members() {
+		if !m.Self && m.Name != info.Node && m.State == cluster.StateAlive {
+			order = append(order, m.Name)
+		}
+	}
+	var lastErr error
+	for _, node := range order {
+		conn, err := c.s.cl.PeerConn(node)
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		resp, err := peerv1.NewPeerServiceClient(conn).DeliverClientMessage(ctx, &peerv1.DeliverClientMessageRequest{
+			Connection: connID, Message: body, Kind: kindElicitationResponse,
+		})
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		if code := resp.GetHttpStatus(); code >= 200 && code < 300 {
+			return true, nil
+		}
+	}
+	if lastErr != nil {
+		return false, fmt.Errorf("no node took the response for connection %s: %w", connID, lastErr)
+	}
+	return false, nil
+}
+
+// kindElicitationResponse names a forwarded client response.
+const kindElicitationResponse = "elicitation_response"
+
+var _ mcp.ConnRegistry = (*Conns)(nil)
