@@ -30,7 +30,9 @@ const (
 
 func sha(s string) string { sum := sha256.Sum256([]byte(s)); return hex.EncodeToString(sum[:]) }
 
-// testPolicy allows every tool and read for the three token principals.
+// testPolicy allows every tool and read for the three token principals,
+// except that clicking submit in a session whose id starts with "ask"
+// asks the user first.
 func testPolicy(t testing.TB, dir string) string {
 	t.Helper()
 	p := filepath.Join(dir, "policy.yaml")
@@ -40,6 +42,8 @@ tokens:
   - {sha256: %q, subject: bob}
   - {sha256: %q, subject: ada, roles: [admin]}
 tools:
+  - match: {tools: ["ask*.submit.click"]}
+    ask: "{principal} wants to run {tool}"
   - allow: true
 reads:
   - allow: true

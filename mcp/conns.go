@@ -127,3 +127,15 @@ func (s *Server) applyConn(vs *viewSession) {
 		vs.SetLogLevel(ci.LogLevel)
 	}
 }
+
+// subscribedVia answers whether a connection subscribed to uri through any
+// node, from the cluster's connection registry.
+func subscribedVia(r ConnRegistry) func(connID, uri string) bool {
+	if r == nil {
+		return nil
+	}
+	return func(connID, uri string) bool {
+		ci, ok := r.Get(connID)
+		return ok && slices.Contains(ci.Subscriptions, uri)
+	}
+}

@@ -30,10 +30,13 @@ type connTable struct {
 	mu    sync.Mutex
 	conns map[string]*conn
 	here  func(connID string) bool
+	// subscribed reports subscriptions made through other nodes (from the
+	// cluster's connection registry); nil when there is none.
+	subscribed func(connID, uri string) bool
 }
 
-func newConnTable(here func(string) bool) *connTable {
-	return &connTable{conns: make(map[string]*conn), here: here}
+func newConnTable(here func(string) bool, subscribed func(connID, uri string) bool) *connTable {
+	return &connTable{conns: make(map[string]*conn), here: here, subscribed: subscribed}
 }
 
 func (t *connTable) add(id string, p authz.Principal, cs server.ClientSession) {
@@ -96,7 +99,7 @@ func (t *connTable) match(method, uri string, keep func(authz.Principal) bool) [
 			}
 			continue
 		}
-		if uri == "" || c.subs[uri] {
+		if uri == "" || c.subs[uri] || (t.subscribed != nil && t.subscribed(c.session.SessionID(), uri)) {
 			out = append(out, c.session)
 		}
 	}

@@ -61,7 +61,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{
 		cfg: cfg, log: cfg.Logger, ids: ids, states: states,
-		conns: newConnTable(cfg.NotifyHere), parked: newParking(), streams: newSSEStreams(), metrics: m,
+		conns: newConnTable(cfg.NotifyHere, subscribedVia(cfg.Conns)), parked: newParking(), streams: newSSEStreams(), metrics: m,
 	}
 
 	hooks := &server.Hooks{}

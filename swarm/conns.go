@@ -113,9 +113,10 @@ func (c *Conns) Revoked(id string) bool {
 // StreamChanged records that this node holds (or no longer holds) the
 // connection's GET stream.
 func (c *Conns) StreamChanged(id string, held bool) {
-	info, _ := c.Get(id)
+	info, known := c.Get(id)
 	c.update(id, func(r *connRecord) {
-		if r.Info.ID == "" {
+		// This record becomes the newest: carry the newest knowledge.
+		if known {
 			r.Info = info
 		}
 		r.StreamNode = ""
