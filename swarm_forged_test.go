@@ -1,0 +1,132 @@
+package mcpswarm_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	"github.com/mcpswarm/mcpswarm"
+	"github.com/mcpswarm/mcpswarm/cluster"
+	adminv1 "github.com/mcpswarm/mcpswarm/proto/mcpswarm/admin/v1"
+	peerv1 "github.com/mcpswarm/mcpswarm/proto/mcpswarm/peer/v1"
+)
+
+func dial(t *testing.T, addr string, opts ...grpc.DialOption) *grpc.ClientConn {
+	t.Helper()
+	cc, err := grpc.NewClient(addr, append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cc.Close() })
+	return cc
+}
+
+// forwardClick calls Peer.CallTool on node n as if forwarded for principal.
+func forwardClick(ctx context.Context, pc peerv1.PeerServiceClient, principal string) error {
+	stream, err := pc.CallTool(ctx, &peerv1.CallToolRequest{
+		Caller:  &peerv1.Caller{Principal: principal, Authenticated: true, EntryNode: "node2", Transport: "streamable-http"},
+		Session: "fg", Tool: "fg.inc.click",
+	})
+	if err != nil {
+		return err
+	}
+	for {
+		if _, err := stream.Recv(); err != nil {
+			return err
+		}
+	}
+}
+
+// Traffic from outside the cluster, or lying inside it, changes nothing.
+func TestForgedTrafficIsRefused(t *testing.T) {
+	e := newSwarmEnv(t)
+	n1 := e.cluster(1)[0]
+	alice := connect(t, n1, connOpts{token: aliceToken})
+	if res := alice.call("swarm_start", map[string]any{"app": "counter", "id": "fg"}); res.IsError {
+		t.Fatal(textOf(res))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	// No cluster credential: refused before anything runs.
+	err := forwardClick(ctx, peerv1.NewPeerServiceClient(dial(t, n1.GRPCAddr())), "alice")
+	if status.Code(err) != codes.Unauthenticated {
+		t.Fatalf("forward without credential: %v, want Unauthenticated", err)
+	}
+	// A credential from another cluster's key: refused too.
+	otherKey, _ := mcpswarm.GenerateClusterKey()
+	k, _ := mcpswarm.ParseClusterKey(otherKey)
+	wrong, _ := cluster.PeerCredentials(k, "node2")
+	err = forwardClick(ctx, peerv1.NewPeerServiceClient(dial(t, n1.GRPCAddr(), grpc.WithPerRPCCredentials(wrong))), "alice")
+	if status.Code(err) != codes.Unauthenticated {
+		t.Fatalf("forward with another cluster's credential: %v, want Unauthenticated", err)
+	}
+	// A genuine peer credential claiming a principal that does not own the
+	// session: the owner re-checks and refuses.
+	key, err := mcpswarm.LoadClusterKey(e.keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds, _ := cluster.PeerCredentials(key, "node2")
+	err = forwardClick(ctx, peerv1.NewPeerServiceClient(dial(t, n1.GRPCAddr(), grpc.WithPerRPCCredentials(creds))), "mallory")
+	if status.Code(err) != codes.PermissionDenied {
+		t.Fatalf("forward claiming mallory: %v, want PermissionDenied", err)
+	}
+	if m := textOf(alice.call("swarm_get_model", map[string]any{"id": "fg"})); !strings.Contains(m, `"count":0`) {
+		t.Fatalf("a refused forward changed the model: %s", m)
+	}
+
+	// A session id sealed by another cluster's key is unknown here.
+	other := newSwarmEnv(t)
+	foreign := connect(t, other.start("elsewhere"), connOpts{token: aliceToken})
+	if code := postStatus(t, n1, foreign.id); code != http.StatusNotFound {
+		t.Fatalf("a foreign cluster's session id answered %d, want 404", code)
+	}
+}
+
+// The admin API answers whoever holds the cluster key, and nobody else.
+func TestAdminAPIRequiresTheClusterKey(t *testing.T) {
+	e := newSwarmEnv(t)
+	nodes := e.cluster(2)
+	alice := connect(t, nodes[0], connOpts{token: aliceToken})
+	if res := alice.call("swarm_start", map[string]any{"app": "todo", "id": "ad"}); res.IsError {
+		t.Fatal(textOf(res))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	anon := adminv1.NewAdminServiceClient(dial(t, nodes[1].GRPCAddr()))
+	if _, err := anon.ListSessions(ctx, &adminv1.ListSessionsRequest{}); status.Code(err) != codes.Unauthenticated {
+		t.Fatalf("admin call without a token: %v", err)
+	}
+	bad := adminv1.NewAdminServiceClient(dial(t, nodes[1].GRPCAddr(), grpc.WithPerRPCCredentials(mcpswarm.AdminCredentials{Token: mcpswarm.AdminToken(mcpswarm.DevClusterKey())})))
+	if _, err := bad.ListSessions(ctx, &adminv1.ListSessionsRequest{}); status.Code(err) != codes.PermissionDenied {
+		t.Fatalf("admin call with another key's token: %v", err)
+	}
+
+	key, _ := mcpswarm.LoadClusterKey(e.keyFile)
+	admin := adminv1.NewAdminServiceClient(dial(t, nodes[1].GRPCAddr(), grpc.WithPerRPCCredentials(mcpswarm.AdminCredentials{Token: mcpswarm.AdminToken(key)})))
+	members, err := admin.ListMembers(ctx, &adminv1.ListMembersRequest{})
+	if err != nil || len(members.GetMembers()) != 2 {
+		t.Fatalf("members: %v %v", members, err)
+	}
+	eventually(t, 5*time.Second, "node2's admin API lists ad owned by node1", func() bool {
+		s, err := admin.ListSessions(ctx, &adminv1.ListSessionsRequest{})
+		return err == nil && len(s.GetSessions()) == 1 && s.GetSessions()[0].GetOwnerNode() == "node1" && s.GetSessions()[0].GetPrincipal() == "alice"
+	})
+	if _, err := admin.StopSession(ctx, &adminv1.StopSessionRequest{Id: "ad"}); err != nil {
+		t.Fatalf("stop through node2: %v", err)
+	}
+	eventually(t, 5*time.Second, "ad is gone everywhere", func() bool {
+		s, err := admin.ListSessions(ctx, &adminv1.ListSessionsRequest{})
+		return err == nil && len(s.GetSessions()) == 0 && len(nodes[0].LocalSessions()) == 0
+	})
+}
+
