@@ -129,4 +129,3 @@ func TestAdminAPIRequiresTheClusterKey(t *testing.T) {
 		return err == nil && len(s.GetSessions()) == 0 && len(nodes[0].LocalSessions()) == 0
 	})
 }
-
