@@ -1,12 +1,32 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
+
+// syncBuffer is a bytes.Buffer the process writes while the test reads.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
 
 // noDev returns serveArgs without --dev.
 func noDev(t *testing.T) []string {
@@ -56,7 +76,7 @@ func TestValidPolicyBoots(t *testing.T) {
 	args := append(noDev(t), "--policy", filepath.Join("..", "..", "authz", "testdata", "production.yaml"))
 	httpAddr := args[4]
 	cmd := exec.Command(binary, args...)
-	var stderr strings.Builder
+	var stderr syncBuffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
