@@ -31,20 +31,7 @@ type located struct {
 // locate resolves a session id to its visible record. When several origins
 // hold the id (a concurrent creation not yet resolved), the earliest
 // creation is the session: the same answer on every node.
-func (s *Swarm) locate(id string) (located, bool) {
-	var best located
-	found := false
-	for _, e := range s.sessions.Lookup(id) {
-		rec, err := decodeSession(e.Value)
-		if err != nil {
-			continue
-		}
-		if !found || earlier(rec.Created, e.Origin.String(), best.rec.Created, best.origin.String()) {
-			best, found = located{id: id, rec: rec, origin: e.Origin}, true
-		}
-	}
-	return best, found
-}
+func (s *Swarm) locate(id string) (located, bool) { return s.idx.locate(id) }
 
 // resolve finds id for caller c: not running, owner unavailable, and not
 // the owner are errors the client sees.
@@ -118,24 +105,14 @@ func (s *Swarm) Stop(ctx context.Context, c authz.Context, id string) error {
 // Sessions implements mcp.Backend. A duplicate id (a concurrent creation
 // not yet resolved) is listed once, as the earliest creation.
 func (s *Swarm) Sessions(p authz.Principal) []mcp.SessionInfo {
-	var ids []string
-	seen := map[string]bool{}
-	s.sessions.Range(func(e crdt.Entry) bool {
-		if !seen[e.Key] {
-			seen[e.Key] = true
-			ids = append(ids, e.Key)
-		}
-		return true
-	})
 	var out []mcp.SessionInfo
-	for _, id := range ids {
+	for _, id := range s.idx.ids() {
 		loc, ok := s.locate(id)
 		if !ok || !authz.Owns(p, loc.rec.Principal) {
 			continue
 		}
 		out = append(out, mcp.SessionInfo{Info: loc.rec.info(id), Owner: loc.rec.Node, Available: true})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
 }
 
@@ -154,27 +131,10 @@ func (s *Swarm) Lookup(id string) (mcp.SessionInfo, bool) {
 	return mcp.SessionInfo{}, false
 }
 
-// Tools implements mcp.Backend: the sticky tools of p's visible sessions.
+// Tools implements mcp.Backend: the sticky tools of p's visible sessions,
+// from the index (no decoding per request). The slice is shared.
 func (s *Swarm) Tools(p authz.Principal) []session.Tool {
-	var out []session.Tool
-	var entries []crdt.Entry
-	s.tools.Range(func(e crdt.Entry) bool {
-		entries = append(entries, e)
-		return true
-	})
-	for _, e := range entries {
-		rec, err := decodeTools(e.Value)
-		if err != nil || !authz.Owns(p, rec.Principal) {
-			continue
-		}
-		// During an unresolved duplicate only the winning copy's tools show.
-		if loc, ok := s.locate(e.Key); !ok || loc.origin != e.Origin {
-			continue
-		}
-		out = append(out, rec.Tools...)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
+	return s.idx.toolsOf(p.Subject, p.IsAdmin())
 }
 
 // Call implements mcp.Backend: local sessions run here, others on their

@@ -19,6 +19,7 @@ func (s *Swarm) onSessionChange(ch crdt.Change) {
 			return
 		}
 		principal = rec.Principal
+		s.idx.setSession(ch.Key, ch.Origin, &rec)
 		s.mu.Lock()
 		delete(s.unavailable, ch.Key)
 		s.mu.Unlock()
@@ -34,6 +35,7 @@ func (s *Swarm) onSessionChange(ch crdt.Change) {
 			return
 		}
 		principal = rec.Principal
+		s.idx.setSession(ch.Key, ch.Origin, nil)
 		s.mu.Lock()
 		if s.sessions.Hidden(ch.Origin) {
 			s.unavailable[ch.Key] = rec
@@ -99,6 +101,11 @@ func (s *Swarm) onToolsChange(ch crdt.Change) {
 	if err != nil {
 		s.log.Warn("ignoring malformed tools record", "session", ch.Key, "origin", ch.Origin.String(), "err", err)
 		return
+	}
+	if ch.New == nil {
+		s.idx.setTools(ch.Key, ch.Origin, nil)
+	} else {
+		s.idx.setTools(ch.Key, ch.Origin, &rec)
 	}
 	s.emit(mcp.Event{Kind: mcp.ToolsChanged, Principal: rec.Principal, Session: ch.Key})
 }

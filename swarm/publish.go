@@ -3,6 +3,7 @@ package swarm
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/mcpswarm/mcpswarm/mcp"
 	"github.com/mcpswarm/mcpswarm/session"
@@ -27,21 +28,42 @@ func (s *Swarm) markDirty(id string, record, tools bool) {
 	}
 }
 
+// publishDelay is how long the publisher gathers changes before it
+// writes: the replication layer batches for a few milliseconds anyway, and
+// a session updated ten times within it is written once.
+const publishDelay = 2 * time.Millisecond
+
 // publishLoop writes what markDirty recorded, coalescing bursts: a session
 // that changed ten times since the last round is written once, with its
-// state as it is now.
+// state as it is now. Like raft's node.run, a nil channel switches a case
+// off: the timer runs only while something waits to be written.
 func (s *Swarm) publishLoop(ctx context.Context) {
 	defer close(s.loopDone)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	var due <-chan time.Time
+	kick, connKick := s.kick, s.conns.kick
 	for {
 		select {
 		case <-ctx.Done():
+			timer.Stop()
 			s.flush()
 			s.conns.flush()
 			return
-		case <-s.kick:
+		case <-kick:
+			kick = nil
+		case <-connKick:
+			connKick = nil
+		case <-due:
+			due = nil
 			s.flush()
-		case <-s.conns.kick:
 			s.conns.flush()
+			kick, connKick = s.kick, s.conns.kick
+			continue
+		}
+		if due == nil {
+			timer.Reset(publishDelay)
+			due = timer.C
 		}
 	}
 }

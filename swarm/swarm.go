@@ -53,6 +53,7 @@ type Swarm struct {
 	sessions *cluster.Registry
 	tools    *cluster.Registry
 	conns    *Conns
+	idx      *index
 
 	mu sync.Mutex
 	// unavailable holds the last record of sessions whose owner is hidden,
@@ -93,6 +94,7 @@ func New(cfg Config) (*Swarm, error) {
 		rev:         map[string]map[string]uint64{},
 		watchers:    map[int]func(mcp.Event){},
 		pending:     map[string]dirty{},
+		idx:         newIndex(),
 		kick:        make(chan struct{}, 1),
 	}
 	if s.log == nil {

@@ -1,0 +1,140 @@
+package swarm
+
+import (
+	"sort"
+	"sync"
+
+	"github.com/mcpswarm/mcpswarm/crdt"
+	"github.com/mcpswarm/mcpswarm/session"
+)
+
+// index holds the decoded, visible contents of the sessions and tools
+// registries, kept current by their change feeds, so answering a request
+// (every request installs the caller's tool view) never decodes JSON.
+type index struct {
+	mu       sync.RWMutex
+	sessions map[string]map[crdt.Origin]sessionRecord
+	tools    map[string]map[crdt.Origin]toolsRecord
+	// views caches each principal's tool list ("" for admins: every tool);
+	// a change to a principal's sessions drops its entry and the admins'.
+	views map[string][]session.Tool
+}
+
+func newIndex() *index {
+	return &index{
+		sessions: map[string]map[crdt.Origin]sessionRecord{},
+		tools:    map[string]map[crdt.Origin]toolsRecord{},
+		views:    map[string][]session.Tool{},
+	}
+}
+
+func (x *index) setSession(id string, o crdt.Origin, rec *sessionRecord) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if rec == nil {
+		if old, ok := x.sessions[id][o]; ok {
+			x.invalidate(old.Principal)
+		}
+		delete(x.sessions[id], o)
+		if len(x.sessions[id]) == 0 {
+			delete(x.sessions, id)
+		}
+		return
+	}
+	if x.sessions[id] == nil {
+		x.sessions[id] = map[crdt.Origin]sessionRecord{}
+	}
+	if _, had := x.sessions[id][o]; !had {
+		x.invalidate(rec.Principal) // the winner of a duplicate may change
+	}
+	x.sessions[id][o] = *rec
+}
+
+func (x *index) setTools(id string, o crdt.Origin, rec *toolsRecord) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if rec == nil {
+		if old, ok := x.tools[id][o]; ok {
+			x.invalidate(old.Principal)
+		}
+		delete(x.tools[id], o)
+		if len(x.tools[id]) == 0 {
+			delete(x.tools, id)
+		}
+		return
+	}
+	if x.tools[id] == nil {
+		x.tools[id] = map[crdt.Origin]toolsRecord{}
+	}
+	x.tools[id][o] = *rec
+	x.invalidate(rec.Principal)
+}
+
+// invalidate drops cached views; x.mu must be held.
+func (x *index) invalidate(principal string) {
+	delete(x.views, principal)
+	delete(x.views, "")
+}
+
+// locate returns the earliest creation of id: the session, on every node.
+func (x *index) locate(id string) (located, bool) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return x.locateLocked(id)
+}
+
+func (x *index) locateLocked(id string) (located, bool) {
+	var best located
+	found := false
+	for o, rec := range x.sessions[id] {
+		if !found || earlier(rec.Created, o.String(), best.rec.Created, best.origin.String()) {
+			best, found = located{id: id, rec: rec, origin: o}, true
+		}
+	}
+	return best, found
+}
+
+// ids lists every visible session id.
+func (x *index) ids() []string {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	out := make([]string, 0, len(x.sessions))
+	for id := range x.sessions {
+		out = append(out, id)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// toolsOf returns the tools of the sessions principal may see (all when
+// admin), from the winning copy of each session. The slice is shared:
+// callers must not modify it.
+func (x *index) toolsOf(principal string, admin bool) []session.Tool {
+	key := principal
+	if admin {
+		key = ""
+	}
+	x.mu.RLock()
+	v, ok := x.views[key]
+	x.mu.RUnlock()
+	if ok {
+		return v
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	var out []session.Tool
+	for id, byOrigin := range x.tools {
+		win, ok := x.locateLocked(id)
+		if !ok {
+			continue
+		}
+		rec, ok := byOrigin[win.origin]
+		if !ok || (!admin && rec.Principal != principal) {
+			continue
+		}
+		out = append(out, rec.Tools...)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	x.views[key] = out
+	return out
+}
