@@ -20,6 +20,10 @@ func TestAnyNodeDrivesASessionOwnedElsewhere(t *testing.T) {
 	if res := alice1.call("swarm_start", map[string]any{"app": "login", "id": "lg"}); res.IsError {
 		t.Fatalf("swarm_start: %s", textOf(res))
 	}
+	// Read your writes: the very next request on the same node lists them.
+	if !alice1.tools()["lg.submit.click"] {
+		t.Fatal("tools/list right after swarm_start does not list the new session's tools")
+	}
 
 	alice3 := connect(t, n3, connOpts{token: aliceToken})
 	eventually(t, 5*time.Second, "node3 lists lg's derived tools for alice", func() bool {

@@ -78,7 +78,9 @@ func (s *Swarm) Start(ctx context.Context, c authz.Context, app, id string) (mcp
 		return mcp.SessionInfo{}, err
 	}
 	// The Started event publishes too; publishing here as well makes the
-	// session visible in the registry before Start answers.
+	// session visible in the registry before Start answers, and the index
+	// shows it to this node's next request at once.
+	s.writeThrough(info.ID)
 	err = s.publishRecord(info)
 	if err == nil {
 		err = s.publishTools(info.ID, info.Principal)

@@ -19,7 +19,9 @@ func (s *Swarm) onSessionChange(ch crdt.Change) {
 			return
 		}
 		principal = rec.Principal
-		s.idx.setSession(ch.Key, ch.Origin, &rec)
+		if ch.Origin != s.cl.Origin() { // own records are written through
+			s.idx.setSession(ch.Key, ch.Origin, &rec)
+		}
 		s.mu.Lock()
 		delete(s.unavailable, ch.Key)
 		s.mu.Unlock()
@@ -35,7 +37,9 @@ func (s *Swarm) onSessionChange(ch crdt.Change) {
 			return
 		}
 		principal = rec.Principal
-		s.idx.setSession(ch.Key, ch.Origin, nil)
+		if ch.Origin != s.cl.Origin() {
+			s.idx.setSession(ch.Key, ch.Origin, nil)
+		}
 		s.mu.Lock()
 		if s.sessions.Hidden(ch.Origin) {
 			s.unavailable[ch.Key] = rec
@@ -97,15 +101,45 @@ func (s *Swarm) onToolsChange(ch crdt.Change) {
 	if raw == nil {
 		raw = ch.Old
 	}
+	if ch.Origin == s.cl.Origin() {
+		// This node's own records are written through (writeThrough,
+		// unpublish); a registry echo arriving after a newer write-through
+		// must not roll the index back.
+		return
+	}
 	rec, err := decodeTools(raw)
 	if err != nil {
 		s.log.Warn("ignoring malformed tools record", "session", ch.Key, "origin", ch.Origin.String(), "err", err)
 		return
 	}
+	var changed bool
 	if ch.New == nil {
-		s.idx.setTools(ch.Key, ch.Origin, nil)
+		changed = s.idx.setTools(ch.Key, ch.Origin, nil)
 	} else {
-		s.idx.setTools(ch.Key, ch.Origin, &rec)
+		changed = s.idx.setTools(ch.Key, ch.Origin, &rec)
 	}
-	s.emit(mcp.Event{Kind: mcp.ToolsChanged, Principal: rec.Principal, Session: ch.Key})
+	if changed {
+		s.emit(mcp.Event{Kind: mcp.ToolsChanged, Principal: rec.Principal, Session: ch.Key})
+	}
+}
+
+// writeThrough puts a local session's current record and tools into the
+// index at once, so the caller that started or changed it reads its own
+// write (tools/list right after swarm_start lists the new tools) while the
+// registry write follows a moment later.
+func (s *Swarm) writeThrough(id string) {
+	info, ok := s.mgr.Get(id)
+	if !ok {
+		return
+	}
+	own := s.cl.Origin()
+	rec := s.record(info)
+	s.idx.setSession(id, own, &rec)
+	tools, err := s.mgr.Tools(id)
+	if err != nil {
+		return
+	}
+	if s.idx.setTools(id, own, &toolsRecord{Principal: info.Principal, Tools: tools}) {
+		s.emit(mcp.Event{Kind: mcp.ToolsChanged, Principal: info.Principal, Session: id})
+	}
 }

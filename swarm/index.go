@@ -1,6 +1,7 @@
 package swarm
 
 import (
+	"slices"
 	"sort"
 	"sync"
 
@@ -50,24 +51,34 @@ func (x *index) setSession(id string, o crdt.Origin, rec *sessionRecord) {
 	x.sessions[id][o] = *rec
 }
 
-func (x *index) setTools(id string, o crdt.Origin, rec *toolsRecord) {
+// setTools records (or, with rec nil, forgets) a session's tool set and
+// reports whether that changed what the index held: the same record
+// arriving twice (written through locally, then echoed by the registry)
+// is one change, not two.
+func (x *index) setTools(id string, o crdt.Origin, rec *toolsRecord) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	old, had := x.tools[id][o]
 	if rec == nil {
-		if old, ok := x.tools[id][o]; ok {
-			x.invalidate(old.Principal)
+		if !had {
+			return false
 		}
+		x.invalidate(old.Principal)
 		delete(x.tools[id], o)
 		if len(x.tools[id]) == 0 {
 			delete(x.tools, id)
 		}
-		return
+		return true
+	}
+	if had && old.Principal == rec.Principal && slices.EqualFunc(old.Tools, rec.Tools, session.Tool.Equal) {
+		return false
 	}
 	if x.tools[id] == nil {
 		x.tools[id] = map[crdt.Origin]toolsRecord{}
 	}
 	x.tools[id][o] = *rec
 	x.invalidate(rec.Principal)
+	return true
 }
 
 // invalidate drops cached views; x.mu must be held.

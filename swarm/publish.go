@@ -102,6 +102,7 @@ func (s *Swarm) onLocalEvent(ev session.Event) {
 	case session.Started, session.Stopped:
 		s.markDirty(ev.Session, true, true)
 	case session.ToolsChanged:
+		s.writeThrough(ev.Session)
 		s.markDirty(ev.Session, false, true)
 	case session.ResourceChanged:
 		s.mu.Lock()

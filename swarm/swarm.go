@@ -146,6 +146,7 @@ func (s *Swarm) StartPublishing(context.Context) error {
 		s.unpublish(id)
 	}
 	for _, info := range s.mgr.List() {
+		s.writeThrough(info.ID)
 		err := s.publishRecord(info)
 		if err == nil {
 			err = s.publishTools(info.ID, info.Principal)
@@ -184,8 +185,8 @@ func (s *Swarm) SetClientMessageHandler(fn func(ctx context.Context, conn, kind 
 	s.mu.Unlock()
 }
 
-// publishRecord writes a local session's record.
-func (s *Swarm) publishRecord(info session.Info) error {
+// record is the sessions-registry record of a local session.
+func (s *Swarm) record(info session.Info) sessionRecord {
 	rec := sessionRecord{App: info.App, Principal: info.Principal, Created: info.Created, Status: info.Status, Node: s.self}
 	s.mu.Lock()
 	if r := s.rev[info.ID]; len(r) > 0 {
@@ -195,7 +196,12 @@ func (s *Swarm) publishRecord(info session.Info) error {
 		}
 	}
 	s.mu.Unlock()
-	b, err := json.Marshal(rec)
+	return rec
+}
+
+// publishRecord writes a local session's record.
+func (s *Swarm) publishRecord(info session.Info) error {
+	b, err := json.Marshal(s.record(info))
 	if err != nil {
 		return err
 	}
@@ -215,6 +221,15 @@ func (s *Swarm) publishTools(id, principal string) error {
 }
 
 func (s *Swarm) unpublish(id string) {
+	own := s.cl.Origin()
+	var principal string
+	if loc, ok := s.idx.locate(id); ok && loc.origin == own {
+		principal = loc.rec.Principal
+	}
+	s.idx.setSession(id, own, nil)
+	if s.idx.setTools(id, own, nil) {
+		s.emit(mcp.Event{Kind: mcp.ToolsChanged, Principal: principal, Session: id})
+	}
 	if err := s.tools.Remove(id); err != nil {
 		s.log.Warn("removing tools record", "session", id, "err", err)
 	}
