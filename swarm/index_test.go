@@ -1,0 +1,90 @@
+package swarm
+
+import (
+	"testing"
+	"time"
+
+	"github.com/mcpswarm/mcpswarm/crdt"
+	"github.com/mcpswarm/mcpswarm/session"
+)
+
+var (
+	n1 = crdt.Origin{Name: "node1", Epoch: 7}
+	n2 = crdt.Origin{Name: "node2", Epoch: 9}
+	t0 = time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
+)
+
+func tools(names ...string) []session.Tool {
+	var out []session.Tool
+	for _, n := range names {
+		out = append(out, session.Tool{Name: n})
+	}
+	return out
+}
+
+func TestDuplicateIDResolvesToTheEarliestCreationOnEveryNode(t *testing.T) {
+	for _, order := range [][]crdt.Origin{{n1, n2}, {n2, n1}} {
+		x := newIndex()
+		for _, o := range order {
+			created := t0
+			if o == n2 {
+				created = t0.Add(time.Millisecond)
+			}
+			x.setSession("dup", o, &sessionRecord{Principal: "alice", Created: created, Node: o.Name})
+			x.setTools("dup", o, &toolsRecord{Principal: "alice", Tools: tools("dup.from." + o.Name)})
+		}
+		loc, ok := x.locate("dup")
+		if !ok || loc.origin != n1 {
+			t.Fatalf("arrival order %v: located %v, want node1's earlier creation", order, loc.origin)
+		}
+		if got := x.toolsOf("alice", false); len(got) != 1 || got[0].Name != "dup.from.node1" {
+			t.Fatalf("arrival order %v: alice's tools %v, want only the winner's", order, got)
+		}
+	}
+}
+
+func TestEqualCreationTimesAreBrokenByOrigin(t *testing.T) {
+	if !earlier(t0, "a@1", t0, "b@1") || earlier(t0, "b@1", t0, "a@1") {
+		t.Fatal("ties must break by origin string, the same way everywhere")
+	}
+}
+
+func TestToolViewsArePerPrincipalAndFollowChanges(t *testing.T) {
+	x := newIndex()
+	x.setSession("a1", n1, &sessionRecord{Principal: "alice", Created: t0})
+	x.setSession("b1", n2, &sessionRecord{Principal: "bob", Created: t0})
+	x.setTools("a1", n1, &toolsRecord{Principal: "alice", Tools: tools("a1.x.click")})
+	x.setTools("b1", n2, &toolsRecord{Principal: "bob", Tools: tools("b1.y.click")})
+
+	if got := x.toolsOf("alice", false); len(got) != 1 || got[0].Name != "a1.x.click" {
+		t.Fatalf("alice sees %v", got)
+	}
+	if got := x.toolsOf("anyone", true); len(got) != 2 {
+		t.Fatalf("an admin sees %v, want both sessions' tools", got)
+	}
+	// A change invalidates the cached view.
+	x.setTools("a1", n1, &toolsRecord{Principal: "alice", Tools: tools("a1.x.click", "a1.z.toggle")})
+	if got := x.toolsOf("alice", false); len(got) != 2 {
+		t.Fatalf("after a change alice sees %v", got)
+	}
+	// Hiding the owner (the registry reports the entries removed) empties it.
+	x.setSession("a1", n1, nil)
+	x.setTools("a1", n1, nil)
+	if got := x.toolsOf("alice", false); len(got) != 0 {
+		t.Fatalf("after hiding, alice sees %v", got)
+	}
+}
+
+func TestTheSameToolSetTwiceIsOneChange(t *testing.T) {
+	x := newIndex()
+	rec := &toolsRecord{Principal: "alice", Tools: tools("s.a.click")}
+	if !x.setTools("s", n1, rec) {
+		t.Fatal("the first tool set is a change")
+	}
+	if x.setTools("s", n1, &toolsRecord{Principal: "alice", Tools: tools("s.a.click")}) {
+		t.Fatal("an identical tool set must not count as a change")
+	}
+	if !x.setTools("s", n1, nil) || x.setTools("s", n1, nil) {
+		t.Fatal("removal is a change once")
+	}
+}
