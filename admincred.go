@@ -23,16 +23,20 @@ func AdminToken(clusterKey []byte) string {
 }
 
 // AdminCredentials attaches the admin token to every RPC of a client conn.
-type AdminCredentials struct{ Token string }
+type AdminCredentials struct {
+	Token string
+	// Secure makes gRPC refuse to send the token over a plaintext
+	// connection (set it when the node runs TLS).
+	Secure bool
+}
 
 // GetRequestMetadata implements credentials.PerRPCCredentials.
 func (c AdminCredentials) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
 	return map[string]string{"authorization": "Bearer " + c.Token}, nil
 }
 
-// RequireTransportSecurity implements credentials.PerRPCCredentials; the
-// admin API runs on loopback or inside the cluster network without TLS.
-func (AdminCredentials) RequireTransportSecurity() bool { return false }
+// RequireTransportSecurity implements credentials.PerRPCCredentials.
+func (c AdminCredentials) RequireTransportSecurity() bool { return c.Secure }
 
 type adminGuard struct{ token []byte }
 

@@ -48,6 +48,9 @@ type Config struct {
 	// DeadGrace is how long a dead node's entries stay hidden before they are
 	// deleted.
 	DeadGrace time.Duration
+	// TLS, when set, puts the gRPC listener and peer connections under
+	// mutual TLS; otherwise they run in plaintext with the peer credential.
+	TLS TLSFiles
 	// Version is reported in member metadata and `mcpswarm version`.
 	Version string
 }

@@ -6,6 +6,7 @@ package mcpswarm
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -71,6 +72,8 @@ type Node struct {
 	guard     authz.Guard
 	key       []byte
 	devKey    bool
+	tlsServer *tls.Config
+	tlsClient *tls.Config
 	storage   cluster.Storage
 	cluster   *cluster.Cluster
 	sessions  *session.Manager

@@ -62,6 +62,8 @@ type swarmEnv struct {
 	policy  string
 	nodes   map[string]*mcpswarm.Node
 	dataDir map[string]string
+	// tls, when set, puts every node's gRPC under mutual TLS.
+	tls mcpswarm.TLSFiles
 	// quiet stops node logs reaching t.Logf once the test is over:
 	// memberlist's probe goroutine may log a last line while it shuts down.
 	quiet *atomic.Bool
@@ -99,6 +101,7 @@ func (e *swarmEnv) start(name string, join ...string) *mcpswarm.Node {
 	cfg.PolicyFile = e.policy
 	cfg.ClusterKeyFile = e.keyFile
 	cfg.Join = join
+	cfg.TLS = e.tls
 	cfg.DeadGrace = 3 * time.Second
 	cfg.ShutdownTimeout = 5 * time.Second
 	log := slog.New(slog.NewTextHandler(testWriter{e.t, name, e.quiet}, &slog.HandlerOptions{Level: slog.LevelWarn}))

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 
 	"github.com/mcpswarm/mcpswarm/authz"
 	"github.com/mcpswarm/mcpswarm/cluster"
@@ -58,6 +59,11 @@ func (n *Node) build() error {
 		return err
 	}
 	n.key, n.devKey = key, devKey
+	if n.cfg.TLS.Enabled() {
+		if n.tlsServer, n.tlsClient, err = n.cfg.TLS.configs(); err != nil {
+			return err
+		}
+	}
 	n.parts = []component{
 		{name: "data dir", start: func(context.Context) error { return n.cfg.CheckDataDir() }},
 		n.bind(),
@@ -110,6 +116,9 @@ func (n *Node) newCluster(context.Context) error {
 	cc.Storage = nodeOwnedStorage{n.storage}
 	cc.Version = n.cfg.Version
 	cc.DeadGrace = n.cfg.DeadGrace
+	if n.cfg.TLS.Enabled() {
+		cc.TLS = n.tlsClient
+	}
 	cc.Logger = n.log.With("component", "cluster")
 	cc.Registerer = n.metrics
 	c, err := cluster.New(cc)
@@ -241,10 +250,14 @@ func (n *Node) buildFront(context.Context) error {
 	// The cluster's options carry the message limits, keepalives and the
 	// peer-credential interceptors; the admin guard chains after them and
 	// only looks at admin methods.
-	n.grpc = grpc.NewServer(append(n.cluster.ServerOptions(),
+	opts := append(n.cluster.ServerOptions(),
 		grpc.ChainUnaryInterceptor(admin.unary),
 		grpc.ChainStreamInterceptor(admin.stream),
-	)...)
+	)
+	if n.tlsServer != nil {
+		opts = append(opts, grpc.Creds(credentials.NewTLS(n.tlsServer)))
+	}
+	n.grpc = grpc.NewServer(opts...)
 	n.cluster.Register(n.grpc)
 	adminv1.RegisterAdminServiceServer(n.grpc, &adminServer{n: n})
 	n.registerBase()

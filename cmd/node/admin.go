@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -43,6 +44,7 @@ func adminRun(call adminCall, streaming bool) func(context.Context, []string, en
 		addr := fs.String("addr", "127.0.0.1:9090", "the node's gRPC address (env MCPSWARM_ADDR)")
 		keyFile := fs.String("cluster-key-file", "", "cluster key file (env MCPSWARM_CLUSTER_KEY_FILE)")
 		dev := fs.Bool("dev", false, "use the public development key (nodes started with --dev and no key file)")
+		tlsCA := fs.String("tls-ca", "", "CA bundle to verify a node whose gRPC listener runs TLS (env MCPSWARM_TLS_CA)")
 		asJSON := fs.Bool("json", false, "print JSON")
 		timeout := fs.Duration("timeout", 10*time.Second, "deadline for the call (not for watch)")
 		if err := fs.Parse(args); err != nil {
@@ -70,9 +72,18 @@ func adminRun(call adminCall, streaming bool) func(context.Context, []string, en
 			fmt.Fprintln(env.stderr, "mcpswarm: --cluster-key-file: the admin API needs the cluster key (or --dev for development nodes)")
 			return 2
 		}
+		tc := insecure.NewCredentials()
+		if *tlsCA != "" {
+			cfg, err := mcpswarm.ClientTLS(*tlsCA)
+			if err != nil {
+				fmt.Fprintf(env.stderr, "mcpswarm: --tls-ca: %v\n", err)
+				return 2
+			}
+			tc = credentials.NewTLS(cfg)
+		}
 		conn, err := grpc.NewClient(*addr,
-			grpc.WithTransportCredentials(insecure.NewCredentials()),
-			grpc.WithPerRPCCredentials(mcpswarm.AdminCredentials{Token: mcpswarm.AdminToken(key)}))
+			grpc.WithTransportCredentials(tc),
+			grpc.WithPerRPCCredentials(mcpswarm.AdminCredentials{Token: mcpswarm.AdminToken(key), Secure: *tlsCA != ""}))
 		if err != nil {
 			fmt.Fprintf(env.stderr, "mcpswarm: --addr: %v\n", err)
 			return 2

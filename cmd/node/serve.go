@@ -34,6 +34,9 @@ func serveFlags(cfg *mcpswarm.Config, logFormat, logLevel, configFile *string) *
 	fs.BoolVar(&cfg.Conformance, "conformance", false, "also register the MCP conformance suite's fixture tools, resources and prompts")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", cfg.ShutdownTimeout, "how long in-flight calls may take at shutdown")
 	fs.DurationVar(&cfg.DeadGrace, "dead-grace", cfg.DeadGrace, "how long a dead node's sessions stay hidden before they are deleted")
+	fs.StringVar(&cfg.TLS.Cert, "tls-cert", "", "PEM certificate of this node for the gRPC listener and peer connections (with --tls-key and --tls-ca)")
+	fs.StringVar(&cfg.TLS.Key, "tls-key", "", "PEM private key of --tls-cert")
+	fs.StringVar(&cfg.TLS.CA, "tls-ca", "", "PEM CA bundle that signs every node's certificate")
 	fs.StringVar(logFormat, "log-format", "auto", "log format: text, json, or auto (text on a terminal, else json)")
 	fs.StringVar(logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	return fs
