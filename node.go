@@ -37,6 +37,13 @@ type options struct {
 	logger *slog.Logger
 	stdin  io.Reader
 	stdout io.Writer
+	apps   []func(*session.Registry) error
+}
+
+// WithApps registers an embedder's own apps next to the demo apps. Which
+// apps clients may start is still Config.Startable (default: the demos).
+func WithApps(register func(*session.Registry) error) Option {
+	return func(o *options) { o.apps = append(o.apps, register) }
 }
 
 // WithLogger sets the node's logger (default: slog.Default()).

@@ -19,6 +19,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcpswarm/mcpswarm"
+	"github.com/mcpswarm/mcpswarm/session"
 )
 
 // The tokens of the test principals; the policy stores their hashes.
@@ -64,6 +65,9 @@ type swarmEnv struct {
 	dataDir map[string]string
 	// tls, when set, puts every node's gRPC under mutual TLS.
 	tls mcpswarm.TLSFiles
+	// apps registers extra apps on every node, startable with the demos.
+	apps      func(*session.Registry) error
+	startable []string
 	// quiet stops node logs reaching t.Logf once the test is over:
 	// memberlist's probe goroutine may log a last line while it shuts down.
 	quiet *atomic.Bool
@@ -105,7 +109,12 @@ func (e *swarmEnv) start(name string, join ...string) *mcpswarm.Node {
 	cfg.DeadGrace = 3 * time.Second
 	cfg.ShutdownTimeout = 5 * time.Second
 	log := slog.New(slog.NewTextHandler(testWriter{e.t, name, e.quiet}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	n, err := mcpswarm.NewNode(cfg, mcpswarm.WithLogger(log))
+	opts := []mcpswarm.Option{mcpswarm.WithLogger(log)}
+	if e.apps != nil {
+		opts = append(opts, mcpswarm.WithApps(e.apps))
+		cfg.Startable = e.startable
+	}
+	n, err := mcpswarm.NewNode(cfg, opts...)
 	if err != nil {
 		e.t.Fatalf("new node %s: %v", name, err)
 	}

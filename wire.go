@@ -150,7 +150,14 @@ func (n *Node) startSessions(ctx context.Context) error {
 	n.snapshots = newSnapshotStore(n.storage, n.log.With("component", "snapshots"))
 	reg := session.NewRegistry()
 	if err := apps.Register(reg); err != nil {
+		n.snapshots.close()
 		return fmt.Errorf("registering demo apps: %w", err)
+	}
+	for _, register := range n.opts.apps {
+		if err := register(reg); err != nil {
+			n.snapshots.close()
+			return fmt.Errorf("registering apps: %w", err)
+		}
 	}
 	mc := session.ManagerConfig{
 		Registry: reg,
@@ -215,6 +222,7 @@ func (n *Node) buildFront(context.Context) error {
 		StreamChanged:   sw.Conns().StreamChanged,
 		Revoked:         sw.Conns().Revoked,
 		ForwardResponse: sw.Conns().ForwardResponse,
+		ForwardCancel:   sw.Conns().BroadcastCancel,
 	}
 	if n.cfg.Conformance {
 		mc.Extend = fixture.Register
@@ -227,7 +235,7 @@ func (n *Node) buildFront(context.Context) error {
 	n.front = front
 	sw.Conns().SetStreamHolder(front.HoldsStream)
 	sw.SetClientMessageHandler(func(ctx context.Context, conn, kind string, msg []byte) (int, []byte, error) {
-		if kind != "elicitation_response" {
+		if kind != swarm.KindElicitationResponse && kind != swarm.KindCancelled {
 			return 0, nil, fmt.Errorf("unknown client message kind %q", kind)
 		}
 		code, err := front.DeliverResponse(ctx, conn, msg)

@@ -69,6 +69,11 @@ type Config struct {
 	// stops holding connection id's GET stream, so the cluster can record
 	// which node must send that connection's notifications.
 	StreamChanged func(connID string, held bool)
+	// ForwardCancel, when set, receives a client's notifications/cancelled
+	// so the cluster can hand it to every node (see Server.DeliverResponse,
+	// which accepts any client message): the cancelled call may be in
+	// flight on a node other than the one the notification reached.
+	ForwardCancel func(ctx context.Context, connID string, body []byte)
 	// Revoked, when set, reports session ids ended by a DELETE on any node;
 	// they are refused here too.
 	Revoked func(connID string) bool

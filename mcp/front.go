@@ -237,6 +237,11 @@ func (s *Server) serveStreamable(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
+		if env.Method == string(mcp.MethodNotificationCancelled) && sid != "" && s.cfg.ForwardCancel != nil {
+			// The call it cancels may be in flight on another node (a load
+			// balancer sent the POST elsewhere): let every node try.
+			go s.cfg.ForwardCancel(context.WithoutCancel(r.Context()), sid, body)
+		}
 		if e := s.precheckRead(r, env, authz.TransportStreamableHTTP, sid, modern); e != nil {
 			writeRPCError(w, http.StatusOK, e)
 			return
@@ -279,10 +284,11 @@ func (s *Server) serveStreamable(w http.ResponseWriter, r *http.Request) {
 // (so it is the node that must send the connection's notifications).
 func (s *Server) HoldsStream(id string) bool { return s.streams.holdsGET(id) }
 
-// DeliverResponse hands a client's JSON-RPC response forwarded by another
-// node (see Config.ForwardResponse) to this node's mcp-go, which routes it
-// to the parked call waiting for it. It returns the HTTP status mcp-go
-// answered (202 when delivered).
+// DeliverResponse hands a client's JSON-RPC message forwarded by another
+// node to this node's mcp-go: a response (Config.ForwardResponse), which it
+// routes to the parked call waiting for it, or a notifications/cancelled
+// (Config.ForwardCancel), which cancels the call if it is in flight here.
+// It returns the HTTP status mcp-go answered (202 when delivered).
 func (s *Server) DeliverResponse(ctx context.Context, connID string, body []byte) (int, error) {
 	claims, err := s.ids.open(connID)
 	if err != nil {

@@ -224,7 +224,7 @@ func (c *Conns) ForwardResponse(ctx context.Context, connID string, body []byte)
 			continue
 		}
 		resp, err := peerv1.NewPeerServiceClient(conn).DeliverClientMessage(ctx, &peerv1.DeliverClientMessageRequest{
-			Connection: connID, Message: body, Kind: kindElicitationResponse,
+			Connection: connID, Message: body, Kind: KindElicitationResponse,
 		})
 		if err != nil {
 			lastErr = err
@@ -240,7 +240,34 @@ func (c *Conns) ForwardResponse(ctx context.Context, connID string, body []byte)
 	return false, nil
 }
 
-// kindElicitationResponse names a forwarded client response.
-const kindElicitationResponse = "elicitation_response"
+// BroadcastCancel hands a client's notifications/cancelled to every other
+// live node: the call it cancels runs wherever the client's POST landed,
+// and each node cancels it only if it is in flight there.
+func (c *Conns) BroadcastCancel(ctx context.Context, connID string, body []byte) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	for _, m := range c.s.cl.Members() {
+		if m.Self || m.State != cluster.StateAlive {
+			continue
+		}
+		conn, err := c.s.cl.PeerConn(m.Name)
+		if err != nil {
+			continue
+		}
+		if _, err := peerv1.NewPeerServiceClient(conn).DeliverClientMessage(ctx, &peerv1.DeliverClientMessageRequest{
+			Connection: connID, Message: body, Kind: KindCancelled,
+		}); err != nil {
+			c.s.log.Debug("forwarding a cancellation", "node", m.Name, "conn", connID, "err", err)
+		}
+	}
+}
+
+// Kinds of client messages forwarded between nodes.
+const (
+	// KindElicitationResponse is a client's answer to elicitation/create.
+	KindElicitationResponse = "elicitation_response"
+	// KindCancelled is a client's notifications/cancelled.
+	KindCancelled = "cancelled"
+)
 
 var _ mcp.ConnRegistry = (*Conns)(nil)

@@ -1,0 +1,159 @@
+package mcpswarm_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcpswarm/mcpswarm"
+
+	"github.com/mcpswarm/mcpswarm/session"
+	"github.com/mcpswarm/mcpswarm/session/apps"
+)
+
+// slowApp has a button that reports progress three times and one that
+// waits until its call is cancelled, telling the test what it saw.
+type slowApp struct{ outcome chan string }
+
+func (slowApp) Init() (session.Model, error) { return map[string]any{"runs": 0}, nil }
+
+func (slowApp) Update(m session.Model, _ session.Msg) (session.Model, error) { return m, nil }
+
+func (a slowApp) UpdateContext(ctx context.Context, m session.Model, msg session.Msg) (session.Model, error) {
+	switch msg {
+	case "steps":
+		report := session.ProgressFrom(ctx)
+		for i := 1; i <= 3; i++ {
+			report(float64(i), 3, "step")
+		}
+		return m, nil
+	case "wait":
+		a.outcome <- "started"
+		select {
+		case <-ctx.Done():
+			a.outcome <- "cancelled"
+			return m, ctx.Err()
+		case <-time.After(4 * time.Second):
+			a.outcome <- "not cancelled"
+			return m, nil
+		}
+	}
+	return m, nil
+}
+
+func (slowApp) View(session.Model) session.Node {
+	return session.Row{Items: []session.Node{
+		session.Button{ID: "steps", Label: "Steps", OnClick: "steps"},
+		session.Button{ID: "wait", Label: "Wait", OnClick: "wait"},
+	}}
+}
+
+func withSlowApp(e *swarmEnv) chan string {
+	outcome := make(chan string, 4)
+	e.apps = func(r *session.Registry) error {
+		return r.Register("slow", "reports progress; waits for cancellation", func() session.App { return slowApp{outcome} })
+	}
+	e.startable = append(apps.DemoNames(), "slow")
+	return outcome
+}
+
+// Progress reported by a session on node1 reaches a client of node2 whose
+// call was forwarded, before the result, every time.
+func TestForwardedCallStreamsProgressBack(t *testing.T) {
+	e := newSwarmEnv(t)
+	withSlowApp(e)
+	nodes := e.cluster(2)
+	a1 := connect(t, nodes[0], connOpts{token: aliceToken})
+	if res := a1.call("swarm_start", map[string]any{"app": "slow", "id": "sl"}); res.IsError {
+		t.Fatal(textOf(res))
+	}
+	a2 := connect(t, nodes[1], connOpts{token: aliceToken})
+	eventually(t, 5*time.Second, "node2 lists sl", func() bool { return a2.tools()["sl.steps.click"] })
+	var progress atomic.Int32
+	a2.OnNotification(func(n mcp.JSONRPCNotification) {
+		if n.Method == "notifications/progress" {
+			progress.Add(1)
+		}
+	})
+	const calls = 20
+	for i := range calls {
+		req := mcp.CallToolRequest{}
+		req.Params.Name = "sl.steps.click"
+		req.Params.Meta = &mcp.Meta{ProgressToken: mcp.ProgressToken(i)}
+		before := progress.Load()
+		res, err := a2.CallTool(context.Background(), req)
+		if err != nil || res.IsError {
+			t.Fatalf("call %d: %v %v", i, err, res)
+		}
+		if got := progress.Load() - before; got != 3 {
+			t.Fatalf("call %d: %d progress notifications before the result, want 3", i, got)
+		}
+	}
+}
+
+// A call runs on node2 (forwarded to the owner, node1) while the client's
+// notifications/cancelled reaches node3, as a load balancer may send it:
+// node3 hands it to every node, node2 cancels the call, and the cancellation
+// reaches the session on node1 through the forwarded call's context. The
+// call's own POST stays open throughout, so nothing but the notification
+// can cancel it.
+func TestCancellationReachesTheOwnerFromAnyNode(t *testing.T) {
+	e := newSwarmEnv(t)
+	outcome := withSlowApp(e)
+	nodes := e.cluster(3)
+	c := connect(t, nodes[1], connOpts{token: aliceToken})
+	// The session is node1's; the client's connection is node2's.
+	a1 := connect(t, nodes[0], connOpts{token: aliceToken})
+	if res := a1.call("swarm_start", map[string]any{"app": "slow", "id": "cy"}); res.IsError {
+		t.Fatal(textOf(res))
+	}
+	eventually(t, 5*time.Second, "node2 lists cy", func() bool { return c.tools()["cy.wait.click"] })
+
+	post := func(n *mcpswarm.Node, body string) (*http.Response, error) {
+		req, _ := http.NewRequest(http.MethodPost, "http://"+n.HTTPAddr()+"/mcp", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Session-Id", c.id)
+		req.Header.Set("Mcp-Protocol-Version", mcp.ProtocolVersion20251125)
+		req.Header.Set("Authorization", "Bearer "+aliceToken)
+		return http.DefaultClient.Do(req)
+	}
+	answered := make(chan string, 1)
+	go func() {
+		resp, err := post(nodes[1], `{"jsonrpc":"2.0","id":4242,"method":"tools/call","params":{"name":"cy.wait.click","arguments":{}}}`)
+		if err != nil {
+			answered <- err.Error()
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		answered <- string(b)
+	}()
+	if got := <-outcome; got != "started" {
+		t.Fatalf("the session reported %q before starting", got)
+	}
+	resp, err := post(nodes[2], `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":4242,"reason":"user stopped it"}}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	select {
+	case got := <-outcome:
+		if got != "cancelled" {
+			t.Fatalf("the session on the owner saw %q", got)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the session never finished")
+	}
+	select {
+	case <-answered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the cancelled call's POST never ended")
+	}
+}
