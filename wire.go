@@ -223,6 +223,7 @@ func (n *Node) buildFront(context.Context) error {
 		Revoked:         sw.Conns().Revoked,
 		ForwardResponse: sw.Conns().ForwardResponse,
 		ForwardCancel:   sw.Conns().BroadcastCancel,
+		ForwardSSE:      sw.Conns().ForwardSSE,
 	}
 	if n.cfg.Conformance {
 		mc.Extend = fixture.Register
@@ -235,11 +236,20 @@ func (n *Node) buildFront(context.Context) error {
 	n.front = front
 	sw.Conns().SetStreamHolder(front.HoldsStream)
 	sw.SetClientMessageHandler(func(ctx context.Context, conn, kind string, msg []byte) (int, []byte, error) {
-		if kind != swarm.KindElicitationResponse && kind != swarm.KindCancelled {
-			return 0, nil, fmt.Errorf("unknown client message kind %q", kind)
+		switch kind {
+		case swarm.KindElicitationResponse, swarm.KindCancelled:
+			code, err := front.DeliverResponse(ctx, conn, msg)
+			return code, nil, err
+		case swarm.KindSSEPost:
+			// The stream's node answers what it would have answered the
+			// client directly, refusals included.
+			code, err := front.DeliverSSE(ctx, conn, msg)
+			if code != 0 {
+				err = nil
+			}
+			return code, nil, err
 		}
-		code, err := front.DeliverResponse(ctx, conn, msg)
-		return code, nil, err
+		return 0, nil, fmt.Errorf("unknown client message kind %q", kind)
 	})
 
 	network := !n.cfg.Stdio

@@ -74,6 +74,10 @@ type Config struct {
 	// which accepts any client message): the cancelled call may be in
 	// flight on a node other than the one the notification reached.
 	ForwardCancel func(ctx context.Context, connID string, body []byte)
+	// ForwardSSE, when set, receives a legacy SSE message POSTed to this
+	// node for a stream that node (the one that minted the id) holds; it
+	// returns the HTTP status that node answered (see Server.DeliverSSE).
+	ForwardSSE func(ctx context.Context, node, connID string, body []byte) (int, error)
 	// Revoked, when set, reports session ids ended by a DELETE on any node;
 	// they are refused here too.
 	Revoked func(connID string) bool

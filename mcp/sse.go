@@ -1,10 +1,12 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"sync"
 
 	"github.com/mcpswarm/mcpswarm/authz"
@@ -189,13 +191,26 @@ func (s *Server) serveSSEMessage(w http.ResponseWriter, r *http.Request) {
 	id.prechecked = true
 	r = r.WithContext(withIdentity(r.Context(), id))
 	sid := r.URL.Query().Get("sessionId")
-	if _, err := s.ids.Open(sid, boundSubject(r.Context())); err != nil {
+	claims, err := s.ids.Open(sid, boundSubject(r.Context()))
+	if err != nil {
 		s.metrics.rejected("session_id")
 		writeRPCError(w, http.StatusNotFound, &rpcError{Code: codeInvalidParams, Message: "invalid session id"})
 		return
 	}
-	_, env, ok := s.readBody(w, r)
+	body, env, ok := s.readBody(w, r)
 	if !ok {
+		return
+	}
+	if _, here := s.streams.get(sid); !here && claims.Node != s.cfg.Node && s.cfg.ForwardSSE != nil {
+		// The stream lives on the node that minted the id; a load
+		// balancer sent the POST here. Hand it over rather than refuse it.
+		code, err := s.cfg.ForwardSSE(r.Context(), claims.Node, sid, body)
+		if err != nil {
+			s.log.Warn("forwarding an SSE message to its stream's node", "conn", sid, "node", claims.Node, "err", err)
+			writeRPCError(w, http.StatusBadGateway, &rpcError{Code: codeInternal, Message: "the node holding this SSE stream is unreachable: " + claims.Node})
+			return
+		}
+		w.WriteHeader(code)
 		return
 	}
 	if e := s.precheckRead(r, env, authz.TransportSSE, sid, false); e != nil {
@@ -211,4 +226,29 @@ func (s *Server) serveSSEMessage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.sse.ServeHTTP(w, r)
+}
+
+// DeliverSSE serves a legacy SSE message that another node received for a
+// stream this node holds (see Config.ForwardSSE), as if it had been posted
+// here by the stream's principal. It returns the HTTP status.
+func (s *Server) DeliverSSE(ctx context.Context, connID string, body []byte) (int, error) {
+	claims, err := s.ids.open(connID)
+	if err != nil {
+		return http.StatusNotFound, fmt.Errorf("delivering a forwarded SSE message: %w", err)
+	}
+	id := identity{transport: authz.TransportSSE}
+	if claims.Principal != "" {
+		id.authed, id.principal = true, authz.Principal{Subject: claims.Principal, Authenticated: true}
+	}
+	req, err := http.NewRequestWithContext(withIdentity(ctx, id), http.MethodPost, "http://localhost/message?sessionId="+url.QueryEscape(connID), bytes.NewReader(body))
+	if err != nil {
+		return 0, fmt.Errorf("delivering a forwarded SSE message: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	rec := &statusRecorder{header: http.Header{}, status: http.StatusOK}
+	s.serveSSEMessage(rec, req)
+	if rec.status >= 300 {
+		return rec.status, fmt.Errorf("delivering a forwarded SSE message: answered %d: %s", rec.status, bytes.TrimSpace(rec.body.Bytes()))
+	}
+	return rec.status, nil
 }

@@ -262,12 +262,30 @@ func (c *Conns) BroadcastCancel(ctx context.Context, connID string, body []byte)
 	}
 }
 
+// ForwardSSE hands a legacy SSE message to the node holding its stream
+// and returns the HTTP status that node answered.
+func (c *Conns) ForwardSSE(ctx context.Context, node, connID string, body []byte) (int, error) {
+	conn, err := c.s.cl.PeerConn(node)
+	if err != nil {
+		return 0, fmt.Errorf("%w: node %s: %v", ErrOwnerUnavailable, node, err)
+	}
+	resp, err := peerv1.NewPeerServiceClient(conn).DeliverClientMessage(ctx, &peerv1.DeliverClientMessageRequest{
+		Connection: connID, Message: body, Kind: KindSSEPost,
+	})
+	if err != nil {
+		return 0, c.s.forwardErr(node, err, true)
+	}
+	return int(resp.GetHttpStatus()), nil
+}
+
 // Kinds of client messages forwarded between nodes.
 const (
 	// KindElicitationResponse is a client's answer to elicitation/create.
 	KindElicitationResponse = "elicitation_response"
 	// KindCancelled is a client's notifications/cancelled.
 	KindCancelled = "cancelled"
+	// KindSSEPost is a legacy SSE message for a stream on another node.
+	KindSSEPost = "sse_post"
 )
 
 var _ mcp.ConnRegistry = (*Conns)(nil)
