@@ -118,3 +118,29 @@ func TestConcurrentSameIDCreationKeepsTheEarlierOne(t *testing.T) {
 		return a2.notes.count("notifications/tools/list_changed") > 0
 	})
 }
+
+// A connection outlives its home node: after the node that minted its id
+// dies, the client carries on with the same id through another node.
+func TestConnectionOutlivesItsHomeNode(t *testing.T) {
+	e := newSwarmEnv(t)
+	nodes := e.cluster(3)
+	owner := connect(t, nodes[0], connOpts{token: aliceToken})
+	if res := owner.call("swarm_start", map[string]any{"app": "counter", "id": "ol"}); res.IsError {
+		t.Fatal(textOf(res))
+	}
+	home := connect(t, nodes[1], connOpts{token: aliceToken})
+	eventually(t, 5*time.Second, "node2 lists ol", func() bool { return home.tools()["ol.inc.click"] })
+	id := home.id
+
+	e.kill("node2")
+	moved := connect(t, nodes[2], connOpts{token: aliceToken, sessionID: id})
+	if !moved.tools()["ol.inc.click"] {
+		t.Fatal("the moved connection does not list its principal's tools on node3")
+	}
+	if res := moved.call("ol.inc.click", nil); res.IsError {
+		t.Fatalf("calling through node3 with node2's id: %s", textOf(res))
+	}
+	if m := textOf(moved.call("swarm_get_model", map[string]any{"id": "ol"})); !strings.Contains(m, `"count":1`) {
+		t.Fatalf("model after the click: %s", m)
+	}
+}
