@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -178,18 +179,8 @@ func (c *Cluster) registries() []*Registry {
 		out = append(out, r)
 	}
 	c.regMu.Unlock()
-	slices.SortFunc(out, func(a, b *Registry) int { return compareStrings(a.name, b.name) })
+	slices.SortFunc(out, func(a, b *Registry) int { return strings.Compare(a.name, b.name) })
 	return out
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // Register registers the peer service on s. Install UnaryInterceptor and

@@ -126,18 +126,8 @@ func (m *Manager) Startable() []AppInfo {
 			out = append(out, info)
 		}
 	}
-	slices.SortFunc(out, func(a, b AppInfo) int { return compareStrings(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b AppInfo) int { return strings.Compare(a.Name, b.Name) })
 	return out
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // Start starts app as session id for principal. An empty id is generated.
@@ -288,7 +278,7 @@ func (m *Manager) List() []Info {
 		out = append(out, a.info)
 	}
 	m.mu.RUnlock()
-	slices.SortFunc(out, func(a, b Info) int { return compareStrings(a.ID, b.ID) })
+	slices.SortFunc(out, func(a, b Info) int { return strings.Compare(a.ID, b.ID) })
 	return out
 }
 
