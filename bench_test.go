@@ -61,10 +61,11 @@ func p(ds []time.Duration, q float64) float64 {
 	return float64(s[int(q*float64(len(s)-1))].Microseconds())
 }
 
-// BenchmarkToolsCall interleaves a call to a bare mcp-go server, a call to
-// a session on the node the client is connected to, and a call forwarded to
-// the owner on another node, and reports each p50/p99 and the ratios
-// local/bare and forwarded/local (targets: ≤ 1.25 and ≤ 1.5 at p50).
+// BenchmarkToolsCall interleaves a call to a bare mcp-go server, a static
+// tool through the node, a call to a session on the node the client is
+// connected to, and a call forwarded to the owner on another node, and
+// reports each p50/p99 and the ratios static/bare, local/bare and
+// forwarded/local (targets: local ≤ 1.25 and forwarded ≤ 1.5 at p50).
 func BenchmarkToolsCall(b *testing.B) {
 	e := newSwarmEnv(b)
 	nodes := e.cluster(2)
@@ -76,19 +77,24 @@ func BenchmarkToolsCall(b *testing.B) {
 	remote := connect(b, nodes[1], connOpts{token: aliceToken})
 	eventually(b, 5*time.Second, "node2 lists bc", func() bool { return remote.tools()["bc.inc.click"] })
 
-	var tb, tl, tf []time.Duration
+	var tb, ts, tl, tf []time.Duration
 	for range 20 { // warm up connections and caches
 		timeCall(b, bare, "inc")
+		timeCall(b, local.Client, "swarm_members")
 		timeCall(b, local.Client, "bc.inc.click")
 		timeCall(b, remote.Client, "bc.inc.click")
 	}
 	b.ResetTimer()
 	for range b.N {
 		tb = append(tb, timeCall(b, bare, "inc"))
+		ts = append(ts, timeCall(b, local.Client, "swarm_members"))
 		tl = append(tl, timeCall(b, local.Client, "bc.inc.click"))
 		tf = append(tf, timeCall(b, remote.Client, "bc.inc.click"))
 	}
 	b.StopTimer()
+	// A static tool through the whole node isolates the front and swarm
+	// overhead from the session's own work.
+	b.ReportMetric(p(ts, 0.5)/p(tb, 0.5), "static/bare")
 	b.ReportMetric(p(tb, 0.5), "bare-p50-µs")
 	b.ReportMetric(p(tl, 0.5), "local-p50-µs")
 	b.ReportMetric(p(tf, 0.5), "fwd-p50-µs")
