@@ -48,6 +48,10 @@ type Config struct {
 	// DeadGrace is how long a dead node's entries stay hidden before they are
 	// deleted.
 	DeadGrace time.Duration
+	// Keepalive is the ping interval on long-lived MCP streams (SSE, GET).
+	Keepalive time.Duration
+	// MaxBodyBytes bounds one MCP request body.
+	MaxBodyBytes int64
 	// TLS, when set, puts the gRPC listener and peer connections under
 	// mutual TLS; otherwise they run in plaintext with the peer credential.
 	TLS TLSFiles
@@ -68,6 +72,8 @@ func DefaultConfig() Config {
 		GossipAddr:      "127.0.0.1:7946",
 		ShutdownTimeout: 10 * time.Second,
 		DeadGrace:       30 * time.Second,
+		Keepalive:       15 * time.Second,
+		MaxBodyBytes:    4 << 20,
 	}
 }
 
@@ -128,6 +134,12 @@ func (c *Config) Validate() error {
 	}
 	if c.DeadGrace <= 0 {
 		return fieldErr("dead-grace", "must be positive")
+	}
+	if c.Keepalive <= 0 {
+		return fieldErr("keepalive", "must be positive")
+	}
+	if c.MaxBodyBytes < 1024 || c.MaxBodyBytes > 64<<20 {
+		return fieldErr("max-body", "must be between 1 KiB and 64 MiB, got %d bytes", c.MaxBodyBytes)
 	}
 	return nil
 }

@@ -204,15 +204,17 @@ func (n *Node) buildFront(context.Context) error {
 	}
 	n.swarm = sw
 	mc := mcp.Config{
-		Node:        n.cfg.Name,
-		Backend:     sw,
-		Guard:       n.guard,
-		RateLimiter: authz.NewRateLimiter(n.guard.Limits),
-		SessionKey:  DeriveKey(n.key, "mcp-session-id"),
-		Dev:         n.cfg.Dev,
-		Logger:      n.log.With("component", "mcp"),
-		Registerer:  n.metrics,
-		Version:     n.cfg.Version,
+		Node:         n.cfg.Name,
+		Backend:      sw,
+		Guard:        n.guard,
+		RateLimiter:  authz.NewRateLimiter(n.guard.Limits),
+		SessionKey:   DeriveKey(n.key, "mcp-session-id"),
+		Dev:          n.cfg.Dev,
+		Keepalive:    n.cfg.Keepalive,
+		MaxBodyBytes: n.cfg.MaxBodyBytes,
+		Logger:       n.log.With("component", "mcp"),
+		Registerer:   n.metrics,
+		Version:      n.cfg.Version,
 		// Any node serves any connection: what a connection's home node
 		// learnt travels in the conns registry, notifications leave from
 		// the node holding its stream, elicitation answers find the node

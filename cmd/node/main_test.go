@@ -101,6 +101,8 @@ func TestServeRefusesBadConfigurationWithOneLine(t *testing.T) {
 		{"bad env value", nil, []string{"MCPSWARM_SHUTDOWN_TIMEOUT=soon"}, "--shutdown-timeout: from MCPSWARM_SHUTDOWN_TIMEOUT"},
 		{"unknown flag", []string{"--colour", "red"}, nil, "flag provided but not defined: -colour"},
 		{"bad log level", []string{"--log-level", "loud"}, nil, `--log-level: "loud" is not one of`},
+		{"data dir not writable", []string{"--data-dir", "/dev/null/data"}, nil, "--data-dir: not writable"},
+		{"body limit too small", []string{"--max-body", "10"}, nil, "--max-body: must be between 1 KiB and 64 MiB"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -34,6 +34,8 @@ func serveFlags(cfg *mcpswarm.Config, logFormat, logLevel, configFile *string) *
 	fs.BoolVar(&cfg.Conformance, "conformance", false, "also register the MCP conformance suite's fixture tools, resources and prompts")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", cfg.ShutdownTimeout, "how long in-flight calls may take at shutdown")
 	fs.DurationVar(&cfg.DeadGrace, "dead-grace", cfg.DeadGrace, "how long a dead node's sessions stay hidden before they are deleted")
+	fs.DurationVar(&cfg.Keepalive, "keepalive", cfg.Keepalive, "ping interval on long-lived MCP streams, so proxies do not cut them")
+	fs.Int64Var(&cfg.MaxBodyBytes, "max-body", cfg.MaxBodyBytes, "largest MCP request body in bytes (larger ones get 413)")
 	fs.StringVar(&cfg.TLS.Cert, "tls-cert", "", "PEM certificate of this node for the gRPC listener and peer connections (with --tls-key and --tls-ca)")
 	fs.StringVar(&cfg.TLS.Key, "tls-key", "", "PEM private key of --tls-cert")
 	fs.StringVar(&cfg.TLS.CA, "tls-ca", "", "PEM CA bundle that signs every node's certificate")
