@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/mcpswarm/mcpswarm/crdt"
 	peerv1 "github.com/mcpswarm/mcpswarm/proto/mcpswarm/peer/v1"
 )
 
@@ -62,7 +63,7 @@ func TestRefusesCallsWithoutCredential(t *testing.T) {
 		st, err := cl.Replicate(ctx)
 		if err == nil {
 			_ = st.Send(&peerv1.ReplicateRequest{Sender: "mallory@1", Deltas: []*peerv1.Delta{{
-				Registry: "tools", Origin: "mallory@1", From: 0, To: 1, Puts: []*peerv1.Put{{Key: "evil", Value: []byte("x"), Seq: 1}}}}})
+				Registry: "tools", OriginName: "mallory", OriginEpoch: 1, From: 0, To: 1, Puts: []*peerv1.Put{{Key: "evil", Value: []byte("x"), Seq: 1}}}}})
 			_, err = st.Recv()
 		}
 		if status.Code(err) != codes.Unauthenticated {
@@ -91,7 +92,7 @@ func TestIgnoresDeltaForUnknownOrigin(t *testing.T) {
 	}
 	// A member relaying data of an origin nobody knows.
 	if err := st.Send(&peerv1.ReplicateRequest{Sender: "mallory@1", Deltas: []*peerv1.Delta{{
-		Registry: "tools", Origin: "ghost@5", From: 0, To: 1, Puts: []*peerv1.Put{{Key: "k", Value: []byte("v"), Seq: 1}}}}}); err != nil {
+		Registry: "tools", OriginName: "ghost", OriginEpoch: 5, From: 0, To: 1, Puts: []*peerv1.Put{{Key: "k", Value: []byte("v"), Seq: 1}}}}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := st.Recv(); err != nil {
@@ -110,7 +111,7 @@ func TestIgnoresDeltaForUnknownOrigin(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := st3.Send(&peerv1.ReplicateRequest{Deltas: []*peerv1.Delta{{
-		Registry: "tools", Origin: "mallory@1", From: 0, To: 1, Puts: []*peerv1.Put{{Key: "anon", Value: []byte("v"), Seq: 1}}}}}); err != nil {
+		Registry: "tools", OriginName: "mallory", OriginEpoch: 1, From: 0, To: 1, Puts: []*peerv1.Put{{Key: "anon", Value: []byte("v"), Seq: 1}}}}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := st3.Recv(); status.Code(err) != codes.PermissionDenied {
@@ -122,9 +123,9 @@ func TestIgnoresDeltaForUnknownOrigin(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := st2.Send(&peerv1.ReplicateRequest{Sender: "mallory@1", Deltas: []*peerv1.Delta{
-		{Registry: "tools", Origin: n.c.Origin().String(), From: 0, To: 1, Puts: []*peerv1.Put{{Key: "mine", Value: []byte("v"), Seq: 1}}},
-		{Registry: "tools", Origin: "mallory@1", From: 3, To: 1},
-		{Registry: "nope", Origin: "mallory@1", From: 0, To: 1, Puts: []*peerv1.Put{{Key: "k", Seq: 1}}},
+		{Registry: "tools", OriginName: n.c.Origin().Name, OriginEpoch: n.c.Origin().Epoch, From: 0, To: 1, Puts: []*peerv1.Put{{Key: "mine", Value: []byte("v"), Seq: 1}}},
+		{Registry: "tools", OriginName: "mallory", OriginEpoch: 1, From: 3, To: 1},
+		{Registry: "nope", OriginName: "mallory", OriginEpoch: 1, From: 0, To: 1, Puts: []*peerv1.Put{{Key: "k", Seq: 1}}},
 	}}); err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +152,7 @@ func TestRefusesOversizedMessage(t *testing.T) {
 	}
 	big := bytes.Repeat([]byte("x"), 2<<20)
 	if err := st.Send(&peerv1.ReplicateRequest{Sender: "mallory@1", Deltas: []*peerv1.Delta{{
-		Registry: "tools", Origin: "mallory@1", From: 0, To: 1, Puts: []*peerv1.Put{{Key: "big", Value: big, Seq: 1}}}}}); err != nil && err != io.EOF {
+		Registry: "tools", OriginName: "mallory", OriginEpoch: 1, From: 0, To: 1, Puts: []*peerv1.Put{{Key: "big", Value: big, Seq: 1}}}}}); err != nil && err != io.EOF {
 		t.Fatal(err)
 	}
 	if _, err := st.Recv(); status.Code(err) != codes.ResourceExhausted {
@@ -198,7 +199,7 @@ func TestCatchUpNeverSendsOriginItsOwnData(t *testing.T) {
 	for _, reg := range testRegistries {
 		d := &peerv1.Digest{Registry: reg}
 		for _, n := range nodes {
-			d.Versions = append(d.Versions, &peerv1.Version{Origin: n.c.Origin().String(), Seq: 0})
+			d.Versions = append(d.Versions, &peerv1.Version{OriginName: n.c.Origin().Name, OriginEpoch: n.c.Origin().Epoch, Seq: 0})
 		}
 		wants = append(wants, d)
 	}
@@ -216,10 +217,10 @@ func TestCatchUpNeverSendsOriginItsOwnData(t *testing.T) {
 			t.Fatal(err)
 		}
 		if d := item.GetDelta(); d != nil {
-			got[d.GetOrigin()]++
+			got[crdt.Origin{Name: d.GetOriginName(), Epoch: d.GetOriginEpoch()}.String()]++
 		}
 		if c := item.GetSnapshot(); c != nil {
-			got[c.GetOrigin()]++
+			got[crdt.Origin{Name: c.GetOriginName(), Epoch: c.GetOriginEpoch()}.String()]++
 		}
 	}
 	if got[nodes[0].c.Origin().String()] != 0 {

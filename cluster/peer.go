@@ -318,7 +318,7 @@ func (r *replicator) position() *peerv1.ReplicateRequest {
 		r.pmu.Lock()
 		s := r.flushed[reg.name]
 		r.pmu.Unlock()
-		req.Deltas = append(req.Deltas, &peerv1.Delta{Registry: reg.name, Origin: r.c.origin.String(), From: s, To: s})
+		req.Deltas = append(req.Deltas, &peerv1.Delta{Registry: reg.name, OriginName: r.c.origin.Name, OriginEpoch: r.c.origin.Epoch, From: s, To: s})
 	}
 	return req
 }

@@ -138,7 +138,7 @@ func (s *peerServer) handleBatch(caller string, streamSender *crdt.Origin, req *
 		if _, seen := gaps[pb.GetRegistry()]; !seen {
 			order = append(order, pb.GetRegistry())
 		}
-		o, _ := crdt.ParseOrigin(pb.GetOrigin())
+		o := crdt.Origin{Name: pb.GetOriginName(), Epoch: pb.GetOriginEpoch()}
 		gaps[pb.GetRegistry()] = append(gaps[pb.GetRegistry()], crdt.Version{Origin: o, Seq: res.Have})
 		s.c.repl.requestSync(caller, o == sender)
 	}

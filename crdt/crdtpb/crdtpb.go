@@ -73,7 +73,7 @@ func (l Limits) config() crdt.Config {
 // EncodeDelta returns the message for delta d of registry. Values are
 // shared, not copied.
 func EncodeDelta(registry string, d crdt.Delta) *peerv1.Delta {
-	m := &peerv1.Delta{Registry: registry, Origin: d.Origin.String(), From: d.From, To: d.To}
+	m := &peerv1.Delta{Registry: registry, OriginName: d.Origin.Name, OriginEpoch: d.Origin.Epoch, From: d.From, To: d.To}
 	if len(d.Puts) > 0 {
 		puts := make([]peerv1.Put, len(d.Puts))
 		m.Puts = make([]*peerv1.Put, len(d.Puts))
@@ -101,7 +101,7 @@ func DecodeDelta(m *peerv1.Delta, lim Limits) (string, crdt.Delta, error) {
 	if err != nil {
 		return "", crdt.Delta{}, fmt.Errorf("decoding delta: %w", err)
 	}
-	o, err := crdt.ParseOrigin(m.GetOrigin())
+	o, err := decodeOrigin(m.GetOriginName(), m.GetOriginEpoch())
 	if err != nil {
 		return "", crdt.Delta{}, fmt.Errorf("decoding delta: %w", errors.Join(ErrInvalid, err))
 	}
@@ -135,7 +135,7 @@ func DecodeDelta(m *peerv1.Delta, lim Limits) (string, crdt.Delta, error) {
 
 // EncodeVersion returns the message for v.
 func EncodeVersion(v crdt.Version) *peerv1.Version {
-	return &peerv1.Version{Origin: v.Origin.String(), Seq: v.Seq}
+	return &peerv1.Version{OriginName: v.Origin.Name, OriginEpoch: v.Origin.Epoch, Seq: v.Seq}
 }
 
 // DecodeVersion returns the version a message carries.
@@ -143,7 +143,7 @@ func DecodeVersion(m *peerv1.Version) (crdt.Version, error) {
 	if m == nil {
 		return crdt.Version{}, fmt.Errorf("decoding version: nil: %w", ErrInvalid)
 	}
-	o, err := crdt.ParseOrigin(m.GetOrigin())
+	o, err := decodeOrigin(m.GetOriginName(), m.GetOriginEpoch())
 	if err != nil {
 		return crdt.Version{}, fmt.Errorf("decoding version: %w", errors.Join(ErrInvalid, err))
 	}
@@ -157,7 +157,7 @@ func EncodeDigest(registry string, vs []crdt.Version) *peerv1.Digest {
 		msgs := make([]peerv1.Version, len(vs))
 		m.Versions = make([]*peerv1.Version, len(vs))
 		for i, v := range vs {
-			msgs[i] = peerv1.Version{Origin: v.Origin.String(), Seq: v.Seq}
+			msgs[i] = peerv1.Version{OriginName: v.Origin.Name, OriginEpoch: v.Origin.Epoch, Seq: v.Seq}
 			m.Versions[i] = &msgs[i]
 		}
 	}
@@ -195,7 +195,7 @@ func DecodeDigest(m *peerv1.Digest, lim Limits) (string, []crdt.Version, error) 
 // EncodeSnapshotChunk returns the message for chunk c of registry. Values
 // are shared, not copied.
 func EncodeSnapshotChunk(registry string, c crdt.SnapshotChunk) *peerv1.SnapshotChunk {
-	m := &peerv1.SnapshotChunk{Registry: registry, Origin: c.Origin.String(), Seq: c.Seq, Index: uint32(c.Index), Last: c.Last}
+	m := &peerv1.SnapshotChunk{Registry: registry, OriginName: c.Origin.Name, OriginEpoch: c.Origin.Epoch, Seq: c.Seq, Index: uint32(c.Index), Last: c.Last}
 	if len(c.Entries) > 0 {
 		puts := make([]peerv1.Put, len(c.Entries))
 		m.Entries = make([]*peerv1.Put, len(c.Entries))
@@ -216,7 +216,7 @@ func DecodeSnapshotChunk(m *peerv1.SnapshotChunk, lim Limits) (string, crdt.Snap
 	if err != nil {
 		return "", crdt.SnapshotChunk{}, fmt.Errorf("decoding snapshot chunk: %w", err)
 	}
-	o, err := crdt.ParseOrigin(m.GetOrigin())
+	o, err := decodeOrigin(m.GetOriginName(), m.GetOriginEpoch())
 	if err != nil {
 		return "", crdt.SnapshotChunk{}, fmt.Errorf("decoding snapshot chunk: %w", errors.Join(ErrInvalid, err))
 	}
@@ -263,4 +263,15 @@ func nonNil(b []byte) []byte {
 		return []byte{}
 	}
 	return b
+}
+
+// decodeOrigin checks an origin carried as name and epoch: the same rules
+// as crdt.ParseOrigin's "name@epoch" text.
+func decodeOrigin(name string, epoch uint64) (crdt.Origin, error) {
+	o := crdt.Origin{Name: name, Epoch: epoch}
+	if !o.Valid() {
+		return crdt.Origin{}, fmt.Errorf("origin %q@%d: name must be 1 to %d characters of [A-Za-z0-9._-] and epoch above zero: %w",
+			name, epoch, crdt.MaxOriginNameLen, crdt.ErrInvalidOrigin)
+	}
+	return o, nil
 }

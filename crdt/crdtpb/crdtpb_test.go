@@ -69,15 +69,15 @@ func TestDecodeDeltaRejects(t *testing.T) {
 	lim := Limits{MaxKeyLen: 8, MaxValueLen: 4, MaxEntries: 3}
 	put := func(k, v string, s uint64) *peerv1.Put { return &peerv1.Put{Key: k, Value: []byte(v), Seq: s} }
 	ok := func() *peerv1.Delta {
-		return &peerv1.Delta{Registry: "sessions", Origin: "n@1", From: 0, To: 2, Puts: []*peerv1.Put{put("a", "1", 1)}, Removes: []*peerv1.Removal{{Key: "b", Seq: 2}}}
+		return &peerv1.Delta{Registry: "sessions", OriginName: "n", OriginEpoch: 1, From: 0, To: 2, Puts: []*peerv1.Put{put("a", "1", 1)}, Removes: []*peerv1.Removal{{Key: "b", Seq: 2}}}
 	}
 	if _, _, err := DecodeDelta(ok(), lim); err != nil {
 		t.Fatalf("valid delta rejected: %v", err)
 	}
 	for name, mutate := range map[string]func(*peerv1.Delta){
-		"origin without epoch":     func(m *peerv1.Delta) { m.Origin = "n" },
-		"origin epoch zero":        func(m *peerv1.Delta) { m.Origin = "n@0" },
-		"origin bad name":          func(m *peerv1.Delta) { m.Origin = "n/x@1" },
+		"origin without epoch":     func(m *peerv1.Delta) { m.OriginEpoch = 0 },
+		"origin without name":      func(m *peerv1.Delta) { m.OriginName = "" },
+		"origin bad name":          func(m *peerv1.Delta) { m.OriginName = "n/x" },
 		"empty registry":           func(m *peerv1.Delta) { m.Registry = "" },
 		"registry bad chars":       func(m *peerv1.Delta) { m.Registry = "Sessions\n" },
 		"from > to":                func(m *peerv1.Delta) { m.From = 3 },
@@ -106,10 +106,10 @@ func TestDecodeDeltaRejects(t *testing.T) {
 
 func TestDecodeDigestAndChunkReject(t *testing.T) {
 	for name, m := range map[string]*peerv1.Digest{
-		"bad origin":  {Registry: "tools", Versions: []*peerv1.Version{{Origin: "x@y", Seq: 1}}},
-		"node twice":  {Registry: "tools", Versions: []*peerv1.Version{{Origin: "x@1"}, {Origin: "x@2"}}},
-		"too many":    {Registry: "tools", Versions: []*peerv1.Version{{Origin: "x@1"}, {Origin: "y@1"}, {Origin: "z@1"}}},
-		"no registry": {Versions: []*peerv1.Version{{Origin: "x@1"}}},
+		"bad origin":  {Registry: "tools", Versions: []*peerv1.Version{{OriginName: "x", OriginEpoch: 0, Seq: 1}}},
+		"node twice":  {Registry: "tools", Versions: []*peerv1.Version{{OriginName: "x", OriginEpoch: 1}, {OriginName: "x", OriginEpoch: 2}}},
+		"too many":    {Registry: "tools", Versions: []*peerv1.Version{{OriginName: "x", OriginEpoch: 1}, {OriginName: "y", OriginEpoch: 1}, {OriginName: "z", OriginEpoch: 1}}},
+		"no registry": {Versions: []*peerv1.Version{{OriginName: "x", OriginEpoch: 1}}},
 	} {
 		if _, vs, err := DecodeDigest(m, Limits{MaxVersions: 2}); !errors.Is(err, ErrInvalid) || vs != nil {
 			t.Errorf("digest %s: %v %v, want ErrInvalid", name, vs, err)
@@ -117,14 +117,14 @@ func TestDecodeDigestAndChunkReject(t *testing.T) {
 	}
 	put := func(k string, s uint64) *peerv1.Put { return &peerv1.Put{Key: k, Seq: s} }
 	for name, m := range map[string]*peerv1.SnapshotChunk{
-		"keys not ascending":    {Registry: "tools", Origin: "x@1", Seq: 5, Entries: []*peerv1.Put{put("b", 1), put("a", 2)}},
-		"duplicate key":         {Registry: "tools", Origin: "x@1", Seq: 5, Entries: []*peerv1.Put{put("a", 1), put("a", 2)}},
-		"dot past seq":          {Registry: "tools", Origin: "x@1", Seq: 5, Entries: []*peerv1.Put{put("a", 6)}},
-		"dot zero":              {Registry: "tools", Origin: "x@1", Seq: 5, Entries: []*peerv1.Put{put("a", 0)}},
-		"more entries than seq": {Registry: "tools", Origin: "x@1", Seq: 1, Entries: []*peerv1.Put{put("a", 1), put("b", 1)}},
-		"too many entries":      {Registry: "tools", Origin: "x@1", Seq: 9, Entries: []*peerv1.Put{put("a", 1), put("b", 2), put("c", 3)}},
-		"bad origin":            {Registry: "tools", Origin: "x@-1", Seq: 5},
-		"huge index":            {Registry: "tools", Origin: "x@1", Seq: 5, Index: 1 << 31},
+		"keys not ascending":    {Registry: "tools", OriginName: "x", OriginEpoch: 1, Seq: 5, Entries: []*peerv1.Put{put("b", 1), put("a", 2)}},
+		"duplicate key":         {Registry: "tools", OriginName: "x", OriginEpoch: 1, Seq: 5, Entries: []*peerv1.Put{put("a", 1), put("a", 2)}},
+		"dot past seq":          {Registry: "tools", OriginName: "x", OriginEpoch: 1, Seq: 5, Entries: []*peerv1.Put{put("a", 6)}},
+		"dot zero":              {Registry: "tools", OriginName: "x", OriginEpoch: 1, Seq: 5, Entries: []*peerv1.Put{put("a", 0)}},
+		"more entries than seq": {Registry: "tools", OriginName: "x", OriginEpoch: 1, Seq: 1, Entries: []*peerv1.Put{put("a", 1), put("b", 1)}},
+		"too many entries":      {Registry: "tools", OriginName: "x", OriginEpoch: 1, Seq: 9, Entries: []*peerv1.Put{put("a", 1), put("b", 2), put("c", 3)}},
+		"bad origin":            {Registry: "tools", OriginName: "x@-1", OriginEpoch: 1, Seq: 5},
+		"huge index":            {Registry: "tools", OriginName: "x", OriginEpoch: 1, Seq: 5, Index: 1 << 31},
 	} {
 		if _, c, err := DecodeSnapshotChunk(m, Limits{MaxEntries: 2}); !errors.Is(err, ErrInvalid) || c.Entries != nil {
 			t.Errorf("chunk %s: %+v %v, want ErrInvalid", name, c, err)

@@ -152,10 +152,10 @@ func deltaSeeds(tb testing.TB) [][]byte {
 	var out [][]byte
 	for _, m := range []*peerv1.Delta{
 		EncodeDelta("sessions", sampleDelta(tb)),
-		{Registry: "tools", Origin: "a@1", From: 2, To: 2},
-		{Registry: "tools", Origin: "a@1", From: 0, To: 3, Removes: []*peerv1.Removal{{Key: "k", Seq: 3}}},
-		{Registry: "tools", Origin: "a@1", From: 3, To: 1},
-		{Registry: "tools", Origin: "a@1", To: 2, Puts: []*peerv1.Put{{Key: "k", Seq: 1}, {Key: "k", Seq: 2}}},
+		{Registry: "tools", OriginName: "a", OriginEpoch: 1, From: 2, To: 2},
+		{Registry: "tools", OriginName: "a", OriginEpoch: 1, From: 0, To: 3, Removes: []*peerv1.Removal{{Key: "k", Seq: 3}}},
+		{Registry: "tools", OriginName: "a", OriginEpoch: 1, From: 3, To: 1},
+		{Registry: "tools", OriginName: "a", OriginEpoch: 1, To: 2, Puts: []*peerv1.Put{{Key: "k", Seq: 1}, {Key: "k", Seq: 2}}},
 	} {
 		out = append(out, marshal(tb, m))
 	}
@@ -167,8 +167,8 @@ func digestSeeds(tb testing.TB) [][]byte {
 	for _, m := range []*peerv1.Digest{
 		EncodeDigest("sessions", []crdt.Version{{Origin: crdt.Origin{Name: "a", Epoch: 1}, Seq: 3}, {Origin: crdt.Origin{Name: "b", Epoch: 1 << 60}}}),
 		{Registry: "tools"},
-		{Registry: "tools", Versions: []*peerv1.Version{{Origin: "a@1"}, {Origin: "a@2"}}},
-		{Registry: "tools", Versions: []*peerv1.Version{{Origin: "a@01"}}},
+		{Registry: "tools", Versions: []*peerv1.Version{{OriginName: "a", OriginEpoch: 1}, {OriginName: "a", OriginEpoch: 2}}},
+		{Registry: "tools", Versions: []*peerv1.Version{{OriginName: "a", OriginEpoch: 0}}},
 	} {
 		out = append(out, marshal(tb, m))
 	}
@@ -184,8 +184,8 @@ func chunkSeeds(tb testing.TB) [][]byte {
 		out = append(out, marshal(tb, EncodeSnapshotChunk("sessions", c)))
 	}
 	for _, m := range []*peerv1.SnapshotChunk{
-		{Registry: "tools", Origin: "a@1", Last: true},
-		{Registry: "tools", Origin: "a@1", Seq: 3, Entries: []*peerv1.Put{{Key: "b", Seq: 1}, {Key: "a", Seq: 2}}},
+		{Registry: "tools", OriginName: "a", OriginEpoch: 1, Last: true},
+		{Registry: "tools", OriginName: "a", OriginEpoch: 1, Seq: 3, Entries: []*peerv1.Put{{Key: "b", Seq: 1}, {Key: "a", Seq: 2}}},
 	} {
 		out = append(out, marshal(tb, m))
 	}

@@ -145,12 +145,14 @@ type Delta struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// registry names the replicated map ("sessions", "tools", "conns").
 	Registry string `protobuf:"bytes,1,opt,name=registry,proto3" json:"registry,omitempty"`
-	// origin is "name@epoch".
-	Origin        string     `protobuf:"bytes,2,opt,name=origin,proto3" json:"origin,omitempty"`
+	// origin_name and origin_epoch name the writer incarnation (name@epoch);
+	// the epoch travels as a number, not text, to keep small deltas small.
+	OriginName    string     `protobuf:"bytes,2,opt,name=origin_name,json=originName,proto3" json:"origin_name,omitempty"`
 	From          uint64     `protobuf:"varint,3,opt,name=from,proto3" json:"from,omitempty"`
 	To            uint64     `protobuf:"varint,4,opt,name=to,proto3" json:"to,omitempty"`
 	Puts          []*Put     `protobuf:"bytes,5,rep,name=puts,proto3" json:"puts,omitempty"`
 	Removes       []*Removal `protobuf:"bytes,6,rep,name=removes,proto3" json:"removes,omitempty"`
+	OriginEpoch   uint64     `protobuf:"varint,7,opt,name=origin_epoch,json=originEpoch,proto3" json:"origin_epoch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -192,9 +194,9 @@ func (x *Delta) GetRegistry() string {
 	return ""
 }
 
-func (x *Delta) GetOrigin() string {
+func (x *Delta) GetOriginName() string {
 	if x != nil {
-		return x.Origin
+		return x.OriginName
 	}
 	return ""
 }
@@ -227,11 +229,19 @@ func (x *Delta) GetRemoves() []*Removal {
 	return nil
 }
 
+func (x *Delta) GetOriginEpoch() uint64 {
+	if x != nil {
+		return x.OriginEpoch
+	}
+	return 0
+}
+
 // Version is what a node holds of one origin of one registry.
 type Version struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Origin        string                 `protobuf:"bytes,1,opt,name=origin,proto3" json:"origin,omitempty"`
+	OriginName    string                 `protobuf:"bytes,1,opt,name=origin_name,json=originName,proto3" json:"origin_name,omitempty"`
 	Seq           uint64                 `protobuf:"varint,2,opt,name=seq,proto3" json:"seq,omitempty"`
+	OriginEpoch   uint64                 `protobuf:"varint,3,opt,name=origin_epoch,json=originEpoch,proto3" json:"origin_epoch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -266,9 +276,9 @@ func (*Version) Descriptor() ([]byte, []int) {
 	return file_mcpswarm_peer_v1_peer_proto_rawDescGZIP(), []int{3}
 }
 
-func (x *Version) GetOrigin() string {
+func (x *Version) GetOriginName() string {
 	if x != nil {
-		return x.Origin
+		return x.OriginName
 	}
 	return ""
 }
@@ -276,6 +286,13 @@ func (x *Version) GetOrigin() string {
 func (x *Version) GetSeq() uint64 {
 	if x != nil {
 		return x.Seq
+	}
+	return 0
+}
+
+func (x *Version) GetOriginEpoch() uint64 {
+	if x != nil {
+		return x.OriginEpoch
 	}
 	return 0
 }
@@ -337,11 +354,12 @@ func (x *Digest) GetVersions() []*Version {
 type SnapshotChunk struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Registry      string                 `protobuf:"bytes,1,opt,name=registry,proto3" json:"registry,omitempty"`
-	Origin        string                 `protobuf:"bytes,2,opt,name=origin,proto3" json:"origin,omitempty"`
+	OriginName    string                 `protobuf:"bytes,2,opt,name=origin_name,json=originName,proto3" json:"origin_name,omitempty"`
 	Seq           uint64                 `protobuf:"varint,3,opt,name=seq,proto3" json:"seq,omitempty"`
 	Index         uint32                 `protobuf:"varint,4,opt,name=index,proto3" json:"index,omitempty"`
 	Last          bool                   `protobuf:"varint,5,opt,name=last,proto3" json:"last,omitempty"`
 	Entries       []*Put                 `protobuf:"bytes,6,rep,name=entries,proto3" json:"entries,omitempty"`
+	OriginEpoch   uint64                 `protobuf:"varint,7,opt,name=origin_epoch,json=originEpoch,proto3" json:"origin_epoch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -383,9 +401,9 @@ func (x *SnapshotChunk) GetRegistry() string {
 	return ""
 }
 
-func (x *SnapshotChunk) GetOrigin() string {
+func (x *SnapshotChunk) GetOriginName() string {
 	if x != nil {
-		return x.Origin
+		return x.OriginName
 	}
 	return ""
 }
@@ -416,6 +434,13 @@ func (x *SnapshotChunk) GetEntries() []*Put {
 		return x.Entries
 	}
 	return nil
+}
+
+func (x *SnapshotChunk) GetOriginEpoch() uint64 {
+	if x != nil {
+		return x.OriginEpoch
+	}
+	return 0
 }
 
 // ReplicateRequest is one batch pushed by the sender.
@@ -1451,27 +1476,33 @@ const file_mcpswarm_peer_v1_peer_proto_rawDesc = "" +
 	"\x03seq\x18\x03 \x01(\x04R\x03seq\"-\n" +
 	"\aRemoval\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x10\n" +
-	"\x03seq\x18\x02 \x01(\x04R\x03seq\"\xbf\x01\n" +
+	"\x03seq\x18\x02 \x01(\x04R\x03seq\"\xeb\x01\n" +
 	"\x05Delta\x12\x1a\n" +
-	"\bregistry\x18\x01 \x01(\tR\bregistry\x12\x16\n" +
-	"\x06origin\x18\x02 \x01(\tR\x06origin\x12\x12\n" +
+	"\bregistry\x18\x01 \x01(\tR\bregistry\x12\x1f\n" +
+	"\vorigin_name\x18\x02 \x01(\tR\n" +
+	"originName\x12\x12\n" +
 	"\x04from\x18\x03 \x01(\x04R\x04from\x12\x0e\n" +
 	"\x02to\x18\x04 \x01(\x04R\x02to\x12)\n" +
 	"\x04puts\x18\x05 \x03(\v2\x15.mcpswarm.peer.v1.PutR\x04puts\x123\n" +
-	"\aremoves\x18\x06 \x03(\v2\x19.mcpswarm.peer.v1.RemovalR\aremoves\"3\n" +
-	"\aVersion\x12\x16\n" +
-	"\x06origin\x18\x01 \x01(\tR\x06origin\x12\x10\n" +
-	"\x03seq\x18\x02 \x01(\x04R\x03seq\"[\n" +
+	"\aremoves\x18\x06 \x03(\v2\x19.mcpswarm.peer.v1.RemovalR\aremoves\x12!\n" +
+	"\forigin_epoch\x18\a \x01(\x04R\voriginEpoch\"_\n" +
+	"\aVersion\x12\x1f\n" +
+	"\vorigin_name\x18\x01 \x01(\tR\n" +
+	"originName\x12\x10\n" +
+	"\x03seq\x18\x02 \x01(\x04R\x03seq\x12!\n" +
+	"\forigin_epoch\x18\x03 \x01(\x04R\voriginEpoch\"[\n" +
 	"\x06Digest\x12\x1a\n" +
 	"\bregistry\x18\x01 \x01(\tR\bregistry\x125\n" +
-	"\bversions\x18\x02 \x03(\v2\x19.mcpswarm.peer.v1.VersionR\bversions\"\xb0\x01\n" +
+	"\bversions\x18\x02 \x03(\v2\x19.mcpswarm.peer.v1.VersionR\bversions\"\xdc\x01\n" +
 	"\rSnapshotChunk\x12\x1a\n" +
-	"\bregistry\x18\x01 \x01(\tR\bregistry\x12\x16\n" +
-	"\x06origin\x18\x02 \x01(\tR\x06origin\x12\x10\n" +
+	"\bregistry\x18\x01 \x01(\tR\bregistry\x12\x1f\n" +
+	"\vorigin_name\x18\x02 \x01(\tR\n" +
+	"originName\x12\x10\n" +
 	"\x03seq\x18\x03 \x01(\x04R\x03seq\x12\x14\n" +
 	"\x05index\x18\x04 \x01(\rR\x05index\x12\x12\n" +
 	"\x04last\x18\x05 \x01(\bR\x04last\x12/\n" +
-	"\aentries\x18\x06 \x03(\v2\x15.mcpswarm.peer.v1.PutR\aentries\"[\n" +
+	"\aentries\x18\x06 \x03(\v2\x15.mcpswarm.peer.v1.PutR\aentries\x12!\n" +
+	"\forigin_epoch\x18\a \x01(\x04R\voriginEpoch\"[\n" +
 	"\x10ReplicateRequest\x12\x16\n" +
 	"\x06sender\x18\x01 \x01(\tR\x06sender\x12/\n" +
 	"\x06deltas\x18\x02 \x03(\v2\x17.mcpswarm.peer.v1.DeltaR\x06deltas\"A\n" +
