@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/mcpswarm/mcpswarm/cluster"
 	"github.com/mcpswarm/mcpswarm/session"
@@ -40,13 +41,28 @@ func newSnapshotStore(st cluster.Storage, log *slog.Logger) *snapshotStore {
 	return s
 }
 
+// snapshotDelay is how long the writer gathers snapshots before a round
+// of writes: a session clicked every few hundred microseconds is written
+// (and fsynced) once per round, not once per click.
+const snapshotDelay = 2 * time.Millisecond
+
 func (s *snapshotStore) run() {
 	defer close(s.done)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	var due <-chan time.Time // nil until something waits to be written
+	kick := s.kick
 	for {
 		select {
-		case <-s.kick:
+		case <-kick:
+			kick = nil
+			timer.Reset(snapshotDelay)
+			due = timer.C
+		case <-due:
+			due, kick = nil, s.kick
 			s.flush()
 		case <-s.stop:
+			timer.Stop()
 			s.flush()
 			return
 		}
