@@ -83,6 +83,12 @@ func runServe(ctx context.Context, args []string, env environment) int {
 
 	ctx, stop := signalContext(ctx, logger)
 	defer stop()
+	if cfg.Stdio {
+		// A stdio client may close our stdout and stderr before we finish
+		// shutting down; the writes then fail (and are dropped) instead of
+		// SIGPIPE killing the process mid-shutdown.
+		signal.Ignore(syscall.SIGPIPE)
+	}
 
 	node, err := mcpswarm.NewNode(cfg, mcpswarm.WithLogger(logger), mcpswarm.WithStdio(env.stdin, env.stdout))
 	if err != nil {
