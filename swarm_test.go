@@ -2,11 +2,16 @@ package mcpswarm_test
 
 import (
 	"context"
+	"io"
+	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcpswarm/mcpswarm"
 )
 
 // Alice starts a login session on node1, then drives it from node3; node2
@@ -40,6 +45,9 @@ func TestAnyNodeDrivesASessionOwnedElsewhere(t *testing.T) {
 		if res := alice3.call(step.tool, step.args); res.IsError {
 			t.Fatalf("%s through node3: %s", step.tool, textOf(res))
 		}
+	}
+	if got := metricValue(t, n3, `mcpswarm_swarm_forwards_total{outcome="ok"}`); got < 3 {
+		t.Fatalf("node3 counted %v successful forwards, want at least the 3 calls", got)
 	}
 	model := textOf(alice1.call("swarm_get_model", map[string]any{"id": "lg"}))
 	if !strings.Contains(model, "Signed in as demo") {
@@ -87,4 +95,25 @@ func TestAnyNodeDrivesASessionOwnedElsewhere(t *testing.T) {
 	if !strings.Contains(textOf(alice2.call("swarm_get_model", map[string]any{"id": "lg"})), "Signed in as demo") {
 		t.Fatal("alice's session changed after bob's attempts")
 	}
+}
+
+// metricValue reads one sample from node n's /metrics (0 when absent).
+func metricValue(t *testing.T, n *mcpswarm.Node, series string) float64 {
+	t.Helper()
+	resp, err := http.Get("http://" + n.HTTPAddr() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, series+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("metric %s: %v", series, err)
+			}
+			return f
+		}
+	}
+	return 0
 }

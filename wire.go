@@ -198,7 +198,7 @@ func (n *Node) stopSessions(ctx context.Context) error {
 // mounts the front on the HTTP mux. The swarm declares its registries here,
 // before the cluster starts.
 func (n *Node) buildFront(context.Context) error {
-	sw, err := swarm.New(swarm.Config{Cluster: n.cluster, Manager: n.sessions, Logger: n.log.With("component", "swarm")})
+	sw, err := swarm.New(swarm.Config{Cluster: n.cluster, Manager: n.sessions, Logger: n.log.With("component", "swarm"), Registerer: n.metrics})
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -49,7 +50,8 @@ func callerFromPB(pb *peerv1.Caller) (authz.Context, error) {
 
 // forward runs tool on session id at node, relaying progress to the
 // reporter in ctx.
-func (s *Swarm) forward(ctx context.Context, c authz.Context, node, id, tool string, args map[string]any) (session.Result, error) {
+func (s *Swarm) forward(ctx context.Context, c authz.Context, node, id, tool string, args map[string]any) (res session.Result, err error) {
+	defer func(began time.Time) { s.met.forwarded(began, err) }(time.Now())
 	conn, err := s.cl.PeerConn(node)
 	if err != nil {
 		return session.Result{}, fmt.Errorf("%w: node %s: %v", ErrOwnerUnavailable, node, err)

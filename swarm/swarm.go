@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/mcpswarm/mcpswarm/cluster"
 	"github.com/mcpswarm/mcpswarm/crdt"
 	"github.com/mcpswarm/mcpswarm/mcp"
@@ -41,6 +43,8 @@ type Config struct {
 	ForwardTimeout time.Duration
 	// Logger receives routing and conflict logs; nil discards them.
 	Logger *slog.Logger
+	// Registerer receives the swarm's metrics; nil registers none.
+	Registerer prometheus.Registerer
 }
 
 // Swarm is the cluster-wide view and router for one node.
@@ -54,6 +58,7 @@ type Swarm struct {
 	tools    *cluster.Registry
 	conns    *Conns
 	idx      *index
+	met      *metrics
 
 	mu sync.Mutex
 	// unavailable holds the last record of sessions whose owner is hidden,
@@ -115,6 +120,9 @@ func New(cfg Config) (*Swarm, error) {
 		return nil, fmt.Errorf("declaring conns registry: %w", err)
 	}
 	s.conns = newConns(s, connReg)
+	if s.met, err = newMetrics(cfg.Registerer, s); err != nil {
+		return nil, fmt.Errorf("registering swarm metrics: %w", err)
+	}
 	s.sessions.OnChange(s.onSessionChange)
 	s.tools.OnChange(s.onToolsChange)
 	cfg.Cluster.SetForwardHandler(ownerHandler{s})

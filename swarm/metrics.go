@@ -1,0 +1,72 @@
+package swarm
+
+import (
+	"errors"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics counts what the swarm routes. A nil *metrics records nothing.
+type metrics struct {
+	forwards *prometheus.CounterVec
+	latency  prometheus.Histogram
+}
+
+func newMetrics(reg prometheus.Registerer, s *Swarm) (*metrics, error) {
+	if reg == nil {
+		return nil, nil
+	}
+	m := &metrics{
+		forwards: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcpswarm_swarm_forwards_total",
+			Help: "Calls forwarded to the owning node, by outcome (ok, unavailable, timeout, refused, error).",
+		}, []string{"outcome"}),
+		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "mcpswarm_swarm_forward_seconds",
+			Help:    "Time of a forwarded call, from the entry node's request to the owner's answer.",
+			Buckets: prometheus.ExponentialBuckets(0.0002, 2, 16),
+		}),
+	}
+	gauges := []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "mcpswarm_swarm_sessions_local",
+			Help: "Sessions this node owns and runs.",
+		}, func() float64 { return float64(len(s.mgr.List())) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "mcpswarm_swarm_sessions_visible",
+			Help: "Sessions visible in this node's replica of the swarm (owners alive).",
+		}, func() float64 { return float64(len(s.idx.ids())) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "mcpswarm_swarm_connection_records",
+			Help: "Connection records in this node's replica (every node's, revocations included).",
+		}, func() float64 { return float64(s.conns.reg.Len()) }),
+	}
+	for _, c := range append(gauges, m.forwards, m.latency) {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// forwarded records one forwarded call.
+func (m *metrics) forwarded(began time.Time, err error) {
+	if m == nil {
+		return
+	}
+	m.latency.Observe(time.Since(began).Seconds())
+	outcome := "ok"
+	switch {
+	case err == nil:
+	case errors.Is(err, ErrOwnerUnavailable):
+		outcome = "unavailable"
+	case errors.Is(err, ErrMayHaveApplied):
+		outcome = "timeout"
+	case errors.Is(err, ErrNotOwner):
+		outcome = "refused"
+	default:
+		outcome = "error"
+	}
+	m.forwards.WithLabelValues(outcome).Inc()
+}
