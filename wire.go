@@ -223,6 +223,7 @@ func (n *Node) buildFront(context.Context) error {
 		NotifyHere:      sw.Conns().NotifyHere,
 		StreamChanged:   sw.Conns().StreamChanged,
 		Revoked:         sw.Conns().Revoked,
+		SpendState:      sw.Nonces().Spend,
 		ForwardResponse: sw.Conns().ForwardResponse,
 		ForwardCancel:   sw.Conns().BroadcastCancel,
 		ForwardSSE:      sw.Conns().ForwardSSE,

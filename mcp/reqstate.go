@@ -49,6 +49,9 @@ type stateSealer struct {
 
 	mu   sync.Mutex
 	used map[string]time.Time
+	// spent, when set, records a nonce cluster-wide and reports whether
+	// any node had already recorded it (Config.SpendState).
+	spent func(nonce string, expires time.Time) (already bool)
 }
 
 func newStateSealer(key []byte, ttl time.Duration) (*stateSealer, error) {
@@ -125,6 +128,9 @@ func (s *stateSealer) open(token, principal, tool string, args map[string]any) e
 		}
 	}
 	if _, dup := s.used[st.Nonce]; dup {
+		return ErrStateReplayed
+	}
+	if s.spent != nil && s.spent(st.Nonce, exp) {
 		return ErrStateReplayed
 	}
 	s.used[st.Nonce] = exp

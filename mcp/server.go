@@ -55,6 +55,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("configuring the mcp front: %w", err)
 	}
+	states.spent = cfg.SpendState
 	m, err := newMetrics(cfg.Registerer)
 	if err != nil {
 		return nil, fmt.Errorf("configuring the mcp front: %w", err)

@@ -38,6 +38,10 @@ func newMetrics(reg prometheus.Registerer, s *Swarm) (*metrics, error) {
 			Help: "Sessions visible in this node's replica of the swarm (owners alive).",
 		}, func() float64 { return float64(len(s.idx.ids())) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "mcpswarm_swarm_spent_request_states",
+			Help: "Single-use 2026-07-28 request states spent anywhere in the cluster and not yet expired.",
+		}, func() float64 { return float64(s.nonces.reg.Len()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "mcpswarm_swarm_connection_records",
 			Help: "Connection records in this node's replica (every node's, revocations included).",
 		}, func() float64 { return float64(s.conns.reg.Len()) }),

@@ -57,6 +57,7 @@ type Swarm struct {
 	sessions *cluster.Registry
 	tools    *cluster.Registry
 	conns    *Conns
+	nonces   *Nonces
 	idx      *index
 	met      *metrics
 
@@ -120,6 +121,11 @@ func New(cfg Config) (*Swarm, error) {
 		return nil, fmt.Errorf("declaring conns registry: %w", err)
 	}
 	s.conns = newConns(s, connReg)
+	nonceReg, err := cfg.Cluster.Registry(regNonces)
+	if err != nil {
+		return nil, fmt.Errorf("declaring nonces registry: %w", err)
+	}
+	s.nonces = &Nonces{s: s, reg: nonceReg, now: time.Now}
 	if s.met, err = newMetrics(cfg.Registerer, s); err != nil {
 		return nil, fmt.Errorf("registering swarm metrics: %w", err)
 	}
@@ -181,6 +187,9 @@ func (s *Swarm) StopPublishing() {
 		s.stopLoop = nil
 	}
 }
+
+// Nonces is the cluster-wide record of spent single-use tokens.
+func (s *Swarm) Nonces() *Nonces { return s.nonces }
 
 // Conns is the cluster-wide connection registry for the MCP front.
 func (s *Swarm) Conns() *Conns { return s.conns }
