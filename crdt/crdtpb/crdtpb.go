@@ -6,7 +6,9 @@
 // that is not "name@epoch", from > to, a key twice, a dot outside its range,
 // an empty, over-long or non-UTF-8 key, an over-long value, too many entries
 // or versions, or a malformed registry name is an error, and nothing is
-// returned. A decoded delta or chunk passes crdt.ValidateDelta or
+// returned. Refs to stream declarations (peer.v1 Delta.origin_ref,
+// registry_ref) are resolved by a StreamDecoder first; DecodeDelta refuses
+// them. A decoded delta or chunk passes crdt.ValidateDelta or
 // crdt.ValidateSnapshotChunk with the same bounds.
 package crdtpb
 
@@ -97,6 +99,9 @@ func EncodeDelta(registry string, d crdt.Delta) *peerv1.Delta {
 // error if it is malformed or beyond lim (zero fields take defaults).
 func DecodeDelta(m *peerv1.Delta, lim Limits) (string, crdt.Delta, error) {
 	lim = lim.withDefaults()
+	if m.GetOriginRef() != 0 || m.GetRegistryRef() != 0 {
+		return "", crdt.Delta{}, fmt.Errorf("decoding delta: unresolved stream ref (origin %d, registry %d): %w", m.GetOriginRef(), m.GetRegistryRef(), ErrInvalid)
+	}
 	reg, err := decodeRegistry(m.GetRegistry())
 	if err != nil {
 		return "", crdt.Delta{}, fmt.Errorf("decoding delta: %w", err)

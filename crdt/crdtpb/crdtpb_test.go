@@ -91,6 +91,8 @@ func TestDecodeDeltaRejects(t *testing.T) {
 		"over-long key":            func(m *peerv1.Delta) { m.Puts[0].Key = strings.Repeat("k", 9) },
 		"empty key":                func(m *peerv1.Delta) { m.Removes[0].Key = "" },
 		"oversized value":          func(m *peerv1.Delta) { m.Puts[0].Value = []byte("12345") },
+		"unresolved origin ref":    func(m *peerv1.Delta) { m.OriginRef = 1 },
+		"unresolved registry ref":  func(m *peerv1.Delta) { m.Registry, m.RegistryRef = "", 1 },
 		"too many entries": func(m *peerv1.Delta) {
 			m.To = 4
 			m.Puts = append(m.Puts, put("c", "", 3), put("d", "", 4))

@@ -138,6 +138,77 @@ func FuzzDecodeSnapshotChunk(f *testing.F) {
 	})
 }
 
+// FuzzResolveStream feeds arbitrary bytes, as two requests of one
+// Replicate stream, through a StreamDecoder. A refused request is left
+// unchanged; an accepted one carries no refs, and sending its deltas again
+// through a fresh StreamEncoder and StreamDecoder gives them back.
+func FuzzResolveStream(f *testing.F) {
+	for _, s := range streamSeeds(f) {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, first, second []byte) {
+		var dec StreamDecoder
+		for _, b := range [][]byte{first, second} {
+			var m peerv1.ReplicateRequest
+			if proto.Unmarshal(b, &m) != nil {
+				return
+			}
+			before := proto.Clone(&m)
+			if err := dec.Resolve(&m); err != nil {
+				if !proto.Equal(&m, before) {
+					t.Fatalf("refused request changed: %v", err)
+				}
+				if n := len(dec.origins) + len(dec.registries); n > MaxStreamDecls {
+					t.Fatalf("%d declarations recorded", n)
+				}
+				return
+			}
+			for _, d := range m.GetDeltas() {
+				if d.GetOriginRef() != 0 || d.GetRegistryRef() != 0 {
+					t.Fatalf("resolved delta keeps a ref: %v", d)
+				}
+			}
+			m.Origins, m.Registries = nil, nil
+			var enc StreamEncoder
+			var dec2 StreamDecoder
+			again := roundTrip(t, enc.Encode(&m))
+			if err := dec2.Resolve(again); err != nil {
+				t.Fatalf("re-encoded request refused: %v", err)
+			}
+			if !sameDeltas(again, &m) {
+				t.Fatalf("re-encode changed\n%v\ninto\n%v", &m, again)
+			}
+		}
+	})
+}
+
+// sameDeltas compares the sender and the deltas' fields of two requests
+// (not unknown fields, which a StreamEncoder drops from deltas).
+func sameDeltas(a, b *peerv1.ReplicateRequest) bool {
+	if a.GetSender() != b.GetSender() || len(a.GetDeltas()) != len(b.GetDeltas()) {
+		return false
+	}
+	for i, x := range a.GetDeltas() {
+		y := b.GetDeltas()[i]
+		if x.GetRegistry() != y.GetRegistry() || x.GetRegistryRef() != y.GetRegistryRef() ||
+			x.GetOriginName() != y.GetOriginName() || x.GetOriginEpoch() != y.GetOriginEpoch() || x.GetOriginRef() != y.GetOriginRef() ||
+			x.GetFrom() != y.GetFrom() || x.GetTo() != y.GetTo() || len(x.GetPuts()) != len(y.GetPuts()) || len(x.GetRemoves()) != len(y.GetRemoves()) {
+			return false
+		}
+		for j, p := range x.GetPuts() {
+			if !proto.Equal(p, y.GetPuts()[j]) {
+				return false
+			}
+		}
+		for j, r := range x.GetRemoves() {
+			if !proto.Equal(r, y.GetRemoves()[j]) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 func marshal(tb testing.TB, m proto.Message) []byte {
 	b, err := proto.Marshal(m)
 	if err != nil {
@@ -156,6 +227,7 @@ func deltaSeeds(tb testing.TB) [][]byte {
 		{Registry: "tools", OriginName: "a", OriginEpoch: 1, From: 0, To: 3, Removes: []*peerv1.Removal{{Key: "k", Seq: 3}}},
 		{Registry: "tools", OriginName: "a", OriginEpoch: 1, From: 3, To: 1},
 		{Registry: "tools", OriginName: "a", OriginEpoch: 1, To: 2, Puts: []*peerv1.Put{{Key: "k", Seq: 1}, {Key: "k", Seq: 2}}},
+		{OriginRef: 1, RegistryRef: 1, From: 0, To: 1, Puts: []*peerv1.Put{{Key: "k", Seq: 1}}},
 	} {
 		out = append(out, marshal(tb, m))
 	}
@@ -190,4 +262,19 @@ func chunkSeeds(tb testing.TB) [][]byte {
 		out = append(out, marshal(tb, m))
 	}
 	return out
+}
+
+// streamSeeds are pairs of requests on one stream: a declaring request
+// followed by one using its refs, a conflicting redeclaration, an unknown
+// ref.
+func streamSeeds(tb testing.TB) [][2][]byte {
+	var enc StreamEncoder
+	d := sampleDelta(tb)
+	plain := &peerv1.ReplicateRequest{Sender: "node-1@1", Deltas: []*peerv1.Delta{EncodeDelta("sessions", d), EncodeDelta("tools", d)}}
+	first := marshal(tb, enc.Encode(plain))
+	second := marshal(tb, enc.Encode(plain))
+	conflict := marshal(tb, &peerv1.ReplicateRequest{Origins: []*peerv1.OriginDecl{{Ref: 1, Name: "other", Epoch: 2}}})
+	unknown := marshal(tb, &peerv1.ReplicateRequest{Deltas: []*peerv1.Delta{{OriginRef: 9, RegistryRef: 1}}})
+	text := marshal(tb, plain)
+	return [][2][]byte{{first, second}, {first, conflict}, {first, unknown}, {text, first}, {second, first}}
 }

@@ -144,15 +144,25 @@ func (x *Removal) GetSeq() uint64 {
 type Delta struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// registry names the replicated map ("sessions", "tools", "conns").
+	// Within a Replicate stream, registry_ref may name it instead.
 	Registry string `protobuf:"bytes,1,opt,name=registry,proto3" json:"registry,omitempty"`
 	// origin_name and origin_epoch name the writer incarnation (name@epoch);
 	// the epoch travels as a number, not text, to keep small deltas small.
-	OriginName    string     `protobuf:"bytes,2,opt,name=origin_name,json=originName,proto3" json:"origin_name,omitempty"`
-	From          uint64     `protobuf:"varint,3,opt,name=from,proto3" json:"from,omitempty"`
-	To            uint64     `protobuf:"varint,4,opt,name=to,proto3" json:"to,omitempty"`
-	Puts          []*Put     `protobuf:"bytes,5,rep,name=puts,proto3" json:"puts,omitempty"`
-	Removes       []*Removal `protobuf:"bytes,6,rep,name=removes,proto3" json:"removes,omitempty"`
-	OriginEpoch   uint64     `protobuf:"varint,7,opt,name=origin_epoch,json=originEpoch,proto3" json:"origin_epoch,omitempty"`
+	// Within a Replicate stream, origin_ref may name it instead.
+	OriginName  string     `protobuf:"bytes,2,opt,name=origin_name,json=originName,proto3" json:"origin_name,omitempty"`
+	From        uint64     `protobuf:"varint,3,opt,name=from,proto3" json:"from,omitempty"`
+	To          uint64     `protobuf:"varint,4,opt,name=to,proto3" json:"to,omitempty"`
+	Puts        []*Put     `protobuf:"bytes,5,rep,name=puts,proto3" json:"puts,omitempty"`
+	Removes     []*Removal `protobuf:"bytes,6,rep,name=removes,proto3" json:"removes,omitempty"`
+	OriginEpoch uint64     `protobuf:"varint,7,opt,name=origin_epoch,json=originEpoch,proto3" json:"origin_epoch,omitempty"`
+	// origin_ref, when not 0, is the ref of an OriginDecl made earlier on the
+	// same Replicate stream (in this request or an earlier one); origin_name
+	// and origin_epoch are then left unset. Only ReplicateRequest deltas may
+	// carry refs.
+	OriginRef uint32 `protobuf:"varint,8,opt,name=origin_ref,json=originRef,proto3" json:"origin_ref,omitempty"`
+	// registry_ref, when not 0, is the ref of a RegistryDecl made earlier on
+	// the same Replicate stream; registry is then left unset.
+	RegistryRef   uint32 `protobuf:"varint,9,opt,name=registry_ref,json=registryRef,proto3" json:"registry_ref,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -236,6 +246,139 @@ func (x *Delta) GetOriginEpoch() uint64 {
 	return 0
 }
 
+func (x *Delta) GetOriginRef() uint32 {
+	if x != nil {
+		return x.OriginRef
+	}
+	return 0
+}
+
+func (x *Delta) GetRegistryRef() uint32 {
+	if x != nil {
+		return x.RegistryRef
+	}
+	return 0
+}
+
+// OriginDecl binds a stream-local number to an origin for the rest of one
+// Replicate stream, so that deltas need not repeat the name and epoch.
+type OriginDecl struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// ref is 1 or more; a ref keeps its meaning until the stream ends.
+	// Origin refs and registry refs are numbered apart.
+	Ref           uint32 `protobuf:"varint,1,opt,name=ref,proto3" json:"ref,omitempty"`
+	Name          string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	Epoch         uint64 `protobuf:"varint,3,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OriginDecl) Reset() {
+	*x = OriginDecl{}
+	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OriginDecl) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OriginDecl) ProtoMessage() {}
+
+func (x *OriginDecl) ProtoReflect() protoreflect.Message {
+	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OriginDecl.ProtoReflect.Descriptor instead.
+func (*OriginDecl) Descriptor() ([]byte, []int) {
+	return file_mcpswarm_peer_v1_peer_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *OriginDecl) GetRef() uint32 {
+	if x != nil {
+		return x.Ref
+	}
+	return 0
+}
+
+func (x *OriginDecl) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *OriginDecl) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+// RegistryDecl binds a stream-local number to a registry name for the rest
+// of one Replicate stream.
+type RegistryDecl struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// ref is 1 or more; a ref keeps its meaning until the stream ends.
+	Ref           uint32 `protobuf:"varint,1,opt,name=ref,proto3" json:"ref,omitempty"`
+	Name          string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RegistryDecl) Reset() {
+	*x = RegistryDecl{}
+	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RegistryDecl) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RegistryDecl) ProtoMessage() {}
+
+func (x *RegistryDecl) ProtoReflect() protoreflect.Message {
+	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RegistryDecl.ProtoReflect.Descriptor instead.
+func (*RegistryDecl) Descriptor() ([]byte, []int) {
+	return file_mcpswarm_peer_v1_peer_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *RegistryDecl) GetRef() uint32 {
+	if x != nil {
+		return x.Ref
+	}
+	return 0
+}
+
+func (x *RegistryDecl) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
 // Version is what a node holds of one origin of one registry.
 type Version struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -248,7 +391,7 @@ type Version struct {
 
 func (x *Version) Reset() {
 	*x = Version{}
-	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[3]
+	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -260,7 +403,7 @@ func (x *Version) String() string {
 func (*Version) ProtoMessage() {}
 
 func (x *Version) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[3]
+	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -273,7 +416,7 @@ func (x *Version) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Version.ProtoReflect.Descriptor instead.
 func (*Version) Descriptor() ([]byte, []int) {
-	return file_mcpswarm_peer_v1_peer_proto_rawDescGZIP(), []int{3}
+	return file_mcpswarm_peer_v1_peer_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Version) GetOriginName() string {
@@ -308,7 +451,7 @@ type Digest struct {
 
 func (x *Digest) Reset() {
 	*x = Digest{}
-	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[4]
+	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -320,7 +463,7 @@ func (x *Digest) String() string {
 func (*Digest) ProtoMessage() {}
 
 func (x *Digest) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[4]
+	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -333,7 +476,7 @@ func (x *Digest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Digest.ProtoReflect.Descriptor instead.
 func (*Digest) Descriptor() ([]byte, []int) {
-	return file_mcpswarm_peer_v1_peer_proto_rawDescGZIP(), []int{4}
+	return file_mcpswarm_peer_v1_peer_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Digest) GetRegistry() string {
@@ -366,7 +509,7 @@ type SnapshotChunk struct {
 
 func (x *SnapshotChunk) Reset() {
 	*x = SnapshotChunk{}
-	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[5]
+	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -378,7 +521,7 @@ func (x *SnapshotChunk) String() string {
 func (*SnapshotChunk) ProtoMessage() {}
 
 func (x *SnapshotChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[5]
+	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -391,7 +534,7 @@ func (x *SnapshotChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotChunk.ProtoReflect.Descriptor instead.
 func (*SnapshotChunk) Descriptor() ([]byte, []int) {
-	return file_mcpswarm_peer_v1_peer_proto_rawDescGZIP(), []int{5}
+	return file_mcpswarm_peer_v1_peer_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *SnapshotChunk) GetRegistry() string {
@@ -447,15 +590,22 @@ func (x *SnapshotChunk) GetOriginEpoch() uint64 {
 type ReplicateRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// sender is the sending node's origin ("name@epoch").
-	Sender        string   `protobuf:"bytes,1,opt,name=sender,proto3" json:"sender,omitempty"`
-	Deltas        []*Delta `protobuf:"bytes,2,rep,name=deltas,proto3" json:"deltas,omitempty"`
+	Sender string   `protobuf:"bytes,1,opt,name=sender,proto3" json:"sender,omitempty"`
+	Deltas []*Delta `protobuf:"bytes,2,rep,name=deltas,proto3" json:"deltas,omitempty"`
+	// origins and registries declare refs that this request's deltas and the
+	// stream's later requests may use. They are read before the deltas. A
+	// receiver cuts the stream, applying nothing of the request, on a ref it
+	// was never given, a ref declared again with other content, or more
+	// declarations than it accepts per stream (4,096 in mcpswarm).
+	Origins       []*OriginDecl   `protobuf:"bytes,3,rep,name=origins,proto3" json:"origins,omitempty"`
+	Registries    []*RegistryDecl `protobuf:"bytes,4,rep,name=registries,proto3" json:"registries,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ReplicateRequest) Reset() {
 	*x = ReplicateRequest{}
-	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[6]
+	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -467,7 +617,7 @@ func (x *ReplicateRequest) String() string {
 func (*ReplicateRequest) ProtoMessage() {}
 
 func (x *ReplicateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[6]
+	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -480,7 +630,7 @@ func (x *ReplicateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicateRequest.ProtoReflect.Descriptor instead.
 func (*ReplicateRequest) Descriptor() ([]byte, []int) {
-	return file_mcpswarm_peer_v1_peer_proto_rawDescGZIP(), []int{6}
+	return file_mcpswarm_peer_v1_peer_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ReplicateRequest) GetSender() string {
@@ -497,6 +647,20 @@ func (x *ReplicateRequest) GetDeltas() []*Delta {
 	return nil
 }
 
+func (x *ReplicateRequest) GetOrigins() []*OriginDecl {
+	if x != nil {
+		return x.Origins
+	}
+	return nil
+}
+
+func (x *ReplicateRequest) GetRegistries() []*RegistryDecl {
+	if x != nil {
+		return x.Registries
+	}
+	return nil
+}
+
 // ReplicateResponse reports gaps found while applying a batch.
 type ReplicateResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -509,7 +673,7 @@ type ReplicateResponse struct {
 
 func (x *ReplicateResponse) Reset() {
 	*x = ReplicateResponse{}
-	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[7]
+	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -521,7 +685,7 @@ func (x *ReplicateResponse) String() string {
 func (*ReplicateResponse) ProtoMessage() {}
 
 func (x *ReplicateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[7]
+	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -534,7 +698,7 @@ func (x *ReplicateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicateResponse.ProtoReflect.Descriptor instead.
 func (*ReplicateResponse) Descriptor() ([]byte, []int) {
-	return file_mcpswarm_peer_v1_peer_proto_rawDescGZIP(), []int{7}
+	return file_mcpswarm_peer_v1_peer_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ReplicateResponse) GetGaps() []*Digest {
@@ -555,7 +719,7 @@ type ExchangeDigestRequest struct {
 
 func (x *ExchangeDigestRequest) Reset() {
 	*x = ExchangeDigestRequest{}
-	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[8]
+	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -567,7 +731,7 @@ func (x *ExchangeDigestRequest) String() string {
 func (*ExchangeDigestRequest) ProtoMessage() {}
 
 func (x *ExchangeDigestRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[8]
+	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -580,7 +744,7 @@ func (x *ExchangeDigestRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExchangeDigestRequest.ProtoReflect.Descriptor instead.
 func (*ExchangeDigestRequest) Descriptor() ([]byte, []int) {
-	return file_mcpswarm_peer_v1_peer_proto_rawDescGZIP(), []int{8}
+	return file_mcpswarm_peer_v1_peer_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ExchangeDigestRequest) GetSender() string {
@@ -608,7 +772,7 @@ type ExchangeDigestResponse struct {
 
 func (x *ExchangeDigestResponse) Reset() {
 	*x = ExchangeDigestResponse{}
-	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[9]
+	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -620,7 +784,7 @@ func (x *ExchangeDigestResponse) String() string {
 func (*ExchangeDigestResponse) ProtoMessage() {}
 
 func (x *ExchangeDigestResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[9]
+	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -633,7 +797,7 @@ func (x *ExchangeDigestResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExchangeDigestResponse.ProtoReflect.Descriptor instead.
 func (*ExchangeDigestResponse) Descriptor() ([]byte, []int) {
-	return file_mcpswarm_peer_v1_peer_proto_rawDescGZIP(), []int{9}
+	return file_mcpswarm_peer_v1_peer_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ExchangeDigestResponse) GetSender() string {
@@ -662,7 +826,7 @@ type CatchUpRequest struct {
 
 func (x *CatchUpRequest) Reset() {
 	*x = CatchUpRequest{}
-	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[10]
+	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -674,7 +838,7 @@ func (x *CatchUpRequest) String() string {
 func (*CatchUpRequest) ProtoMessage() {}
 
 func (x *CatchUpRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[10]
+	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -687,7 +851,7 @@ func (x *CatchUpRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CatchUpRequest.ProtoReflect.Descriptor instead.
 func (*CatchUpRequest) Descriptor() ([]byte, []int) {
-	return file_mcpswarm_peer_v1_peer_proto_rawDescGZIP(), []int{10}
+	return file_mcpswarm_peer_v1_peer_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CatchUpRequest) GetSender() string {
@@ -718,7 +882,7 @@ type CatchUpResponse struct {
 
 func (x *CatchUpResponse) Reset() {
 	*x = CatchUpResponse{}
-	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[11]
+	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -730,7 +894,7 @@ func (x *CatchUpResponse) String() string {
 func (*CatchUpResponse) ProtoMessage() {}
 
 func (x *CatchUpResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[11]
+	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -743,7 +907,7 @@ func (x *CatchUpResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CatchUpResponse.ProtoReflect.Descriptor instead.
 func (*CatchUpResponse) Descriptor() ([]byte, []int) {
-	return file_mcpswarm_peer_v1_peer_proto_rawDescGZIP(), []int{11}
+	return file_mcpswarm_peer_v1_peer_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *CatchUpResponse) GetItem() isCatchUpResponse_Item {
@@ -806,7 +970,7 @@ type Caller struct {
 
 func (x *Caller) Reset() {
 	*x = Caller{}
-	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[12]
+	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -818,7 +982,7 @@ func (x *Caller) String() string {
 func (*Caller) ProtoMessage() {}
 
 func (x *Caller) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[12]
+	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -831,7 +995,7 @@ func (x *Caller) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Caller.ProtoReflect.Descriptor instead.
 func (*Caller) Descriptor() ([]byte, []int) {
-	return file_mcpswarm_peer_v1_peer_proto_rawDescGZIP(), []int{12}
+	return file_mcpswarm_peer_v1_peer_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Caller) GetPrincipal() string {
@@ -893,7 +1057,7 @@ type CallToolRequest struct {
 
 func (x *CallToolRequest) Reset() {
 	*x = CallToolRequest{}
-	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[13]
+	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -905,7 +1069,7 @@ func (x *CallToolRequest) String() string {
 func (*CallToolRequest) ProtoMessage() {}
 
 func (x *CallToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[13]
+	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -918,7 +1082,7 @@ func (x *CallToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallToolRequest.ProtoReflect.Descriptor instead.
 func (*CallToolRequest) Descriptor() ([]byte, []int) {
-	return file_mcpswarm_peer_v1_peer_proto_rawDescGZIP(), []int{13}
+	return file_mcpswarm_peer_v1_peer_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *CallToolRequest) GetCaller() *Caller {
@@ -972,7 +1136,7 @@ type CallToolResponse struct {
 
 func (x *CallToolResponse) Reset() {
 	*x = CallToolResponse{}
-	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[14]
+	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -984,7 +1148,7 @@ func (x *CallToolResponse) String() string {
 func (*CallToolResponse) ProtoMessage() {}
 
 func (x *CallToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[14]
+	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -997,7 +1161,7 @@ func (x *CallToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallToolResponse.ProtoReflect.Descriptor instead.
 func (*CallToolResponse) Descriptor() ([]byte, []int) {
-	return file_mcpswarm_peer_v1_peer_proto_rawDescGZIP(), []int{14}
+	return file_mcpswarm_peer_v1_peer_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *CallToolResponse) GetEvent() isCallToolResponse_Event {
@@ -1068,7 +1232,7 @@ type Progress struct {
 
 func (x *Progress) Reset() {
 	*x = Progress{}
-	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[15]
+	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1080,7 +1244,7 @@ func (x *Progress) String() string {
 func (*Progress) ProtoMessage() {}
 
 func (x *Progress) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[15]
+	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1093,7 +1257,7 @@ func (x *Progress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Progress.ProtoReflect.Descriptor instead.
 func (*Progress) Descriptor() ([]byte, []int) {
-	return file_mcpswarm_peer_v1_peer_proto_rawDescGZIP(), []int{15}
+	return file_mcpswarm_peer_v1_peer_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Progress) GetProgress() float64 {
@@ -1130,7 +1294,7 @@ type LogMessage struct {
 
 func (x *LogMessage) Reset() {
 	*x = LogMessage{}
-	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[16]
+	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1142,7 +1306,7 @@ func (x *LogMessage) String() string {
 func (*LogMessage) ProtoMessage() {}
 
 func (x *LogMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[16]
+	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1155,7 +1319,7 @@ func (x *LogMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogMessage.ProtoReflect.Descriptor instead.
 func (*LogMessage) Descriptor() ([]byte, []int) {
-	return file_mcpswarm_peer_v1_peer_proto_rawDescGZIP(), []int{16}
+	return file_mcpswarm_peer_v1_peer_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *LogMessage) GetLevel() string {
@@ -1191,7 +1355,7 @@ type ToolResult struct {
 
 func (x *ToolResult) Reset() {
 	*x = ToolResult{}
-	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[17]
+	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1203,7 +1367,7 @@ func (x *ToolResult) String() string {
 func (*ToolResult) ProtoMessage() {}
 
 func (x *ToolResult) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[17]
+	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1216,7 +1380,7 @@ func (x *ToolResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolResult.ProtoReflect.Descriptor instead.
 func (*ToolResult) Descriptor() ([]byte, []int) {
-	return file_mcpswarm_peer_v1_peer_proto_rawDescGZIP(), []int{17}
+	return file_mcpswarm_peer_v1_peer_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ToolResult) GetResult() []byte {
@@ -1245,7 +1409,7 @@ type ReadResourceRequest struct {
 
 func (x *ReadResourceRequest) Reset() {
 	*x = ReadResourceRequest{}
-	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[18]
+	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1257,7 +1421,7 @@ func (x *ReadResourceRequest) String() string {
 func (*ReadResourceRequest) ProtoMessage() {}
 
 func (x *ReadResourceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[18]
+	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1270,7 +1434,7 @@ func (x *ReadResourceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadResourceRequest.ProtoReflect.Descriptor instead.
 func (*ReadResourceRequest) Descriptor() ([]byte, []int) {
-	return file_mcpswarm_peer_v1_peer_proto_rawDescGZIP(), []int{18}
+	return file_mcpswarm_peer_v1_peer_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ReadResourceRequest) GetCaller() *Caller {
@@ -1305,7 +1469,7 @@ type ReadResourceResponse struct {
 
 func (x *ReadResourceResponse) Reset() {
 	*x = ReadResourceResponse{}
-	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[19]
+	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1317,7 +1481,7 @@ func (x *ReadResourceResponse) String() string {
 func (*ReadResourceResponse) ProtoMessage() {}
 
 func (x *ReadResourceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[19]
+	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1330,7 +1494,7 @@ func (x *ReadResourceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadResourceResponse.ProtoReflect.Descriptor instead.
 func (*ReadResourceResponse) Descriptor() ([]byte, []int) {
-	return file_mcpswarm_peer_v1_peer_proto_rawDescGZIP(), []int{19}
+	return file_mcpswarm_peer_v1_peer_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ReadResourceResponse) GetMimeType() string {
@@ -1363,7 +1527,7 @@ type DeliverClientMessageRequest struct {
 
 func (x *DeliverClientMessageRequest) Reset() {
 	*x = DeliverClientMessageRequest{}
-	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[20]
+	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1375,7 +1539,7 @@ func (x *DeliverClientMessageRequest) String() string {
 func (*DeliverClientMessageRequest) ProtoMessage() {}
 
 func (x *DeliverClientMessageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[20]
+	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1388,7 +1552,7 @@ func (x *DeliverClientMessageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeliverClientMessageRequest.ProtoReflect.Descriptor instead.
 func (*DeliverClientMessageRequest) Descriptor() ([]byte, []int) {
-	return file_mcpswarm_peer_v1_peer_proto_rawDescGZIP(), []int{20}
+	return file_mcpswarm_peer_v1_peer_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *DeliverClientMessageRequest) GetConnection() string {
@@ -1423,7 +1587,7 @@ type DeliverClientMessageResponse struct {
 
 func (x *DeliverClientMessageResponse) Reset() {
 	*x = DeliverClientMessageResponse{}
-	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[21]
+	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1435,7 +1599,7 @@ func (x *DeliverClientMessageResponse) String() string {
 func (*DeliverClientMessageResponse) ProtoMessage() {}
 
 func (x *DeliverClientMessageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[21]
+	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1448,7 +1612,7 @@ func (x *DeliverClientMessageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeliverClientMessageResponse.ProtoReflect.Descriptor instead.
 func (*DeliverClientMessageResponse) Descriptor() ([]byte, []int) {
-	return file_mcpswarm_peer_v1_peer_proto_rawDescGZIP(), []int{21}
+	return file_mcpswarm_peer_v1_peer_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *DeliverClientMessageResponse) GetHttpStatus() int32 {
@@ -1476,7 +1640,7 @@ const file_mcpswarm_peer_v1_peer_proto_rawDesc = "" +
 	"\x03seq\x18\x03 \x01(\x04R\x03seq\"-\n" +
 	"\aRemoval\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x10\n" +
-	"\x03seq\x18\x02 \x01(\x04R\x03seq\"\xeb\x01\n" +
+	"\x03seq\x18\x02 \x01(\x04R\x03seq\"\xad\x02\n" +
 	"\x05Delta\x12\x1a\n" +
 	"\bregistry\x18\x01 \x01(\tR\bregistry\x12\x1f\n" +
 	"\vorigin_name\x18\x02 \x01(\tR\n" +
@@ -1485,7 +1649,18 @@ const file_mcpswarm_peer_v1_peer_proto_rawDesc = "" +
 	"\x02to\x18\x04 \x01(\x04R\x02to\x12)\n" +
 	"\x04puts\x18\x05 \x03(\v2\x15.mcpswarm.peer.v1.PutR\x04puts\x123\n" +
 	"\aremoves\x18\x06 \x03(\v2\x19.mcpswarm.peer.v1.RemovalR\aremoves\x12!\n" +
-	"\forigin_epoch\x18\a \x01(\x04R\voriginEpoch\"_\n" +
+	"\forigin_epoch\x18\a \x01(\x04R\voriginEpoch\x12\x1d\n" +
+	"\n" +
+	"origin_ref\x18\b \x01(\rR\toriginRef\x12!\n" +
+	"\fregistry_ref\x18\t \x01(\rR\vregistryRef\"H\n" +
+	"\n" +
+	"OriginDecl\x12\x10\n" +
+	"\x03ref\x18\x01 \x01(\rR\x03ref\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x14\n" +
+	"\x05epoch\x18\x03 \x01(\x04R\x05epoch\"4\n" +
+	"\fRegistryDecl\x12\x10\n" +
+	"\x03ref\x18\x01 \x01(\rR\x03ref\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\"_\n" +
 	"\aVersion\x12\x1f\n" +
 	"\vorigin_name\x18\x01 \x01(\tR\n" +
 	"originName\x12\x10\n" +
@@ -1502,10 +1677,14 @@ const file_mcpswarm_peer_v1_peer_proto_rawDesc = "" +
 	"\x05index\x18\x04 \x01(\rR\x05index\x12\x12\n" +
 	"\x04last\x18\x05 \x01(\bR\x04last\x12/\n" +
 	"\aentries\x18\x06 \x03(\v2\x15.mcpswarm.peer.v1.PutR\aentries\x12!\n" +
-	"\forigin_epoch\x18\a \x01(\x04R\voriginEpoch\"[\n" +
+	"\forigin_epoch\x18\a \x01(\x04R\voriginEpoch\"\xd3\x01\n" +
 	"\x10ReplicateRequest\x12\x16\n" +
 	"\x06sender\x18\x01 \x01(\tR\x06sender\x12/\n" +
-	"\x06deltas\x18\x02 \x03(\v2\x17.mcpswarm.peer.v1.DeltaR\x06deltas\"A\n" +
+	"\x06deltas\x18\x02 \x03(\v2\x17.mcpswarm.peer.v1.DeltaR\x06deltas\x126\n" +
+	"\aorigins\x18\x03 \x03(\v2\x1c.mcpswarm.peer.v1.OriginDeclR\aorigins\x12>\n" +
+	"\n" +
+	"registries\x18\x04 \x03(\v2\x1e.mcpswarm.peer.v1.RegistryDeclR\n" +
+	"registries\"A\n" +
 	"\x11ReplicateResponse\x12,\n" +
 	"\x04gaps\x18\x01 \x03(\v2\x18.mcpswarm.peer.v1.DigestR\x04gaps\"c\n" +
 	"\x15ExchangeDigestRequest\x12\x16\n" +
@@ -1592,65 +1771,69 @@ func file_mcpswarm_peer_v1_peer_proto_rawDescGZIP() []byte {
 	return file_mcpswarm_peer_v1_peer_proto_rawDescData
 }
 
-var file_mcpswarm_peer_v1_peer_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_mcpswarm_peer_v1_peer_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_mcpswarm_peer_v1_peer_proto_goTypes = []any{
 	(*Put)(nil),                          // 0: mcpswarm.peer.v1.Put
 	(*Removal)(nil),                      // 1: mcpswarm.peer.v1.Removal
 	(*Delta)(nil),                        // 2: mcpswarm.peer.v1.Delta
-	(*Version)(nil),                      // 3: mcpswarm.peer.v1.Version
-	(*Digest)(nil),                       // 4: mcpswarm.peer.v1.Digest
-	(*SnapshotChunk)(nil),                // 5: mcpswarm.peer.v1.SnapshotChunk
-	(*ReplicateRequest)(nil),             // 6: mcpswarm.peer.v1.ReplicateRequest
-	(*ReplicateResponse)(nil),            // 7: mcpswarm.peer.v1.ReplicateResponse
-	(*ExchangeDigestRequest)(nil),        // 8: mcpswarm.peer.v1.ExchangeDigestRequest
-	(*ExchangeDigestResponse)(nil),       // 9: mcpswarm.peer.v1.ExchangeDigestResponse
-	(*CatchUpRequest)(nil),               // 10: mcpswarm.peer.v1.CatchUpRequest
-	(*CatchUpResponse)(nil),              // 11: mcpswarm.peer.v1.CatchUpResponse
-	(*Caller)(nil),                       // 12: mcpswarm.peer.v1.Caller
-	(*CallToolRequest)(nil),              // 13: mcpswarm.peer.v1.CallToolRequest
-	(*CallToolResponse)(nil),             // 14: mcpswarm.peer.v1.CallToolResponse
-	(*Progress)(nil),                     // 15: mcpswarm.peer.v1.Progress
-	(*LogMessage)(nil),                   // 16: mcpswarm.peer.v1.LogMessage
-	(*ToolResult)(nil),                   // 17: mcpswarm.peer.v1.ToolResult
-	(*ReadResourceRequest)(nil),          // 18: mcpswarm.peer.v1.ReadResourceRequest
-	(*ReadResourceResponse)(nil),         // 19: mcpswarm.peer.v1.ReadResourceResponse
-	(*DeliverClientMessageRequest)(nil),  // 20: mcpswarm.peer.v1.DeliverClientMessageRequest
-	(*DeliverClientMessageResponse)(nil), // 21: mcpswarm.peer.v1.DeliverClientMessageResponse
+	(*OriginDecl)(nil),                   // 3: mcpswarm.peer.v1.OriginDecl
+	(*RegistryDecl)(nil),                 // 4: mcpswarm.peer.v1.RegistryDecl
+	(*Version)(nil),                      // 5: mcpswarm.peer.v1.Version
+	(*Digest)(nil),                       // 6: mcpswarm.peer.v1.Digest
+	(*SnapshotChunk)(nil),                // 7: mcpswarm.peer.v1.SnapshotChunk
+	(*ReplicateRequest)(nil),             // 8: mcpswarm.peer.v1.ReplicateRequest
+	(*ReplicateResponse)(nil),            // 9: mcpswarm.peer.v1.ReplicateResponse
+	(*ExchangeDigestRequest)(nil),        // 10: mcpswarm.peer.v1.ExchangeDigestRequest
+	(*ExchangeDigestResponse)(nil),       // 11: mcpswarm.peer.v1.ExchangeDigestResponse
+	(*CatchUpRequest)(nil),               // 12: mcpswarm.peer.v1.CatchUpRequest
+	(*CatchUpResponse)(nil),              // 13: mcpswarm.peer.v1.CatchUpResponse
+	(*Caller)(nil),                       // 14: mcpswarm.peer.v1.Caller
+	(*CallToolRequest)(nil),              // 15: mcpswarm.peer.v1.CallToolRequest
+	(*CallToolResponse)(nil),             // 16: mcpswarm.peer.v1.CallToolResponse
+	(*Progress)(nil),                     // 17: mcpswarm.peer.v1.Progress
+	(*LogMessage)(nil),                   // 18: mcpswarm.peer.v1.LogMessage
+	(*ToolResult)(nil),                   // 19: mcpswarm.peer.v1.ToolResult
+	(*ReadResourceRequest)(nil),          // 20: mcpswarm.peer.v1.ReadResourceRequest
+	(*ReadResourceResponse)(nil),         // 21: mcpswarm.peer.v1.ReadResourceResponse
+	(*DeliverClientMessageRequest)(nil),  // 22: mcpswarm.peer.v1.DeliverClientMessageRequest
+	(*DeliverClientMessageResponse)(nil), // 23: mcpswarm.peer.v1.DeliverClientMessageResponse
 }
 var file_mcpswarm_peer_v1_peer_proto_depIdxs = []int32{
 	0,  // 0: mcpswarm.peer.v1.Delta.puts:type_name -> mcpswarm.peer.v1.Put
 	1,  // 1: mcpswarm.peer.v1.Delta.removes:type_name -> mcpswarm.peer.v1.Removal
-	3,  // 2: mcpswarm.peer.v1.Digest.versions:type_name -> mcpswarm.peer.v1.Version
+	5,  // 2: mcpswarm.peer.v1.Digest.versions:type_name -> mcpswarm.peer.v1.Version
 	0,  // 3: mcpswarm.peer.v1.SnapshotChunk.entries:type_name -> mcpswarm.peer.v1.Put
 	2,  // 4: mcpswarm.peer.v1.ReplicateRequest.deltas:type_name -> mcpswarm.peer.v1.Delta
-	4,  // 5: mcpswarm.peer.v1.ReplicateResponse.gaps:type_name -> mcpswarm.peer.v1.Digest
-	4,  // 6: mcpswarm.peer.v1.ExchangeDigestRequest.digests:type_name -> mcpswarm.peer.v1.Digest
-	4,  // 7: mcpswarm.peer.v1.ExchangeDigestResponse.digests:type_name -> mcpswarm.peer.v1.Digest
-	4,  // 8: mcpswarm.peer.v1.CatchUpRequest.wants:type_name -> mcpswarm.peer.v1.Digest
-	2,  // 9: mcpswarm.peer.v1.CatchUpResponse.delta:type_name -> mcpswarm.peer.v1.Delta
-	5,  // 10: mcpswarm.peer.v1.CatchUpResponse.snapshot:type_name -> mcpswarm.peer.v1.SnapshotChunk
-	12, // 11: mcpswarm.peer.v1.CallToolRequest.caller:type_name -> mcpswarm.peer.v1.Caller
-	15, // 12: mcpswarm.peer.v1.CallToolResponse.progress:type_name -> mcpswarm.peer.v1.Progress
-	16, // 13: mcpswarm.peer.v1.CallToolResponse.log:type_name -> mcpswarm.peer.v1.LogMessage
-	17, // 14: mcpswarm.peer.v1.CallToolResponse.result:type_name -> mcpswarm.peer.v1.ToolResult
-	12, // 15: mcpswarm.peer.v1.ReadResourceRequest.caller:type_name -> mcpswarm.peer.v1.Caller
-	6,  // 16: mcpswarm.peer.v1.PeerService.Replicate:input_type -> mcpswarm.peer.v1.ReplicateRequest
-	8,  // 17: mcpswarm.peer.v1.PeerService.ExchangeDigest:input_type -> mcpswarm.peer.v1.ExchangeDigestRequest
-	10, // 18: mcpswarm.peer.v1.PeerService.CatchUp:input_type -> mcpswarm.peer.v1.CatchUpRequest
-	13, // 19: mcpswarm.peer.v1.PeerService.CallTool:input_type -> mcpswarm.peer.v1.CallToolRequest
-	18, // 20: mcpswarm.peer.v1.PeerService.ReadResource:input_type -> mcpswarm.peer.v1.ReadResourceRequest
-	20, // 21: mcpswarm.peer.v1.PeerService.DeliverClientMessage:input_type -> mcpswarm.peer.v1.DeliverClientMessageRequest
-	7,  // 22: mcpswarm.peer.v1.PeerService.Replicate:output_type -> mcpswarm.peer.v1.ReplicateResponse
-	9,  // 23: mcpswarm.peer.v1.PeerService.ExchangeDigest:output_type -> mcpswarm.peer.v1.ExchangeDigestResponse
-	11, // 24: mcpswarm.peer.v1.PeerService.CatchUp:output_type -> mcpswarm.peer.v1.CatchUpResponse
-	14, // 25: mcpswarm.peer.v1.PeerService.CallTool:output_type -> mcpswarm.peer.v1.CallToolResponse
-	19, // 26: mcpswarm.peer.v1.PeerService.ReadResource:output_type -> mcpswarm.peer.v1.ReadResourceResponse
-	21, // 27: mcpswarm.peer.v1.PeerService.DeliverClientMessage:output_type -> mcpswarm.peer.v1.DeliverClientMessageResponse
-	22, // [22:28] is the sub-list for method output_type
-	16, // [16:22] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	3,  // 5: mcpswarm.peer.v1.ReplicateRequest.origins:type_name -> mcpswarm.peer.v1.OriginDecl
+	4,  // 6: mcpswarm.peer.v1.ReplicateRequest.registries:type_name -> mcpswarm.peer.v1.RegistryDecl
+	6,  // 7: mcpswarm.peer.v1.ReplicateResponse.gaps:type_name -> mcpswarm.peer.v1.Digest
+	6,  // 8: mcpswarm.peer.v1.ExchangeDigestRequest.digests:type_name -> mcpswarm.peer.v1.Digest
+	6,  // 9: mcpswarm.peer.v1.ExchangeDigestResponse.digests:type_name -> mcpswarm.peer.v1.Digest
+	6,  // 10: mcpswarm.peer.v1.CatchUpRequest.wants:type_name -> mcpswarm.peer.v1.Digest
+	2,  // 11: mcpswarm.peer.v1.CatchUpResponse.delta:type_name -> mcpswarm.peer.v1.Delta
+	7,  // 12: mcpswarm.peer.v1.CatchUpResponse.snapshot:type_name -> mcpswarm.peer.v1.SnapshotChunk
+	14, // 13: mcpswarm.peer.v1.CallToolRequest.caller:type_name -> mcpswarm.peer.v1.Caller
+	17, // 14: mcpswarm.peer.v1.CallToolResponse.progress:type_name -> mcpswarm.peer.v1.Progress
+	18, // 15: mcpswarm.peer.v1.CallToolResponse.log:type_name -> mcpswarm.peer.v1.LogMessage
+	19, // 16: mcpswarm.peer.v1.CallToolResponse.result:type_name -> mcpswarm.peer.v1.ToolResult
+	14, // 17: mcpswarm.peer.v1.ReadResourceRequest.caller:type_name -> mcpswarm.peer.v1.Caller
+	8,  // 18: mcpswarm.peer.v1.PeerService.Replicate:input_type -> mcpswarm.peer.v1.ReplicateRequest
+	10, // 19: mcpswarm.peer.v1.PeerService.ExchangeDigest:input_type -> mcpswarm.peer.v1.ExchangeDigestRequest
+	12, // 20: mcpswarm.peer.v1.PeerService.CatchUp:input_type -> mcpswarm.peer.v1.CatchUpRequest
+	15, // 21: mcpswarm.peer.v1.PeerService.CallTool:input_type -> mcpswarm.peer.v1.CallToolRequest
+	20, // 22: mcpswarm.peer.v1.PeerService.ReadResource:input_type -> mcpswarm.peer.v1.ReadResourceRequest
+	22, // 23: mcpswarm.peer.v1.PeerService.DeliverClientMessage:input_type -> mcpswarm.peer.v1.DeliverClientMessageRequest
+	9,  // 24: mcpswarm.peer.v1.PeerService.Replicate:output_type -> mcpswarm.peer.v1.ReplicateResponse
+	11, // 25: mcpswarm.peer.v1.PeerService.ExchangeDigest:output_type -> mcpswarm.peer.v1.ExchangeDigestResponse
+	13, // 26: mcpswarm.peer.v1.PeerService.CatchUp:output_type -> mcpswarm.peer.v1.CatchUpResponse
+	16, // 27: mcpswarm.peer.v1.PeerService.CallTool:output_type -> mcpswarm.peer.v1.CallToolResponse
+	21, // 28: mcpswarm.peer.v1.PeerService.ReadResource:output_type -> mcpswarm.peer.v1.ReadResourceResponse
+	23, // 29: mcpswarm.peer.v1.PeerService.DeliverClientMessage:output_type -> mcpswarm.peer.v1.DeliverClientMessageResponse
+	24, // [24:30] is the sub-list for method output_type
+	18, // [18:24] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_mcpswarm_peer_v1_peer_proto_init() }
@@ -1658,11 +1841,11 @@ func file_mcpswarm_peer_v1_peer_proto_init() {
 	if File_mcpswarm_peer_v1_peer_proto != nil {
 		return
 	}
-	file_mcpswarm_peer_v1_peer_proto_msgTypes[11].OneofWrappers = []any{
+	file_mcpswarm_peer_v1_peer_proto_msgTypes[13].OneofWrappers = []any{
 		(*CatchUpResponse_Delta)(nil),
 		(*CatchUpResponse_Snapshot)(nil),
 	}
-	file_mcpswarm_peer_v1_peer_proto_msgTypes[14].OneofWrappers = []any{
+	file_mcpswarm_peer_v1_peer_proto_msgTypes[16].OneofWrappers = []any{
 		(*CallToolResponse_Progress)(nil),
 		(*CallToolResponse_Log)(nil),
 		(*CallToolResponse_Result)(nil),
@@ -1673,7 +1856,7 @@ func file_mcpswarm_peer_v1_peer_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_mcpswarm_peer_v1_peer_proto_rawDesc), len(file_mcpswarm_peer_v1_peer_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   22,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
