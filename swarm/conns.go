@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -17,14 +18,75 @@ const regConns = "conns"
 
 // connRecord is what one node knows of a client connection (registry
 // "conns", key: the Mcp-Session-Id). Every node that serves the connection
-// writes its own record; readers take the newest, and a revocation by any
-// node ends the connection everywhere.
+// writes its own record. Each part of what is known carries the time it was
+// last learnt, so readers merge part by part (the newest of each wins): a
+// node that saw only a subscription never erases the capabilities the home
+// node learnt at initialize. A revocation by any node ends the connection
+// everywhere.
 type connRecord struct {
-	Info    mcp.ConnInfo `json:"info"`
-	Updated time.Time    `json:"updated"`
+	Info mcp.ConnInfo `json:"info"`
+	// HelloAt stamps what initialize taught: protocol version, client info
+	// and capabilities (and the home node and principal).
+	HelloAt time.Time `json:"hello_at,omitzero"`
+	// LevelAt stamps the log level, SubsAt the subscriptions.
+	LevelAt time.Time `json:"level_at,omitzero"`
+	SubsAt  time.Time `json:"subs_at,omitzero"`
 	// StreamNode is set by the node holding the connection's GET stream.
 	StreamNode string `json:"stream_node,omitempty"`
 	Revoked    bool   `json:"revoked,omitempty"`
+}
+
+// sameHello reports whether two infos agree on what initialize teaches.
+func sameHello(a, b mcp.ConnInfo) bool {
+	ja, _ := json.Marshal([]any{a.Node, a.Principal, a.ProtocolVersion, a.ClientInfo, a.Capabilities})
+	jb, _ := json.Marshal([]any{b.Node, b.Principal, b.ProtocolVersion, b.ClientInfo, b.Capabilities})
+	return string(ja) == string(jb)
+}
+
+// stamp records into r the parts of next that differ from what the cluster
+// knew (known), with time now.
+func stamp(r *connRecord, known, next mcp.ConnInfo, now time.Time) {
+	r.Info.ID = next.ID
+	if !sameHello(known, next) {
+		r.Info.Node, r.Info.Principal, r.Info.ProtocolVersion = next.Node, next.Principal, next.ProtocolVersion
+		r.Info.ClientInfo, r.Info.Capabilities = next.ClientInfo, next.Capabilities
+		r.HelloAt = now
+	}
+	if known.LogLevel != next.LogLevel {
+		r.Info.LogLevel, r.LevelAt = next.LogLevel, now
+	}
+	if !slices.Equal(known.Subscriptions, next.Subscriptions) {
+		r.Info.Subscriptions, r.SubsAt = slices.Clone(next.Subscriptions), now
+	}
+}
+
+// merge combines every node's record of one connection, part by part.
+func merge(records []connRecord) (mcp.ConnInfo, bool) {
+	var out mcp.ConnInfo
+	var hello, level, subs time.Time
+	found := false
+	for _, r := range records {
+		if r.Revoked {
+			return mcp.ConnInfo{}, false
+		}
+		if r.Info.ID == "" {
+			continue
+		}
+		found = true
+		out.ID = r.Info.ID
+		if r.HelloAt.After(hello) {
+			hello = r.HelloAt
+			out.Node, out.Principal, out.ProtocolVersion = r.Info.Node, r.Info.Principal, r.Info.ProtocolVersion
+			out.ClientInfo, out.Capabilities = r.Info.ClientInfo, r.Info.Capabilities
+		}
+		if r.LevelAt.After(level) {
+			level, out.LogLevel = r.LevelAt, r.Info.LogLevel
+		}
+		if r.SubsAt.After(subs) {
+			subs, out.Subscriptions = r.SubsAt, r.Info.Subscriptions
+		}
+	}
+	return out, found
 }
 
 // Conns is the cluster-wide connection registry the MCP front uses, so a
@@ -72,27 +134,14 @@ func (c *Conns) records(id string) []connRecord {
 }
 
 // Get implements mcp.ConnRegistry: the newest record, unless revoked.
-func (c *Conns) Get(id string) (mcp.ConnInfo, bool) {
-	var best connRecord
-	found := false
-	for _, r := range c.records(id) {
-		if r.Revoked {
-			return mcp.ConnInfo{}, false
-		}
-		if r.Info.ID == "" {
-			continue
-		}
-		if !found || r.Updated.After(best.Updated) {
-			best, found = r, true
-		}
-	}
-	return best.Info, found
-}
+func (c *Conns) Get(id string) (mcp.ConnInfo, bool) { return merge(c.records(id)) }
 
-// Put implements mcp.ConnRegistry. It never blocks on disk or network: the
+// Put implements mcp.ConnRegistry: what changed against the merged view is
+// stamped into this node's record. It never blocks on disk or network: the
 // record is written by the swarm's publisher.
 func (c *Conns) Put(info mcp.ConnInfo) {
-	c.update(info.ID, func(r *connRecord) { r.Info = info })
+	known, _ := c.Get(info.ID)
+	c.update(info.ID, func(r *connRecord) { stamp(r, known, info, time.Now()) })
 }
 
 // Delete implements mcp.ConnRegistry: a revocation every node honours.
@@ -113,12 +162,8 @@ func (c *Conns) Revoked(id string) bool {
 // StreamChanged records that this node holds (or no longer holds) the
 // connection's GET stream.
 func (c *Conns) StreamChanged(id string, held bool) {
-	info, known := c.Get(id)
 	c.update(id, func(r *connRecord) {
-		// This record becomes the newest: carry the newest knowledge.
-		if known {
-			r.Info = info
-		}
+		r.Info.ID = id
 		r.StreamNode = ""
 		if held {
 			r.StreamNode = c.s.self
@@ -154,7 +199,6 @@ func (c *Conns) update(id string, fn func(*connRecord)) {
 	c.mu.Lock()
 	r := c.mine[id]
 	fn(&r)
-	r.Updated = time.Now()
 	c.mine[id] = r
 	c.dirty[id] = true
 	c.mu.Unlock()
