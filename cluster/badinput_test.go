@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/mcpswarm/mcpswarm/crdt"
+	"github.com/mcpswarm/mcpswarm/crdt/crdtpb"
 	peerv1 "github.com/mcpswarm/mcpswarm/proto/mcpswarm/peer/v1"
 )
 
@@ -140,6 +141,80 @@ func TestIgnoresDeltaForUnknownOrigin(t *testing.T) {
 	awaitLog(t, n, "reason=\"sender mismatch\"")
 	if got := dump(n.regs["tools"]); got != "" {
 		t.Errorf("applied:\n%s", got)
+	}
+}
+
+// TestCutsStreamOnBadRef checks the per-stream declarations of Replicate:
+// deltas by ref are applied once declared; an unknown ref, a conflicting
+// redeclaration or too many declarations cut the stream with
+// InvalidArgument and nothing of that request is applied.
+func TestCutsStreamOnBadRef(t *testing.T) {
+	n := startNode(t, "n0", "")
+	cl := rawClient(t, n, "mallory", testKey)
+	putByRef := func(seq uint64) *peerv1.Delta {
+		return &peerv1.Delta{OriginRef: 1, RegistryRef: 1, From: seq - 1, To: seq,
+			Puts: []*peerv1.Put{{Key: fmt.Sprintf("k%d", seq), Value: []byte("v"), Seq: seq}}}
+	}
+	// open starts a stream whose first request declares mallory@1 and
+	// "tools" and writes k1 by ref.
+	open := func() grpc.BidiStreamingClient[peerv1.ReplicateRequest, peerv1.ReplicateResponse] {
+		t.Helper()
+		st, err := cl.Replicate(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Send(&peerv1.ReplicateRequest{Sender: "mallory@1",
+			Origins:    []*peerv1.OriginDecl{{Ref: 1, Name: "mallory", Epoch: 1}},
+			Registries: []*peerv1.RegistryDecl{{Ref: 1, Name: "tools"}},
+			Deltas:     []*peerv1.Delta{putByRef(1)}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Recv(); err != nil {
+			t.Fatalf("declaring request: %v", err)
+		}
+		return st
+	}
+	mallory := crdt.Origin{Name: "mallory", Epoch: 1}
+	st := open()
+	if _, ok := n.regs["tools"].Get(mallory, "k1"); !ok {
+		t.Fatalf("delta by ref not applied:\n%s", dump(n.regs["tools"]))
+	}
+	// Later requests use the refs without declaring again.
+	if err := st.Send(&peerv1.ReplicateRequest{Deltas: []*peerv1.Delta{putByRef(2)}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Recv(); err != nil {
+		t.Fatalf("request by ref: %v", err)
+	}
+	if _, ok := n.regs["tools"].Get(mallory, "k2"); !ok {
+		t.Fatalf("second delta by ref not applied:\n%s", dump(n.regs["tools"]))
+	}
+	_ = st.CloseSend()
+
+	tooMany := &peerv1.ReplicateRequest{Deltas: []*peerv1.Delta{putByRef(3)}}
+	for i := range crdtpb.MaxStreamDecls {
+		tooMany.Origins = append(tooMany.Origins, &peerv1.OriginDecl{Ref: uint32(i + 2), Name: fmt.Sprintf("o%d", i), Epoch: 1})
+	}
+	for name, req := range map[string]*peerv1.ReplicateRequest{
+		"unknown ref": {Deltas: []*peerv1.Delta{putByRef(3), {OriginRef: 2, RegistryRef: 1, From: 3, To: 3}}},
+		"conflicting redeclaration": {Deltas: []*peerv1.Delta{putByRef(3)},
+			Registries: []*peerv1.RegistryDecl{{Ref: 1, Name: "sessions"}}},
+		"too many declarations": tooMany,
+	} {
+		st := open()
+		if err := st.Send(req); err != nil && err != io.EOF {
+			t.Fatal(err)
+		}
+		if _, err := st.Recv(); status.Code(err) != codes.InvalidArgument {
+			t.Errorf("%s: %v, want InvalidArgument", name, err)
+		}
+		if _, ok := n.regs["tools"].Get(mallory, "k3"); ok {
+			t.Fatalf("%s: a delta of the refused request was applied", name)
+		}
+	}
+	awaitLog(t, n, "reason=\"bad stream reference\"")
+	if got := metric(t, n.prom, "mcpswarm_cluster_rejected_total", "reason", "bad stream reference"); got != 3 {
+		t.Errorf("%v bad stream references counted, want 3", got)
 	}
 }
 

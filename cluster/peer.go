@@ -22,6 +22,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/mcpswarm/mcpswarm/crdt"
+	"github.com/mcpswarm/mcpswarm/crdt/crdtpb"
 	peerv1 "github.com/mcpswarm/mcpswarm/proto/mcpswarm/peer/v1"
 )
 
@@ -218,16 +219,22 @@ func (r *replicator) stream(l *link) (bool, error) {
 	watchdog := time.AfterFunc(cfg.StreamIdle, cancel)
 	defer watchdog.Stop()
 	var inflight []*batch // nil entries are positions
+	// The stream declares each origin and registry once (the opening
+	// position declares this node's origin and every registry) and then
+	// names them by ref. Batches are shared by all links, so each stream
+	// sends its own rewritten copy.
+	var enc crdtpb.StreamEncoder
 	sendReq := func(b *batch, req *peerv1.ReplicateRequest) error {
 		if len(inflight) == 0 {
 			watchdog.Reset(cfg.StreamIdle)
 		}
-		if err := st.Send(req); err != nil {
+		wire := enc.Encode(req)
+		if err := st.Send(wire); err != nil {
 			return fmt.Errorf("sending to %s: %w", l.name, err)
 		}
 		inflight = append(inflight, b)
-		r.c.metrics.bytesSent.Add(float64(proto.Size(req)))
-		r.c.metrics.deltasSent.Add(float64(nonEmpty(req.GetDeltas())))
+		r.c.metrics.bytesSent.Add(float64(proto.Size(wire)))
+		r.c.metrics.deltasSent.Add(float64(nonEmpty(wire.GetDeltas())))
 		return nil
 	}
 	if err := sendReq(nil, r.position()); err != nil {

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/mcpswarm/mcpswarm/crdt"
+	"github.com/mcpswarm/mcpswarm/crdt/crdtpb"
 	peerv1 "github.com/mcpswarm/mcpswarm/proto/mcpswarm/peer/v1"
 )
 
@@ -72,6 +73,7 @@ func (s *peerServer) Replicate(stream grpc.BidiStreamingServer[peerv1.ReplicateR
 		}
 	}()
 	var sender crdt.Origin // from the first message
+	var refs crdtpb.StreamDecoder
 	idle := s.c.cfg.StreamIdle
 	timer := time.NewTimer(idle)
 	defer timer.Stop()
@@ -93,7 +95,7 @@ func (s *peerServer) Replicate(stream grpc.BidiStreamingServer[peerv1.ReplicateR
 				return m.err
 			}
 			timer.Reset(idle)
-			resp, err := s.handleBatch(caller, &sender, m.req)
+			resp, err := s.handleBatch(caller, &sender, &refs, m.req)
 			if err != nil {
 				return err
 			}
@@ -107,8 +109,10 @@ func (s *peerServer) Replicate(stream grpc.BidiStreamingServer[peerv1.ReplicateR
 
 // handleBatch applies one pushed batch. The first message of a stream names
 // the sender; later ones may leave it empty (it costs ~30 bytes a batch) or
-// must repeat it.
-func (s *peerServer) handleBatch(caller string, streamSender *crdt.Origin, req *peerv1.ReplicateRequest) (*peerv1.ReplicateResponse, error) {
+// must repeat it. Deltas may name origins and registries by refs declared
+// on the stream (refs); a batch breaking those rules cuts the stream and
+// nothing of it is applied.
+func (s *peerServer) handleBatch(caller string, streamSender *crdt.Origin, refs *crdtpb.StreamDecoder, req *peerv1.ReplicateRequest) (*peerv1.ReplicateResponse, error) {
 	sender := *streamSender
 	if req.GetSender() != "" || sender.IsZero() {
 		o, err := s.senderOrigin(caller, req.GetSender())
@@ -122,6 +126,10 @@ func (s *peerServer) handleBatch(caller string, streamSender *crdt.Origin, req *
 		sender, *streamSender = o, o
 	}
 	s.c.metrics.bytesRecv.Add(float64(proto.Size(req)))
+	if err := refs.Resolve(req); err != nil {
+		s.c.repl.reject("bad stream reference", caller, err)
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
 	gaps := map[string][]crdt.Version{}
 	var order []string
 	for _, pb := range req.GetDeltas() {
