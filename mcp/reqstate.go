@@ -1,9 +1,7 @@
 package mcp
 
 import (
-	"crypto/aes"
 	"crypto/cipher"
-	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
@@ -55,15 +53,9 @@ type stateSealer struct {
 }
 
 func newStateSealer(key []byte, ttl time.Duration) (*stateSealer, error) {
-	mac := hmac.New(sha256.New, key)
-	mac.Write([]byte("mcpswarm mcp request state v1"))
-	block, err := aes.NewCipher(mac.Sum(nil))
+	aead, err := labelledAEAD(key, "mcpswarm mcp request state v1")
 	if err != nil {
-		return nil, fmt.Errorf("creating request state cipher: %w", err)
-	}
-	aead, err := cipher.NewGCM(block)
-	if err != nil {
-		return nil, fmt.Errorf("creating request state aead: %w", err)
+		return nil, fmt.Errorf("creating request state sealer: %w", err)
 	}
 	return &stateSealer{aead: aead, ttl: ttl, now: time.Now, used: make(map[string]time.Time)}, nil
 }

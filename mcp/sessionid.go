@@ -70,16 +70,9 @@ func NewSessionIDs(key []byte, node string) (*SessionIDs, error) {
 	if node == "" || len(node) > 255 {
 		return nil, fmt.Errorf("creating session id sealer: node name must be 1-255 bytes")
 	}
-	// Derive a dedicated AES key so the session key can serve other labels.
-	mac := hmac.New(sha256.New, key)
-	mac.Write([]byte("mcpswarm mcp session id v1"))
-	block, err := aes.NewCipher(mac.Sum(nil))
+	aead, err := labelledAEAD(key, "mcpswarm mcp session id v1")
 	if err != nil {
-		return nil, fmt.Errorf("creating session id cipher: %w", err)
-	}
-	aead, err := cipher.NewGCM(block)
-	if err != nil {
-		return nil, fmt.Errorf("creating session id aead: %w", err)
+		return nil, fmt.Errorf("creating session id sealer: %w", err)
 	}
 	return &SessionIDs{aead: aead, node: node, now: time.Now, terminated: make(map[string]struct{})}, nil
 }
@@ -231,4 +224,21 @@ func (r resolver) ResolveSessionIdManager(req *http.Request) server.SessionIdMan
 		return r.ids.Manager("", false)
 	}
 	return r.ids.Manager(boundSubject(req.Context()), true)
+}
+
+// labelledAEAD derives an AES-256-GCM cipher dedicated to one purpose from
+// key (HMAC-SHA256 of the label), so one session key serves several seals
+// without sharing key material between them.
+func labelledAEAD(key []byte, label string) (cipher.AEAD, error) {
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte(label))
+	block, err := aes.NewCipher(mac.Sum(nil))
+	if err != nil {
+		return nil, fmt.Errorf("creating cipher: %w", err)
+	}
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		return nil, fmt.Errorf("creating aead: %w", err)
+	}
+	return aead, nil
 }
