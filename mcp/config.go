@@ -45,6 +45,9 @@ type Config struct {
 	// IdleTTL ends a Streamable HTTP connection's node-local state after
 	// this long without traffic (default 30 min).
 	IdleTTL time.Duration
+	// SessionMaxAge is how long a session id stays valid after initialize
+	// (default 7 days); the client must initialize again after it.
+	SessionMaxAge time.Duration
 	// ResourceURL is the public URL of /mcp, used in OAuth protected
 	// resource metadata; "" derives it from each request.
 	ResourceURL string
@@ -110,6 +113,7 @@ const (
 	DefaultElicitationTimeout = 60 * time.Second
 	DefaultStateTTL           = 10 * time.Minute
 	DefaultIdleTTL            = 30 * time.Minute
+	DefaultSessionMaxAge      = 7 * 24 * time.Hour
 )
 
 func (c *Config) setDefaults() error {
@@ -142,6 +146,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.IdleTTL <= 0 {
 		c.IdleTTL = DefaultIdleTTL
+	}
+	if c.SessionMaxAge <= 0 {
+		c.SessionMaxAge = DefaultSessionMaxAge
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"errors"
 	"strings"
 	"testing"
@@ -144,5 +145,21 @@ func TestCheckMessage(t *testing.T) {
 		case c.code != 0 && (e == nil || e.Code != c.code || !strings.Contains(e.Message, c.contains)):
 			t.Errorf("%.40q: got %v, want %d %q", c.body, e, c.code, c.contains)
 		}
+	}
+}
+
+func TestSessionIDsExpireAfterTheMaximumAge(t *testing.T) {
+	ids, err := NewSessionIDs(bytes.Repeat([]byte{7}, 32), "node1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids.SetMaxAge(time.Hour)
+	id := ids.Mint("alice")
+	if _, err := ids.Open(id, "alice"); err != nil {
+		t.Fatalf("a fresh id: %v", err)
+	}
+	ids.now = func() time.Time { return time.Now().Add(2 * time.Hour) }
+	if _, err := ids.Open(id, "alice"); !errors.Is(err, ErrSessionIDExpired) {
+		t.Fatalf("an id past its maximum age: %v, want ErrSessionIDExpired", err)
 	}
 }

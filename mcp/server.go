@@ -51,6 +51,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Revoked != nil {
 		ids.SetRevoked(cfg.Revoked)
 	}
+	ids.SetMaxAge(cfg.SessionMaxAge)
 	states, err := newStateSealer(cfg.SessionKey, cfg.StateTTL)
 	if err != nil {
 		return nil, fmt.Errorf("configuring the mcp front: %w", err)

@@ -26,6 +26,9 @@ var (
 	// ErrSessionIDPrincipal marks a valid Mcp-Session-Id presented by a
 	// principal other than the one it is bound to.
 	ErrSessionIDPrincipal = errors.New("mcp: session id bound to another principal")
+	// ErrSessionIDExpired marks an Mcp-Session-Id older than the maximum
+	// age (see SessionIDs.SetMaxAge): the client must initialize again.
+	ErrSessionIDExpired = errors.New("mcp: session id expired")
 )
 
 const (
@@ -47,6 +50,7 @@ type SessionIDs struct {
 	mu         sync.Mutex
 	terminated map[string]struct{}
 	revoked    func(id string) bool
+	maxAge     time.Duration
 	order      []string
 }
 
@@ -105,6 +109,12 @@ func (s *SessionIDs) Open(id, principal string) (SessionClaims, error) {
 	if err != nil {
 		return SessionClaims{}, err
 	}
+	s.mu.Lock()
+	maxAge := s.maxAge
+	s.mu.Unlock()
+	if maxAge > 0 && s.now().Sub(c.Issued) > maxAge {
+		return SessionClaims{}, ErrSessionIDExpired
+	}
 	if c.Principal != principal {
 		return SessionClaims{}, ErrSessionIDPrincipal
 	}
@@ -157,6 +167,15 @@ func (s *SessionIDs) Terminated(id string) bool {
 	revoked := s.revoked
 	s.mu.Unlock()
 	return ok || (revoked != nil && revoked(id))
+}
+
+// SetMaxAge bounds how long an id stays valid after it was minted (0: no
+// bound). The cluster forgets a connection's records and revocations after
+// the same age, so no id can outlive what is known about it.
+func (s *SessionIDs) SetMaxAge(d time.Duration) {
+	s.mu.Lock()
+	s.maxAge = d
+	s.mu.Unlock()
 }
 
 // SetRevoked installs the cluster-wide revocation check: ids ended by a

@@ -34,6 +34,9 @@ type connRecord struct {
 	// StreamNode is set by the node holding the connection's GET stream.
 	StreamNode string `json:"stream_node,omitempty"`
 	Revoked    bool   `json:"revoked,omitempty"`
+	// Touched is when this node last changed the record; its writer
+	// forgets it once older than the session ids' maximum age.
+	Touched time.Time `json:"touched,omitzero"`
 }
 
 // sameHello reports whether two infos agree on what initialize teaches.
@@ -199,6 +202,7 @@ func (c *Conns) update(id string, fn func(*connRecord)) {
 	c.mu.Lock()
 	r := c.mine[id]
 	fn(&r)
+	r.Touched = time.Now()
 	c.mine[id] = r
 	c.dirty[id] = true
 	c.mu.Unlock()
@@ -223,6 +227,31 @@ func (c *Conns) flush() {
 	for id, b := range batch {
 		if err := c.reg.Put(id, b); err != nil {
 			c.s.log.Warn("publishing connection record", "conn", id, "err", err)
+		}
+	}
+}
+
+// sweep forgets this node's records (revocations included) untouched for
+// longer than maxAge: the session ids they describe are expired by then
+// (mcp.Config.SessionMaxAge), so nobody can present them any more.
+func (c *Conns) sweep(now time.Time, maxAge time.Duration) {
+	c.sweepWith(now, maxAge, c.reg.Remove)
+}
+
+func (c *Conns) sweepWith(now time.Time, maxAge time.Duration, remove func(id string) error) {
+	c.mu.Lock()
+	var old []string
+	for id, r := range c.mine {
+		if now.Sub(r.Touched) > maxAge {
+			old = append(old, id)
+			delete(c.mine, id)
+			delete(c.dirty, id)
+		}
+	}
+	c.mu.Unlock()
+	for _, id := range old {
+		if err := remove(id); err != nil {
+			c.s.log.Warn("forgetting an expired connection record", "conn", id, "err", err)
 		}
 	}
 }

@@ -43,3 +43,18 @@ func TestConnectionKnowledgeMergesPartByPart(t *testing.T) {
 		t.Fatal("a revoked connection still reads as known")
 	}
 }
+
+func TestExpiredConnectionRecordsAreForgotten(t *testing.T) {
+	c := &Conns{mine: map[string]connRecord{}, dirty: map[string]bool{}}
+	now := time.Now()
+	c.mine["old"] = connRecord{Info: mcpfront.ConnInfo{ID: "old"}, Touched: now.Add(-8 * 24 * time.Hour)}
+	c.mine["new"] = connRecord{Info: mcpfront.ConnInfo{ID: "new"}, Touched: now.Add(-time.Hour)}
+	var removed []string
+	c.sweepWith(now, 7*24*time.Hour, func(id string) error { removed = append(removed, id); return nil })
+	if _, ok := c.mine["old"]; ok || len(removed) != 1 || removed[0] != "old" {
+		t.Fatalf("after the sweep: mine %v, removed %v", c.mine, removed)
+	}
+	if _, ok := c.mine["new"]; !ok {
+		t.Fatal("a recent record was forgotten")
+	}
+}

@@ -41,10 +41,15 @@ func (s *Swarm) publishLoop(ctx context.Context) {
 	defer close(s.loopDone)
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
+	sweep := time.NewTicker(time.Minute)
+	defer sweep.Stop()
 	var due <-chan time.Time
 	kick, connKick := s.kick, s.conns.kick
 	for {
 		select {
+		case now := <-sweep.C:
+			s.conns.sweep(now, s.connMaxAge)
+			continue
 		case <-ctx.Done():
 			timer.Stop()
 			s.flush()

@@ -45,6 +45,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Registerer receives the swarm's metrics; nil registers none.
 	Registerer prometheus.Registerer
+	// ConnMaxAge is how long a connection record is kept after its last
+	// change: the session ids' maximum age (default mcp.DefaultSessionMaxAge).
+	ConnMaxAge time.Duration
 }
 
 // Swarm is the cluster-wide view and router for one node.
@@ -72,6 +75,8 @@ type Swarm struct {
 	watchers map[int]func(mcp.Event)
 	nextW    int
 	draining bool
+
+	connMaxAge time.Duration
 
 	clientMsgs func(ctx context.Context, conn, kind string, msg []byte) (int, []byte, error)
 
@@ -108,6 +113,10 @@ func New(cfg Config) (*Swarm, error) {
 	}
 	if s.timeout <= 0 {
 		s.timeout = 10 * time.Second
+	}
+	s.connMaxAge = cfg.ConnMaxAge
+	if s.connMaxAge <= 0 {
+		s.connMaxAge = mcp.DefaultSessionMaxAge
 	}
 	var err error
 	if s.sessions, err = cfg.Cluster.Registry(regSessions); err != nil {
