@@ -129,3 +129,39 @@ func TestAdminAPIRequiresTheClusterKey(t *testing.T) {
 		return err == nil && len(s.GetSessions()) == 0 && len(nodes[0].LocalSessions()) == 0
 	})
 }
+
+// A draining node takes no new sessions and says so; the others see it
+// draining.
+func TestDrainingNodeRefusesNewSessions(t *testing.T) {
+	e := newSwarmEnv(t)
+	nodes := e.cluster(2)
+	key, _ := mcpswarm.LoadClusterKey(e.keyFile)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	admin2 := adminv1.NewAdminServiceClient(dial(t, nodes[1].GRPCAddr(), grpc.WithPerRPCCredentials(mcpswarm.AdminCredentials{Token: mcpswarm.AdminToken(key)})))
+	if _, err := admin2.Drain(ctx, &adminv1.DrainRequest{}); err != nil {
+		t.Fatalf("drain: %v", err)
+	}
+	alice2 := connect(t, nodes[1], connOpts{token: aliceToken})
+	res := alice2.call("swarm_start", map[string]any{"app": "counter", "id": "dr"})
+	if !res.IsError || !strings.Contains(textOf(res), "draining") {
+		t.Fatalf("swarm_start on a draining node answered %q", textOf(res))
+	}
+	admin1 := adminv1.NewAdminServiceClient(dial(t, nodes[0].GRPCAddr(), grpc.WithPerRPCCredentials(mcpswarm.AdminCredentials{Token: mcpswarm.AdminToken(key)})))
+	eventually(t, 5*time.Second, "node1 sees node2 draining", func() bool {
+		m, err := admin1.ListMembers(ctx, &adminv1.ListMembersRequest{})
+		if err != nil {
+			return false
+		}
+		for _, x := range m.GetMembers() {
+			if x.GetName() == "node2" {
+				return x.GetState() == adminv1.MemberState_MEMBER_STATE_DRAINING
+			}
+		}
+		return false
+	})
+	alice1 := connect(t, nodes[0], connOpts{token: aliceToken})
+	if res := alice1.call("swarm_start", map[string]any{"app": "counter", "id": "dr"}); res.IsError {
+		t.Fatalf("node1 still takes sessions: %s", textOf(res))
+	}
+}

@@ -43,6 +43,14 @@ func (a slowApp) UpdateContext(ctx context.Context, m session.Model, msg session
 			a.outcome <- "not cancelled"
 			return m, nil
 		}
+	case "hang":
+		// Longer than the owner's 5 s call timeout; ends when the call's
+		// context does.
+		select {
+		case <-ctx.Done():
+		case <-time.After(15 * time.Second):
+		}
+		return m, nil
 	}
 	return m, nil
 }
@@ -51,6 +59,7 @@ func (slowApp) View(session.Model) session.Node {
 	return session.Row{Items: []session.Node{
 		session.Button{ID: "steps", Label: "Steps", OnClick: "steps"},
 		session.Button{ID: "wait", Label: "Wait", OnClick: "wait"},
+		session.Button{ID: "hang", Label: "Hang", OnClick: "hang"},
 	}}
 }
 
@@ -155,5 +164,28 @@ func TestCancellationReachesTheOwnerFromAnyNode(t *testing.T) {
 	case <-answered:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the cancelled call's POST never ended")
+	}
+}
+
+// A forwarded write whose owner does not answer in time tells the client
+// that the update may still have applied, rather than hanging or claiming
+// it failed.
+func TestForwardedTimeoutSaysTheUpdateMayHaveApplied(t *testing.T) {
+	e := newSwarmEnv(t)
+	withSlowApp(e)
+	nodes := e.cluster(2)
+	a1 := connect(t, nodes[0], connOpts{token: aliceToken})
+	if res := a1.call("swarm_start", map[string]any{"app": "slow", "id": "hg"}); res.IsError {
+		t.Fatal(textOf(res))
+	}
+	a2 := connect(t, nodes[1], connOpts{token: aliceToken})
+	eventually(t, 5*time.Second, "node2 lists hg", func() bool { return a2.tools()["hg.hang.click"] })
+	began := time.Now()
+	res := a2.call("hg.hang.click", nil)
+	if !res.IsError || !strings.Contains(textOf(res), "may still have applied") {
+		t.Fatalf("a forwarded call past the owner's timeout answered %q", textOf(res))
+	}
+	if took := time.Since(began); took > 8*time.Second {
+		t.Fatalf("the timeout took %v to reach the client", took)
 	}
 }
