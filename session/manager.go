@@ -239,11 +239,34 @@ func (m *Manager) newActor(id, app, principal string, factory func() App, snap *
 
 // Stop stops session id and deletes its snapshot.
 func (m *Manager) Stop(ctx context.Context, id string) error {
+	_, err := m.stop(ctx, id)
+	return err
+}
+
+// Detach stops session id as Stop does (its stored snapshot is deleted)
+// and returns its final snapshot, taken after its last update, so the
+// caller can start it on another node with Adopt.
+func (m *Manager) Detach(ctx context.Context, id string) (Snapshot, error) {
+	a, err := m.stop(ctx, id)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	return a.snapshot(), nil
+}
+
+// Adopt starts a session from a snapshot another node detached, keeping
+// its id, app, principal, creation time, model and sticky tools. The caps
+// apply; the startable list does not (the session was started already).
+func (m *Manager) Adopt(ctx context.Context, snap Snapshot) (Info, error) {
+	return m.start(ctx, snap.Info.ID, snap.Info.App, snap.Info.Principal, &snap)
+}
+
+func (m *Manager) stop(ctx context.Context, id string) (*actor, error) {
 	m.mu.Lock()
 	a := m.sessions[id]
 	if a == nil {
 		m.mu.Unlock()
-		return fmt.Errorf("stopping session %s: %w", Sanitize(id), ErrNotRunning)
+		return nil, fmt.Errorf("stopping session %s: %w", Sanitize(id), ErrNotRunning)
 	}
 	delete(m.sessions, id)
 	if m.perPrin[a.info.Principal]--; m.perPrin[a.info.Principal] == 0 {
@@ -255,10 +278,10 @@ func (m *Manager) Stop(ctx context.Context, id string) error {
 	select {
 	case <-a.done:
 	case <-ctx.Done():
-		return fmt.Errorf("stopping session %s: waiting for its last update: %w", id, ctx.Err())
+		return nil, fmt.Errorf("stopping session %s: waiting for its last update: %w", id, ctx.Err())
 	}
 	m.emit(Event{Kind: Stopped, Session: id, Principal: a.info.Principal})
-	return nil
+	return a, nil
 }
 
 // Get returns the info of a running session.
