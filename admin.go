@@ -99,13 +99,19 @@ func (a *adminServer) StopSession(ctx context.Context, req *adminv1.StopSessionR
 	return &adminv1.StopSessionResponse{}, nil
 }
 
-func (a *adminServer) Drain(context.Context, *adminv1.DrainRequest) (*adminv1.DrainResponse, error) {
+func (a *adminServer) Drain(ctx context.Context, _ *adminv1.DrainRequest) (*adminv1.DrainResponse, error) {
 	if err := a.n.cluster.SetDraining(true); err != nil {
 		return nil, status.Error(codes.FailedPrecondition, err.Error())
 	}
 	a.n.swarm.SetDraining(true)
-	a.n.log.Info("draining: no new sessions are accepted on this node")
-	return &adminv1.DrainResponse{}, nil
+	a.n.log.Info("draining: no new sessions are accepted on this node; handing sessions to peers")
+	res, err := a.n.swarm.HandOff(ctx)
+	out := &adminv1.DrainResponse{SessionsMoved: int32(res.Moved), SessionsKept: int32(res.Kept), SessionsStopped: int32(res.Stopped)}
+	if err != nil {
+		return out, status.Error(codes.DeadlineExceeded, err.Error())
+	}
+	a.n.log.Info("drained", "moved", res.Moved, "kept", res.Kept, "lost", res.Stopped)
+	return out, nil
 }
 
 func (a *adminServer) WatchEvents(_ *adminv1.WatchEventsRequest, stream grpc.ServerStreamingServer[adminv1.WatchEventsResponse]) error {

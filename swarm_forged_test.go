@@ -165,3 +165,54 @@ func TestDrainingNodeRefusesNewSessions(t *testing.T) {
 		t.Fatalf("node1 still takes sessions: %s", textOf(res))
 	}
 }
+
+// Draining hands every session to the other nodes: each keeps its id,
+// principal, model and tools, is listed with its new owner everywhere, and
+// the drained node runs none.
+func TestDrainHandsSessionsToPeers(t *testing.T) {
+	e := newSwarmEnv(t)
+	nodes := e.cluster(3)
+	alice2 := connect(t, nodes[1], connOpts{token: aliceToken})
+	for _, id := range []string{"h1", "h2", "h3"} {
+		if res := alice2.call("swarm_start", map[string]any{"app": "counter", "id": id}); res.IsError {
+			t.Fatal(textOf(res))
+		}
+		if res := alice2.call(id+".inc.click", nil); res.IsError {
+			t.Fatal(textOf(res))
+		}
+	}
+	key, _ := mcpswarm.LoadClusterKey(e.keyFile)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	admin2 := adminv1.NewAdminServiceClient(dial(t, nodes[1].GRPCAddr(), grpc.WithPerRPCCredentials(mcpswarm.AdminCredentials{Token: mcpswarm.AdminToken(key)})))
+	resp, err := admin2.Drain(ctx, &adminv1.DrainRequest{})
+	if err != nil {
+		t.Fatalf("drain: %v", err)
+	}
+	if resp.GetSessionsMoved() != 3 || resp.GetSessionsKept() != 0 || resp.GetSessionsStopped() != 0 {
+		t.Fatalf("drain moved %d, kept %d, lost %d; want 3, 0, 0", resp.GetSessionsMoved(), resp.GetSessionsKept(), resp.GetSessionsStopped())
+	}
+	if left := nodes[1].LocalSessions(); len(left) != 0 {
+		t.Fatalf("the drained node still runs %v", left)
+	}
+	alice3 := connect(t, nodes[2], connOpts{token: aliceToken})
+	for _, id := range []string{"h1", "h2", "h3"} {
+		id := id
+		eventually(t, 5*time.Second, id+" is listed with a new owner", func() bool {
+			owner := alice3.listed()[id]
+			return owner != "" && owner != "node2"
+		})
+		if m := textOf(alice3.call("swarm_get_model", map[string]any{"id": id})); !strings.Contains(m, `"count":1`) {
+			t.Fatalf("%s after the move: %s", id, m)
+		}
+		// The drained node serves its clients still, routing to the new
+		// owner once that owner's record has reached it.
+		eventually(t, 5*time.Second, "node2 routes "+id+" to its new owner", func() bool {
+			owner := alice2.listed()[id]
+			return owner != "" && owner != "node2"
+		})
+		if res := alice2.call(id+".inc.click", nil); res.IsError {
+			t.Fatalf("driving %s through the drained node: %s", id, textOf(res))
+		}
+	}
+}

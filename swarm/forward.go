@@ -271,6 +271,10 @@ func (h ownerHandler) ReadResource(_ context.Context, req *peerv1.ReadResourceRe
 
 // DeliverClientMessage implements cluster.ForwardHandler.
 func (h ownerHandler) DeliverClientMessage(ctx context.Context, req *peerv1.DeliverClientMessageRequest) (*peerv1.DeliverClientMessageResponse, error) {
+	if req.GetKind() == KindAdoptSession {
+		code, body := h.s.adopt(ctx, req.GetMessage())
+		return &peerv1.DeliverClientMessageResponse{HttpStatus: int32(code), Body: body}, nil
+	}
 	h.s.mu.Lock()
 	fn := h.s.clientMsgs
 	h.s.mu.Unlock()

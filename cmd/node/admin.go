@@ -201,7 +201,8 @@ func drain(ctx context.Context, c adminv1.AdminServiceClient, _ []string, out io
 	if err != nil {
 		return fmt.Errorf("draining: %w", err)
 	}
-	fmt.Fprintf(out, "draining; %d sessions stopped\n", resp.GetSessionsStopped())
+	fmt.Fprintf(out, "draining: %d sessions moved to other nodes, %d kept here, %d lost\n",
+		resp.GetSessionsMoved(), resp.GetSessionsKept(), resp.GetSessionsStopped())
 	return nil
 }
 

@@ -883,10 +883,17 @@ func (*DrainRequest) Descriptor() ([]byte, []int) {
 
 // DrainResponse reports what drain did.
 type DrainResponse struct {
-	state           protoimpl.MessageState `protogen:"open.v1"`
-	SessionsStopped int32                  `protobuf:"varint,1,opt,name=sessions_stopped,json=sessionsStopped,proto3" json:"sessions_stopped,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// sessions_stopped counts sessions that could not be moved and were
+	// stopped.
+	SessionsStopped int32 `protobuf:"varint,1,opt,name=sessions_stopped,json=sessionsStopped,proto3" json:"sessions_stopped,omitempty"`
+	// sessions_moved counts sessions handed to other nodes.
+	SessionsMoved int32 `protobuf:"varint,2,opt,name=sessions_moved,json=sessionsMoved,proto3" json:"sessions_moved,omitempty"`
+	// sessions_kept counts sessions still running here (no peer could take
+	// them).
+	SessionsKept  int32 `protobuf:"varint,3,opt,name=sessions_kept,json=sessionsKept,proto3" json:"sessions_kept,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DrainResponse) Reset() {
@@ -922,6 +929,20 @@ func (*DrainResponse) Descriptor() ([]byte, []int) {
 func (x *DrainResponse) GetSessionsStopped() int32 {
 	if x != nil {
 		return x.SessionsStopped
+	}
+	return 0
+}
+
+func (x *DrainResponse) GetSessionsMoved() int32 {
+	if x != nil {
+		return x.SessionsMoved
+	}
+	return 0
+}
+
+func (x *DrainResponse) GetSessionsKept() int32 {
+	if x != nil {
+		return x.SessionsKept
 	}
 	return 0
 }
@@ -1094,9 +1115,11 @@ const file_mcpswarm_admin_v1_admin_proto_rawDesc = "" +
 	"\x12StopSessionRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"\x15\n" +
 	"\x13StopSessionResponse\"\x0e\n" +
-	"\fDrainRequest\":\n" +
+	"\fDrainRequest\"\x86\x01\n" +
 	"\rDrainResponse\x12)\n" +
-	"\x10sessions_stopped\x18\x01 \x01(\x05R\x0fsessionsStopped\"\x14\n" +
+	"\x10sessions_stopped\x18\x01 \x01(\x05R\x0fsessionsStopped\x12%\n" +
+	"\x0esessions_moved\x18\x02 \x01(\x05R\rsessionsMoved\x12#\n" +
+	"\rsessions_kept\x18\x03 \x01(\x05R\fsessionsKept\"\x14\n" +
 	"\x12WatchEventsRequest\"\x9b\x01\n" +
 	"\x13WatchEventsResponse\x12.\n" +
 	"\x04time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x12\n" +

@@ -48,7 +48,8 @@ type AdminServiceClient interface {
 	ListConnections(ctx context.Context, in *ListConnectionsRequest, opts ...grpc.CallOption) (*ListConnectionsResponse, error)
 	// StopSession stops a session on its owner node.
 	StopSession(ctx context.Context, in *StopSessionRequest, opts ...grpc.CallOption) (*StopSessionResponse, error)
-	// Drain marks this node draining: it takes no new sessions and leaves.
+	// Drain marks this node draining: it takes no new sessions and hands the
+	// ones it runs to other nodes.
 	Drain(ctx context.Context, in *DrainRequest, opts ...grpc.CallOption) (*DrainResponse, error)
 	// WatchEvents streams membership and registry changes as they happen.
 	WatchEvents(ctx context.Context, in *WatchEventsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchEventsResponse], error)
@@ -157,7 +158,8 @@ type AdminServiceServer interface {
 	ListConnections(context.Context, *ListConnectionsRequest) (*ListConnectionsResponse, error)
 	// StopSession stops a session on its owner node.
 	StopSession(context.Context, *StopSessionRequest) (*StopSessionResponse, error)
-	// Drain marks this node draining: it takes no new sessions and leaves.
+	// Drain marks this node draining: it takes no new sessions and hands the
+	// ones it runs to other nodes.
 	Drain(context.Context, *DrainRequest) (*DrainResponse, error)
 	// WatchEvents streams membership and registry changes as they happen.
 	WatchEvents(*WatchEventsRequest, grpc.ServerStreamingServer[WatchEventsResponse]) error
