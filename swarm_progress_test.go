@@ -189,3 +189,44 @@ func TestForwardedTimeoutSaysTheUpdateMayHaveApplied(t *testing.T) {
 		t.Fatalf("the timeout took %v to reach the client", took)
 	}
 }
+
+// The owner dies while it runs a forwarded call: the client hears at once
+// that the owner is unavailable and that the update may still have applied.
+func TestOwnerDyingMidCallAnswersPromptly(t *testing.T) {
+	e := newSwarmEnv(t)
+	outcome := withSlowApp(e)
+	nodes := e.cluster(2)
+	a1 := connect(t, nodes[0], connOpts{token: aliceToken})
+	if res := a1.call("swarm_start", map[string]any{"app": "slow", "id": "md"}); res.IsError {
+		t.Fatal(textOf(res))
+	}
+	a2 := connect(t, nodes[1], connOpts{token: aliceToken})
+	eventually(t, 5*time.Second, "node2 lists md", func() bool { return a2.tools()["md.wait.click"] })
+	answer := make(chan string, 1)
+	go func() {
+		req := mcp.CallToolRequest{}
+		req.Params.Name = "md.wait.click"
+		res, err := a2.CallTool(context.Background(), req)
+		if err != nil {
+			answer <- err.Error()
+			return
+		}
+		answer <- textOf(res)
+	}()
+	if got := <-outcome; got != "started" {
+		t.Fatalf("the session reported %q", got)
+	}
+	killed := time.Now()
+	e.kill("node1")
+	select {
+	case got := <-answer:
+		if !strings.Contains(got, "owner unavailable") || !strings.Contains(got, "may still have applied") {
+			t.Fatalf("the call answered %q", got)
+		}
+		if took := time.Since(killed); took > 2*time.Second {
+			t.Fatalf("the answer took %v after the owner died", took)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call hung after its owner died")
+	}
+}

@@ -111,6 +111,10 @@ func (s *Swarm) forwardErr(node string, err error, sent bool) error {
 		}
 		return fmt.Errorf("%w: node %s did not answer in time", ErrOwnerUnavailable, node)
 	case codes.Unavailable:
+		if sent {
+			// The owner had the call and went away before answering.
+			return fmt.Errorf("%w: node %s went away during the call (%s): %w", ErrOwnerUnavailable, node, st.Message(), ErrMayHaveApplied)
+		}
 		return fmt.Errorf("%w: node %s: %s", ErrOwnerUnavailable, node, st.Message())
 	case codes.Canceled:
 		return fmt.Errorf("call cancelled: %w", context.Canceled)
