@@ -86,6 +86,16 @@ func (a *adminServer) ListTools(_ context.Context, req *adminv1.ListToolsRequest
 	return &adminv1.ListToolsResponse{Tools: out}, nil
 }
 
+func (a *adminServer) ListConnections(context.Context, *adminv1.ListConnectionsRequest) (*adminv1.ListConnectionsResponse, error) {
+	var out []*adminv1.Connection
+	for _, c := range a.n.swarm.Conns().List() {
+		out = append(out, &adminv1.Connection{
+			Id: c.ID, HomeNode: c.Node, Principal: c.Principal, ProtocolVersion: c.ProtocolVersion, Transport: "streamable-http",
+		})
+	}
+	return &adminv1.ListConnectionsResponse{Connections: out}, nil
+}
+
 func (a *adminServer) StopSession(ctx context.Context, req *adminv1.StopSessionRequest) (*adminv1.StopSessionResponse, error) {
 	if !session.ValidID(req.GetId()) {
 		return nil, status.Errorf(codes.InvalidArgument, "%q is not a session id", req.GetId())

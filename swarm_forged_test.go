@@ -121,6 +121,22 @@ func TestAdminAPIRequiresTheClusterKey(t *testing.T) {
 		s, err := admin.ListSessions(ctx, &adminv1.ListSessionsRequest{})
 		return err == nil && len(s.GetSessions()) == 1 && s.GetSessions()[0].GetOwnerNode() == "node1" && s.GetSessions()[0].GetPrincipal() == "alice"
 	})
+	eventually(t, 5*time.Second, "node2's admin API lists alice's connection, homed on node1", func() bool {
+		cs, err := admin.ListConnections(ctx, &adminv1.ListConnectionsRequest{})
+		if err != nil {
+			return false
+		}
+		for _, c := range cs.GetConnections() {
+			if c.GetId() == alice.id && c.GetHomeNode() == "node1" && c.GetPrincipal() == "alice" {
+				return true
+			}
+		}
+		return false
+	})
+	watch, err := admin.WatchEvents(ctx, &adminv1.WatchEventsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := admin.StopSession(ctx, &adminv1.StopSessionRequest{Id: "ad"}); err != nil {
 		t.Fatalf("stop through node2: %v", err)
 	}
@@ -128,6 +144,15 @@ func TestAdminAPIRequiresTheClusterKey(t *testing.T) {
 		s, err := admin.ListSessions(ctx, &adminv1.ListSessionsRequest{})
 		return err == nil && len(s.GetSessions()) == 0 && len(nodes[0].LocalSessions()) == 0
 	})
+	for {
+		ev, err := watch.Recv()
+		if err != nil {
+			t.Fatalf("watch ended before reporting the stop: %v", err)
+		}
+		if ev.GetKind() == "session" && ev.GetKey() == "ad" {
+			break
+		}
+	}
 }
 
 // A draining node takes no new sessions and says so; the others see it

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -150,6 +151,29 @@ func (c *Conns) Put(info mcp.ConnInfo) {
 // Delete implements mcp.ConnRegistry: a revocation every node honours.
 func (c *Conns) Delete(id string) {
 	c.update(id, func(r *connRecord) { r.Revoked, r.StreamNode = true, "" })
+}
+
+// List returns every live connection the cluster knows (revoked ones
+// left out), merged across nodes, sorted by id.
+func (c *Conns) List() []mcp.ConnInfo {
+	ids := map[string]bool{}
+	c.reg.Range(func(e crdt.Entry) bool {
+		ids[e.Key] = true
+		return true
+	})
+	c.mu.Lock()
+	for id := range c.mine {
+		ids[id] = true
+	}
+	c.mu.Unlock()
+	out := make([]mcp.ConnInfo, 0, len(ids))
+	for id := range ids {
+		if info, ok := c.Get(id); ok {
+			out = append(out, info)
+		}
+	}
+	slices.SortFunc(out, func(a, b mcp.ConnInfo) int { return strings.Compare(a.ID, b.ID) })
+	return out
 }
 
 // Revoked reports whether any node ended connection id.
