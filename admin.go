@@ -90,7 +90,7 @@ func (a *adminServer) ListConnections(context.Context, *adminv1.ListConnectionsR
 	var out []*adminv1.Connection
 	for _, c := range a.n.swarm.Conns().List() {
 		out = append(out, &adminv1.Connection{
-			Id: c.ID, HomeNode: c.Node, Principal: c.Principal, ProtocolVersion: c.ProtocolVersion, Transport: "streamable-http",
+			Id: c.ID, HomeNode: c.Node, Principal: c.Principal, ProtocolVersion: c.ProtocolVersion,
 		})
 	}
 	return &adminv1.ListConnectionsResponse{Connections: out}, nil
