@@ -54,6 +54,11 @@ func TestOwnerDeathHidesSessionsAndRestartRestoresThem(t *testing.T) {
 		t.Fatalf("call for a session of a dead owner answered %q, want owner unavailable: node node2", textOf(res))
 	}
 
+	// The id stays taken while its owner is away.
+	if res := alice1.call("swarm_start", map[string]any{"app": "counter", "id": "ct"}); !res.IsError || !strings.Contains(textOf(res), "already exists") {
+		t.Fatalf("starting ct elsewhere while its owner is away answered %q", textOf(res))
+	}
+
 	e.start("node2", n1.GossipAddr())
 	eventually(t, 10*time.Second, "ct is listed again on node1, owned by node2", func() bool {
 		return alice1.listed()["ct"] == "node2" && alice1.tools()["ct.inc.click"]

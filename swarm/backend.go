@@ -72,6 +72,14 @@ func (s *Swarm) Start(ctx context.Context, c authz.Context, app, id string) (mcp
 		if _, ok := s.locate(id); ok {
 			return mcp.SessionInfo{}, fmt.Errorf("session %s: %w", id, ErrExists)
 		}
+		// An id whose owner is unreachable is still taken: the owner may
+		// come back with it.
+		s.mu.Lock()
+		rec, hidden := s.unavailable[id]
+		s.mu.Unlock()
+		if hidden {
+			return mcp.SessionInfo{}, fmt.Errorf("session %s (owner node %s is unavailable): %w", id, rec.Node, ErrExists)
+		}
 	}
 	info, err := s.mgr.Start(ctx, id, app, c.Principal.Subject)
 	if err != nil {
