@@ -102,14 +102,42 @@ type Conns struct {
 	reg   *cluster.Registry
 	holds func(id string) bool
 
-	mu    sync.Mutex
-	mine  map[string]connRecord // this node's records, authoritative
-	dirty map[string]bool
-	kick  chan struct{}
+	mu   sync.Mutex
+	mine map[string]connRecord // this node's records, authoritative
+	// others holds the other nodes' visible records, decoded.
+	others map[string]map[crdt.Origin]connRecord
+	dirty  map[string]bool
+	kick   chan struct{}
 }
 
 func newConns(s *Swarm, reg *cluster.Registry) *Conns {
-	return &Conns{s: s, reg: reg, mine: map[string]connRecord{}, dirty: map[string]bool{}, kick: make(chan struct{}, 1)}
+	c := &Conns{s: s, reg: reg, mine: map[string]connRecord{}, others: map[string]map[crdt.Origin]connRecord{},
+		dirty: map[string]bool{}, kick: make(chan struct{}, 1)}
+	reg.OnChange(c.onChange)
+	return c
+}
+
+// onChange keeps other nodes' records decoded: every request checks its
+// id against them (revocation), so they are decoded once, on arrival.
+func (c *Conns) onChange(ch crdt.Change) {
+	if ch.Origin == c.s.cl.Origin() {
+		return // this node's records live in c.mine
+	}
+	var r connRecord
+	keep := ch.New != nil && json.Unmarshal(ch.New, &r) == nil
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !keep {
+		delete(c.others[ch.Key], ch.Origin)
+		if len(c.others[ch.Key]) == 0 {
+			delete(c.others, ch.Key)
+		}
+		return
+	}
+	if c.others[ch.Key] == nil {
+		c.others[ch.Key] = map[crdt.Origin]connRecord{}
+	}
+	c.others[ch.Key][ch.Origin] = r
 }
 
 // SetStreamHolder tells Conns how to ask the front whether this node holds
@@ -118,21 +146,14 @@ func (c *Conns) SetStreamHolder(holds func(id string) bool) { c.holds = holds }
 
 // records returns every visible record of id, this node's own first.
 func (c *Conns) records(id string) []connRecord {
-	var out []connRecord
 	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]connRecord, 0, 1+len(c.others[id]))
 	if r, ok := c.mine[id]; ok {
 		out = append(out, r)
 	}
-	c.mu.Unlock()
-	self := c.s.cl.Origin()
-	for _, e := range c.reg.Lookup(id) {
-		if e.Origin == self {
-			continue
-		}
-		var r connRecord
-		if json.Unmarshal(e.Value, &r) == nil {
-			out = append(out, r)
-		}
+	for _, r := range c.others[id] {
+		out = append(out, r)
 	}
 	return out
 }
@@ -157,12 +178,11 @@ func (c *Conns) Delete(id string) {
 // left out), merged across nodes, sorted by id.
 func (c *Conns) List() []mcp.ConnInfo {
 	ids := map[string]bool{}
-	c.reg.Range(func(e crdt.Entry) bool {
-		ids[e.Key] = true
-		return true
-	})
 	c.mu.Lock()
 	for id := range c.mine {
+		ids[id] = true
+	}
+	for id := range c.others {
 		ids[id] = true
 	}
 	c.mu.Unlock()
