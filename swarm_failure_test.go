@@ -1,9 +1,12 @@
 package mcpswarm_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // deadBound is how long after a crash the survivors must have hidden the
@@ -89,13 +92,25 @@ func TestConcurrentSameIDCreationKeepsTheEarlierOne(t *testing.T) {
 
 	a1 := connect(t, n1, connOpts{token: aliceToken, listen: true})
 	a2 := connect(t, n2, connOpts{token: aliceToken, listen: true})
-	if res := a1.call("swarm_start", map[string]any{"app": "counter", "id": "dup"}); res.IsError {
-		t.Fatalf("start on node1: %s", textOf(res))
+	first := a1.call("swarm_start", map[string]any{"app": "counter", "id": "dup"})
+	if first.IsError {
+		t.Fatalf("start on node1: %s", textOf(first))
 	}
-	// The later creation: a distinct, later timestamp.
-	time.Sleep(5 * time.Millisecond)
-	if res := a2.call("swarm_start", map[string]any{"app": "counter", "id": "dup"}); res.IsError {
-		t.Fatalf("start on node2 (which cannot see node1 yet): %s", textOf(res))
+	second := a2.call("swarm_start", map[string]any{"app": "counter", "id": "dup"})
+	if second.IsError {
+		t.Fatalf("start on node2 (which cannot see node1 yet): %s", textOf(second))
+	}
+	// The calls ran one after the other, so node2's creation is the later
+	// one; check it rather than assume it.
+	created := func(r *mcp.CallToolResult) time.Time {
+		var v struct{ Created time.Time }
+		if err := json.Unmarshal([]byte(textOf(r)), &v); err != nil {
+			t.Fatalf("decoding swarm_start's answer: %v", err)
+		}
+		return v.Created
+	}
+	if !created(first).Before(created(second)) {
+		t.Fatalf("node1's creation %v is not before node2's %v", created(first), created(second))
 	}
 	if res := a2.call("dup.inc.click", nil); res.IsError {
 		t.Fatalf("click on node2's copy: %s", textOf(res))
