@@ -244,12 +244,7 @@ func (n *Node) buildFront(context.Context) error {
 			code, err := front.DeliverResponse(ctx, conn, msg)
 			return code, nil, err
 		case swarm.KindSSEPost:
-			// The stream's node answers what it would have answered the
-			// client directly, refusals included.
 			code, err := front.DeliverSSE(ctx, conn, msg)
-			if code != 0 {
-				err = nil
-			}
 			return code, nil, err
 		}
 		return 0, nil, fmt.Errorf("unknown client message kind %q", kind)
