@@ -3,6 +3,7 @@ package swarm
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -12,7 +13,6 @@ import (
 	"github.com/mcpswarm/mcpswarm/cluster"
 	"github.com/mcpswarm/mcpswarm/crdt"
 	"github.com/mcpswarm/mcpswarm/mcp"
-	peerv1 "github.com/mcpswarm/mcpswarm/proto/mcpswarm/peer/v1"
 )
 
 const regConns = "conns"
@@ -335,14 +335,7 @@ func (c *Conns) ForwardResponse(ctx context.Context, connID string, body []byte)
 	}
 	var lastErr error
 	for _, node := range order {
-		conn, err := c.s.cl.PeerConn(node)
-		if err != nil {
-			lastErr = err
-			continue
-		}
-		resp, err := peerv1.NewPeerServiceClient(conn).DeliverClientMessage(ctx, &peerv1.DeliverClientMessageRequest{
-			Connection: connID, Message: body, Kind: KindElicitationResponse,
-		})
+		resp, err := c.s.deliver(ctx, node, connID, KindElicitationResponse, body)
 		if err != nil {
 			lastErr = err
 			continue
@@ -367,13 +360,7 @@ func (c *Conns) BroadcastCancel(ctx context.Context, connID string, body []byte)
 		if m.Self || m.State != cluster.StateAlive {
 			continue
 		}
-		conn, err := c.s.cl.PeerConn(m.Name)
-		if err != nil {
-			continue
-		}
-		if _, err := peerv1.NewPeerServiceClient(conn).DeliverClientMessage(ctx, &peerv1.DeliverClientMessageRequest{
-			Connection: connID, Message: body, Kind: KindCancelled,
-		}); err != nil {
+		if _, err := c.s.deliver(ctx, m.Name, connID, KindCancelled, body); err != nil {
 			c.s.log.Debug("forwarding a cancellation", "node", m.Name, "conn", connID, "err", err)
 		}
 	}
@@ -382,13 +369,10 @@ func (c *Conns) BroadcastCancel(ctx context.Context, connID string, body []byte)
 // ForwardSSE hands a legacy SSE message to the node holding its stream
 // and returns the HTTP status that node answered.
 func (c *Conns) ForwardSSE(ctx context.Context, node, connID string, body []byte) (int, error) {
-	conn, err := c.s.cl.PeerConn(node)
-	if err != nil {
-		return 0, fmt.Errorf("%w: node %s: %v", ErrOwnerUnavailable, node, err)
+	resp, err := c.s.deliver(ctx, node, connID, KindSSEPost, body)
+	if errors.Is(err, ErrOwnerUnavailable) {
+		return 0, err
 	}
-	resp, err := peerv1.NewPeerServiceClient(conn).DeliverClientMessage(ctx, &peerv1.DeliverClientMessageRequest{
-		Connection: connID, Message: body, Kind: KindSSEPost,
-	})
 	if err != nil {
 		return 0, c.s.forwardErr(node, err, true)
 	}

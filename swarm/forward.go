@@ -48,13 +48,40 @@ func callerFromPB(pb *peerv1.Caller) (authz.Context, error) {
 	}, nil
 }
 
+// peer returns a client of node's peer service; an unknown or unreachable
+// node is ErrOwnerUnavailable.
+func (s *Swarm) peer(node string) (peerv1.PeerServiceClient, error) {
+	conn, err := s.cl.PeerConn(node)
+	if err != nil {
+		return nil, fmt.Errorf("%w: node %s: %v", ErrOwnerUnavailable, node, err)
+	}
+	return peerv1.NewPeerServiceClient(conn), nil
+}
+
+// bounded gives ctx the forward timeout when the caller set no deadline.
+func (s *Swarm) bounded(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, s.timeout)
+}
+
+// deliver hands a client message of kind (or an adoption) to node.
+func (s *Swarm) deliver(ctx context.Context, node, connID, kind string, body []byte) (*peerv1.DeliverClientMessageResponse, error) {
+	pc, err := s.peer(node)
+	if err != nil {
+		return nil, err
+	}
+	return pc.DeliverClientMessage(ctx, &peerv1.DeliverClientMessageRequest{Connection: connID, Message: body, Kind: kind})
+}
+
 // forward runs tool on session id at node, relaying progress to the
 // reporter in ctx.
 func (s *Swarm) forward(ctx context.Context, c authz.Context, node, id, tool string, args map[string]any) (res session.Result, err error) {
 	defer func(began time.Time) { s.met.forwarded(began, err) }(time.Now())
-	conn, err := s.cl.PeerConn(node)
+	pc, err := s.peer(node)
 	if err != nil {
-		return session.Result{}, fmt.Errorf("%w: node %s: %v", ErrOwnerUnavailable, node, err)
+		return session.Result{}, err
 	}
 	var argBytes []byte
 	if args != nil {
@@ -62,12 +89,9 @@ func (s *Swarm) forward(ctx context.Context, c authz.Context, node, id, tool str
 			return session.Result{}, fmt.Errorf("encoding arguments: %w", err)
 		}
 	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, s.timeout)
-		defer cancel()
-	}
-	stream, err := peerv1.NewPeerServiceClient(conn).CallTool(ctx, &peerv1.CallToolRequest{
+	ctx, cancel := s.bounded(ctx)
+	defer cancel()
+	stream, err := pc.CallTool(ctx, &peerv1.CallToolRequest{
 		Caller: callerToPB(c), Session: id, Tool: tool, Arguments: argBytes,
 	})
 	if err != nil {
@@ -128,16 +152,13 @@ func (s *Swarm) forwardErr(node string, err error, sent bool) error {
 }
 
 func (s *Swarm) forwardRead(ctx context.Context, c authz.Context, node, id, name string) (json.RawMessage, error) {
-	conn, err := s.cl.PeerConn(node)
+	pc, err := s.peer(node)
 	if err != nil {
-		return nil, fmt.Errorf("%w: node %s: %v", ErrOwnerUnavailable, node, err)
+		return nil, err
 	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, s.timeout)
-		defer cancel()
-	}
-	resp, err := peerv1.NewPeerServiceClient(conn).ReadResource(ctx, &peerv1.ReadResourceRequest{
+	ctx, cancel := s.bounded(ctx)
+	defer cancel()
+	resp, err := pc.ReadResource(ctx, &peerv1.ReadResourceRequest{
 		Caller: callerToPB(c), Session: id, Uri: name,
 	})
 	if err != nil {

@@ -8,7 +8,6 @@ import (
 	"sort"
 
 	"github.com/mcpswarm/mcpswarm/cluster"
-	peerv1 "github.com/mcpswarm/mcpswarm/proto/mcpswarm/peer/v1"
 	"github.com/mcpswarm/mcpswarm/session"
 )
 
@@ -86,17 +85,11 @@ func (s *Swarm) HandOff(ctx context.Context) (HandOffResult, error) {
 
 // adoptOn asks node to adopt snap.
 func (s *Swarm) adoptOn(ctx context.Context, node string, snap session.Snapshot) error {
-	conn, err := s.cl.PeerConn(node)
-	if err != nil {
-		return err
-	}
 	body, err := json.Marshal(adoption{From: s.self, Snapshot: snap})
 	if err != nil {
 		return fmt.Errorf("encoding snapshot: %w", err)
 	}
-	resp, err := peerv1.NewPeerServiceClient(conn).DeliverClientMessage(ctx, &peerv1.DeliverClientMessageRequest{
-		Kind: KindAdoptSession, Message: body,
-	})
+	resp, err := s.deliver(ctx, node, "", KindAdoptSession, body)
 	if err != nil {
 		return err
 	}
