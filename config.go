@@ -116,16 +116,6 @@ func (c *Config) Validate() error {
 	if c.DataDir == "" {
 		return fieldErr("data-dir", "must not be empty")
 	}
-	if c.Dev {
-		for _, a := range []struct{ flag, addr string }{{"http", c.HTTPAddr}, {"grpc", c.GRPCAddr}, {"gossip", c.GossipAddr}, {"advertise", c.Advertise}} {
-			if a.addr == "" {
-				continue
-			}
-			if !isLoopback(a.addr) {
-				return fieldErr("dev", "refuses non-loopback address %s (--%s); use a policy file and a cluster key instead", a.addr, a.flag)
-			}
-		}
-	}
 	if !c.Dev && c.ClusterKeyFile == "" && (len(c.Join) > 0) {
 		return fieldErr("cluster-key-file", "joining a cluster needs the cluster key (write one with `mcpswarm keygen`), or --dev on loopback")
 	}

@@ -255,7 +255,7 @@ func (n *Node) buildFront(context.Context) error {
 		Guard:                &n.guard,
 		NetworkTransports:    network,
 		Dev:                  n.cfg.Dev,
-		ListenAddrs:          []string{n.cfg.HTTPAddr},
+		ListenAddrs:          n.listenAddrs(),
 		SensitiveStaticTools: front.SensitiveStaticTools(),
 	}); err != nil {
 		return err
@@ -342,4 +342,14 @@ func (n *Node) readyMembers() []readyzMember {
 		out = append(out, readyzMember{Name: m.Name, State: strings.ToLower(m.State.String())})
 	}
 	return out
+}
+
+// listenAddrs are every address the node binds or advertises, for the
+// --dev loopback gate.
+func (n *Node) listenAddrs() []string {
+	addrs := []string{n.cfg.HTTPAddr, n.cfg.GRPCAddr, n.cfg.GossipAddr}
+	if n.cfg.Advertise != "" {
+		addrs = append(addrs, net.JoinHostPort(n.cfg.Advertise, "0"))
+	}
+	return addrs
 }

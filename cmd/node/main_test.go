@@ -98,6 +98,7 @@ func TestServeRefusesBadConfigurationWithOneLine(t *testing.T) {
 		{"port in use", []string{"--http", busy.Addr().String()}, nil, "--http: listen " + busy.Addr().String() + ": address already in use"},
 		{"missing policy file", []string{"--policy", "/nonexistent/policy.yaml"}, nil, "--policy: "},
 		{"dev on a public address", []string{"--http", "0.0.0.0:0"}, nil, "--dev: refuses non-loopback address 0.0.0.0:0"},
+		{"dev gossiping on a public address", []string{"--gossip", "0.0.0.0:0"}, nil, "--dev: refuses non-loopback address 0.0.0.0:0"},
 		{"bad env value", nil, []string{"MCPSWARM_SHUTDOWN_TIMEOUT=soon"}, "--shutdown-timeout: from MCPSWARM_SHUTDOWN_TIMEOUT"},
 		{"unknown flag", []string{"--colour", "red"}, nil, "flag provided but not defined: -colour"},
 		{"bad log level", []string{"--log-level", "loud"}, nil, `--log-level: "loud" is not one of`},
