@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/mcpswarm/mcpswarm/crdt"
 )
 
 // Config is everything a node needs to start. cmd/node fills it from flags,
@@ -94,7 +96,7 @@ func fieldErr(flag string, format string, args ...any) error {
 // Validate checks the configuration without touching the network. The first
 // problem found is returned as a *FieldError.
 func (c *Config) Validate() error {
-	if !validName(c.Name) {
+	if !crdt.ValidName(c.Name) {
 		return fieldErr("name", "%q is not a valid node name (1-64 of A-Z a-z 0-9 . _ -)", c.Name)
 	}
 	for _, a := range []struct{ flag, addr string }{{"http", c.HTTPAddr}, {"grpc", c.GRPCAddr}, {"gossip", c.GossipAddr}} {
@@ -181,20 +183,6 @@ func unwrapPath(err error) error {
 	return err
 }
 
-func validName(s string) bool {
-	if len(s) == 0 || len(s) > 64 {
-		return false
-	}
-	for _, r := range s {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '_', r == '-':
-		default:
-			return false
-		}
-	}
-	return true
-}
-
 func validAddr(addr string) error {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -228,18 +216,4 @@ func validHostname(h string) bool {
 		}
 	}
 	return true
-}
-
-// isLoopback reports whether addr (host:port or a bare host) names only the
-// loopback interface.
-func isLoopback(addr string) bool {
-	host := addr
-	if h, _, err := net.SplitHostPort(addr); err == nil {
-		host = h
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }

@@ -104,7 +104,7 @@ func (nodeOwnedStorage) Close() error { return nil }
 
 func (n *Node) newCluster(context.Context) error {
 	cc := cluster.DefaultConfig()
-	if isLoopback(n.cfg.GossipAddr) {
+	if loop, _ := authz.IsLoopback(n.cfg.GossipAddr); loop {
 		cc = cluster.LocalConfig()
 	}
 	cc.Name = n.cfg.Name

@@ -36,7 +36,7 @@ type BootConfig struct {
 func CheckBoot(c BootConfig) error {
 	if c.Dev {
 		for _, addr := range c.ListenAddrs {
-			loop, err := isLoopback(addr)
+			loop, err := IsLoopback(addr)
 			if err != nil {
 				return fmt.Errorf("--dev: cannot tell whether address %q is loopback: %w", addr, err)
 			}
@@ -90,12 +90,17 @@ func quoteAll(ss []string) []string {
 	return out
 }
 
-// isLoopback reports whether every address a listener on addr binds is a
-// loopback address. An empty or unspecified host binds every interface.
-func isLoopback(addr string) (bool, error) {
+// IsLoopback reports whether addr — host:port or a bare host, an IPv6
+// address optionally in brackets — names only the loopback interface:
+// "localhost" or a loopback IP (v4-mapped included). An empty or unspecified
+// host binds every interface and is not loopback. A host name other than
+// localhost is an error: its addresses cannot be known without a lookup.
+// It is the one loopback rule of the node: the --dev gate, the DNS-rebinding
+// check and the choice of local cluster timers all use it.
+func IsLoopback(addr string) (bool, error) {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		return false, err
+		host = strings.TrimSuffix(strings.TrimPrefix(addr, "["), "]")
 	}
 	if strings.EqualFold(host, "localhost") {
 		return true, nil

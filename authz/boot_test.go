@@ -114,3 +114,29 @@ func TestCheckSensitive(t *testing.T) {
 		t.Errorf("the client-visible code changed: %q", ErrSensitiveUnguarded)
 	}
 }
+
+func TestIsLoopbackReadsEveryAddressForm(t *testing.T) {
+	for _, c := range []struct {
+		addr string
+		want bool
+		err  bool
+	}{
+		{"127.0.0.1:8080", true, false},
+		{"127.0.0.1", true, false},
+		{"[::1]:8080", true, false},
+		{"[::1]", true, false},
+		{"::1", true, false},
+		{"LOCALHOST", true, false},
+		{"localhost:9000", true, false},
+		{"[::ffff:127.0.0.1]:1", true, false},
+		{"0.0.0.0:8080", false, false},
+		{":8080", false, false},
+		{"10.0.0.5", false, false},
+		{"example.com:443", false, true},
+	} {
+		got, err := IsLoopback(c.addr)
+		if got != c.want || (err != nil) != c.err {
+			t.Errorf("IsLoopback(%q) = %v, %v; want %v, error %v", c.addr, got, err, c.want, c.err)
+		}
+	}
+}

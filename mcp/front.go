@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"strings"
 
@@ -84,16 +83,11 @@ func (s *Server) serveMetadata(w http.ResponseWriter, r *http.Request) {
 	authz.ProtectedResourceMetadataHandler(s.resourceURL(r), s.cfg.AuthServers, nil).ServeHTTP(w, r)
 }
 
+// isLoopback is authz.IsLoopback for a Host header or URL host, where a
+// name other than localhost simply is not loopback.
 func isLoopback(hostport string) bool {
-	host, _, err := net.SplitHostPort(hostport)
-	if err != nil {
-		host = strings.Trim(hostport, "[]")
-	}
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.IsLoopback()
+	ok, _ := authz.IsLoopback(hostport)
+	return ok
 }
 
 // rejectRebinding refuses a request that reached a loopback listener with a
@@ -190,15 +184,9 @@ func (s *Server) precheckRead(r *http.Request, env envelope, transport authz.Tra
 		return nil
 	}
 	id, _ := identityFrom(r.Context())
-	c := authz.Context{ConnID: connID, Transport: transport, Node: s.cfg.Node}
-	switch {
-	case id.authed:
-		c.Principal = id.principal
-	case connID != "":
-		c.Principal = s.cfg.Guard.Principal(authz.ConnPrincipal(connID))
-	case modern && s.cfg.Dev:
-		c.Principal = s.cfg.Guard.Principal(authz.Principal{Subject: AnonymousSubject})
-	}
+	id.transport = transport
+	c := authz.Context{ConnID: connID, Transport: transport, Node: s.cfg.Node,
+		Principal: s.principal(id, connID, modern)}
 	e := s.decideRead(r.Context(), c, env.Method, env.Params)
 	if e != nil {
 		e.ID = env.ID
