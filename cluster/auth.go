@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/mcpswarm/mcpswarm/crdt"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -97,7 +98,7 @@ func authenticate(ctx context.Context, peerKey []byte) (string, error) {
 	if len(names) != 1 || len(creds) != 1 {
 		return "", errNoCredential
 	}
-	if !nodeName.MatchString(names[0]) {
+	if !crdt.ValidName(names[0]) {
 		return "", errBadCredential
 	}
 	want := credential(peerKey, names[0])

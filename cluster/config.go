@@ -234,7 +234,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	var errs []error
-	if !nodeName.MatchString(c.Name) {
+	if !crdt.ValidName(c.Name) {
 		errs = append(errs, fmt.Errorf("name %q must be 1 to 64 of [A-Za-z0-9._-]", c.Name))
 	}
 	if len(c.Key) != 32 {
@@ -251,5 +251,3 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	return c, errors.Join(errs...)
 }
-
-var nodeName = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)

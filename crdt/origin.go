@@ -28,7 +28,7 @@ func (o Origin) IsZero() bool { return o.Name == "" && o.Epoch == 0 }
 
 // Valid reports whether o has a well-formed name ([A-Za-z0-9._-]{1,64}) and
 // a non-zero epoch.
-func (o Origin) Valid() bool { return validName(o.Name) && o.Epoch > 0 }
+func (o Origin) Valid() bool { return ValidName(o.Name) && o.Epoch > 0 }
 
 // Compare orders origins as their string forms order, except that epochs
 // of the same name compare numerically. Digest, Lookup and Range list
@@ -38,7 +38,7 @@ func (o Origin) Compare(p Origin) int {
 	if o.Name == p.Name {
 		return cmp.Compare(o.Epoch, p.Epoch)
 	}
-	if !validName(o.Name) || !validName(p.Name) {
+	if !ValidName(o.Name) || !ValidName(p.Name) {
 		return strings.Compare(o.String(), p.String())
 	}
 	// Valid names hold no '@', so when one name is a prefix of the other the
@@ -62,7 +62,7 @@ func ParseOrigin(s string) (Origin, error) {
 		return Origin{}, fmt.Errorf("parsing origin %q: missing '@': %w", s, ErrInvalidOrigin)
 	}
 	name, ep := s[:at], s[at+1:]
-	if !validName(name) {
+	if !ValidName(name) {
 		return Origin{}, fmt.Errorf("parsing origin %q: name must be 1 to %d characters of [A-Za-z0-9._-]: %w", s, MaxOriginNameLen, ErrInvalidOrigin)
 	}
 	if ep == "" || ep[0] == '0' || ep[0] == '+' {
@@ -75,7 +75,11 @@ func ParseOrigin(s string) (Origin, error) {
 	return Origin{Name: name, Epoch: epoch}, nil
 }
 
-func validName(s string) bool {
+// ValidName reports whether s is a valid node name: 1 to MaxOriginNameLen
+// characters of [A-Za-z0-9._-]. It is the node-name rule of the whole
+// node — flags, membership, peer credentials and origins — because a node's
+// name is its origin's name.
+func ValidName(s string) bool {
 	if len(s) == 0 || len(s) > MaxOriginNameLen {
 		return false
 	}
