@@ -60,20 +60,26 @@ func (s *Server) authzContext(ctx context.Context) authz.Context {
 	if cs := server.ClientSessionFromContext(ctx); cs != nil {
 		connID = cs.SessionID()
 	}
-	c := authz.Context{ConnID: connID, Transport: id.transport, Node: s.cfg.Node}
+	return authz.Context{ConnID: connID, Transport: id.transport, Node: s.cfg.Node,
+		Principal: s.principal(id, connID, true)}
+}
+
+// principal is the one rule that names who a request acts for: a verified
+// token's subject, else stdio, else the connection (conn:<id>), else — in
+// Dev and where anonymous requests are possible at all (anonymousOK) — the
+// shared anonymous principal; otherwise nobody.
+func (s *Server) principal(id identity, connID string, anonymousOK bool) authz.Principal {
 	switch {
 	case id.authed:
-		c.Principal = id.principal
+		return id.principal
 	case id.transport == authz.TransportStdio:
-		c.Principal = s.cfg.Guard.Principal(authz.StdioPrincipal())
+		return s.cfg.Guard.Principal(authz.StdioPrincipal())
 	case connID != "":
-		c.Principal = s.cfg.Guard.Principal(authz.ConnPrincipal(connID))
-	case s.cfg.Dev:
-		c.Principal = s.cfg.Guard.Principal(authz.Principal{Subject: AnonymousSubject})
-	default:
-		c.Principal = authz.Principal{}
+		return s.cfg.Guard.Principal(authz.ConnPrincipal(connID))
+	case anonymousOK && s.cfg.Dev:
+		return s.cfg.Guard.Principal(authz.Principal{Subject: AnonymousSubject})
 	}
-	return c
+	return authz.Principal{}
 }
 
 // canOwn reports why c may not own sessions ("" when it may).
