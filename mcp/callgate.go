@@ -27,12 +27,10 @@ func (s *Server) gate(ctx context.Context, req mcp.CallToolRequest, c authz.Cont
 		return toolError(fmt.Sprintf("%s: %v: no tool authorizer is configured", tool, err), map[string]any{"error": err.Error(), "tool": tool}), false
 	}
 	d := authz.SafeDecide(ctx, s.cfg.Guard.Tools, tool, args, c)
-	s.metrics.decision("tool", d)
 	switch d.Kind {
 	case authz.KindAllow:
 		return nil, true
 	case authz.KindDeny:
-		s.log.Info("tool call denied", "tool", tool, "principal", c.Principal.Subject, "rule", d.Rule)
 		return deniedResult(tool, d), false
 	}
 	// Ask.

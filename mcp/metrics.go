@@ -8,14 +8,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/mark3labs/mcp-go/server"
-	"github.com/mcpswarm/mcpswarm/authz"
 )
 
 // metrics are the front's Prometheus metrics; with no Registerer they are
 // still counted (so tests can read them) but not exported.
 type metrics struct {
 	calls        *prometheus.CounterVec
-	decisions    *prometheus.CounterVec
 	elicitations *prometheus.CounterVec
 	rejections   *prometheus.CounterVec
 	notes        *prometheus.CounterVec
@@ -25,8 +23,6 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mcpswarm_mcp_tool_calls_total",
 			Help: "Tool calls by kind (static, derived) and outcome."}, []string{"kind", "outcome"}),
-		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mcpswarm_mcp_decisions_total",
-			Help: "Authorizer decisions by surface (tool, read) and kind."}, []string{"surface", "kind"}),
 		elicitations: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mcpswarm_mcp_elicitations_total",
 			Help: "Approval requests by outcome."}, []string{"outcome"}),
 		rejections: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mcpswarm_mcp_rejected_requests_total",
@@ -35,7 +31,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Notifications sent by method."}, []string{"method"}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.calls, m.decisions, m.elicitations, m.rejections, m.notes} {
+		for _, c := range []prometheus.Collector{m.calls, m.elicitations, m.rejections, m.notes} {
 			if err := reg.Register(c); err != nil {
 				return nil, fmt.Errorf("registering mcp metrics: %w", err)
 			}
@@ -45,12 +41,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 }
 
 func (m *metrics) call(kind, outcome string) { m.calls.WithLabelValues(kind, outcome).Inc() }
-func (m *metrics) decision(surface string, d authz.Decision) {
-	m.decisions.WithLabelValues(surface, d.Kind.String()).Inc()
-}
-func (m *metrics) elicitation(o outcome)  { m.elicitations.WithLabelValues(o.String()).Inc() }
-func (m *metrics) rejected(reason string) { m.rejections.WithLabelValues(reason).Inc() }
-func (m *metrics) notified(method string) { m.notes.WithLabelValues(method).Inc() }
+func (m *metrics) elicitation(o outcome)     { m.elicitations.WithLabelValues(o.String()).Inc() }
+func (m *metrics) rejected(reason string)    { m.rejections.WithLabelValues(reason).Inc() }
+func (m *metrics) notified(method string)    { m.notes.WithLabelValues(method).Inc() }
 
 // noopEventStore records nothing. Configuring any event store makes
 // mcp-go's POST handler wait for its notification forwarder before writing

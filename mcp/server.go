@@ -204,11 +204,9 @@ func (s *Server) decideRead(ctx context.Context, c authz.Context, method string,
 		_ = json.Unmarshal(params, &p)
 	}
 	d := authz.SafeDecideRead(ctx, s.cfg.Guard.Reads, method, p, c)
-	s.metrics.decision("read", d)
 	if d.Kind == authz.KindAllow {
 		return nil
 	}
-	s.log.Info("read denied", "method", method, "principal", c.Principal.Subject, "rule", d.Rule)
 	return &rpcError{Code: authz.ReadDeniedCode, Message: "forbidden: " + d.Detail(), Data: authz.ReadDenied(method, d)}
 }
 
