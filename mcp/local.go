@@ -11,12 +11,6 @@ import (
 	"github.com/mcpswarm/mcpswarm/session"
 )
 
-// Screenshot size used by LocalBackend.
-const (
-	ScreenshotWidth  = 80
-	ScreenshotHeight = 24
-)
-
 // LocalBackend is a Backend over one node's session.Manager: every session
 // is local and available, and the node is the only member.
 type LocalBackend struct {
@@ -135,7 +129,7 @@ func (b *LocalBackend) Screenshot(_ context.Context, c authz.Context, id string)
 	if _, err := b.owned(c.Principal, id); err != nil {
 		return "", err
 	}
-	return b.m.Screenshot(id, ScreenshotWidth, ScreenshotHeight)
+	return b.m.Screenshot(id, session.ScreenWidth, session.ScreenHeight)
 }
 
 // SendKey delivers a key press.

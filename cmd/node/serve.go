@@ -29,7 +29,7 @@ func serveFlags(cfg *mcpswarm.Config, logFormat, logLevel, configFile *string) *
 	fs.StringVar(&cfg.PolicyFile, "policy", "", "authorization policy file (YAML); required on a network address unless --dev")
 	fs.BoolVar(&cfg.Dev, "dev", false, "development mode: built-in allow-all policy and public cluster key; loopback addresses only")
 	fs.BoolVar(&cfg.Stdio, "stdio", false, "serve MCP over standard input and output (logs go to stderr)")
-	fs.StringVar(&cfg.ClusterKeyFile, "cluster-key-file", "", "file holding the cluster key (base64 of 32 bytes; see `mcpswarm keygen`)")
+	fs.StringVar(&cfg.ClusterKeyFile, "cluster-key-file", "", "file holding the cluster key (base64 of 32 bytes; write one with: mcpswarm keygen)")
 	fs.Var(listValue{&cfg.Startable}, "startable", "comma-separated apps clients may start (default: the demo apps)")
 	fs.BoolVar(&cfg.Conformance, "conformance", false, "also register the MCP conformance suite's fixture tools, resources and prompts")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", cfg.ShutdownTimeout, "how long in-flight calls may take at shutdown")
