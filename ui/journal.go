@@ -1,0 +1,209 @@
+package ui
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcpswarm/mcpswarm/cluster"
+	"github.com/mcpswarm/mcpswarm/crdt"
+)
+
+// RegistryName is the replicated registry holding the action journal.
+const RegistryName = "uiactions"
+
+// JournalSlots is how many recent actions each node keeps per session: the
+// journal is a ring, so its size is bounded by sessions × nodes × slots.
+const JournalSlots = 32
+
+// Source says through which door an action came.
+type Source string
+
+// The sources of a journaled action.
+const (
+	// SourceAgent: a tool call from an MCP client.
+	SourceAgent Source = "agent"
+	// SourcePage: a click or typing in the session page.
+	SourcePage Source = "page"
+)
+
+// Action is one journaled action on a session.
+type Action struct {
+	Session   string    `json:"session"`
+	Tool      string    `json:"tool"`
+	Source    Source    `json:"source"`
+	Principal string    `json:"principal"`
+	Node      string    `json:"node"`
+	At        time.Time `json:"at"`
+	// Error is set when the call failed or the tool answered an error.
+	Error string `json:"error,omitempty"`
+	Seq   uint64 `json:"seq"`
+}
+
+// Journal records actions in a replicated registry. Record never blocks
+// the caller: entries go through a bounded queue to one writer goroutine,
+// so a tool call does not wait for a bbolt write it does not need.
+type Journal struct {
+	reg  *cluster.Registry
+	node string
+	log  *slog.Logger
+
+	queue chan Action
+	done  chan struct{}
+
+	mu       sync.Mutex
+	seq      uint64
+	watchers map[int]func(session string)
+	nextW    int
+	stopped  bool
+}
+
+// NewJournal declares the journal's registry on c; call it before c starts.
+func NewJournal(c *cluster.Cluster, node string, log *slog.Logger) (*Journal, error) {
+	reg, err := c.Registry(RegistryName)
+	if err != nil {
+		return nil, fmt.Errorf("declaring the UI action journal: %w", err)
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	j := &Journal{reg: reg, node: node, log: log, watchers: map[int]func(string){}}
+	reg.OnChange(j.onChange)
+	return j, nil
+}
+
+// Start runs the writer until Stop. Record before Start queues.
+func (j *Journal) Start() {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.queue != nil {
+		return
+	}
+	j.queue, j.done = make(chan Action, 256), make(chan struct{})
+	go j.run(j.queue, j.done)
+}
+
+// Stop ends the writer after it has written what is queued.
+func (j *Journal) Stop() {
+	j.mu.Lock()
+	q, done := j.queue, j.done
+	if q == nil || j.stopped {
+		j.mu.Unlock()
+		return
+	}
+	j.stopped = true
+	close(q)
+	j.mu.Unlock()
+	<-done
+}
+
+func (j *Journal) run(q <-chan Action, done chan<- struct{}) {
+	defer close(done)
+	for a := range q {
+		b, err := json.Marshal(a)
+		if err != nil {
+			continue // strings and a time always encode
+		}
+		if err := j.reg.Put(slotKey(a.Session, a.Seq), b); err != nil {
+			j.log.Debug("journaling a UI action", "session", a.Session, "err", err)
+		}
+	}
+}
+
+func slotKey(session string, seq uint64) string {
+	return fmt.Sprintf("%s/%02d", session, seq%JournalSlots)
+}
+
+// Record journals a on this node. A full queue drops the entry (and logs
+// it): the journal is a view, never a reason to slow a call.
+func (j *Journal) Record(a Action) {
+	if j == nil {
+		return
+	}
+	j.mu.Lock()
+	j.seq++
+	a.Seq, a.Node = j.seq, j.node
+	q := j.queue
+	stopped := j.stopped
+	j.mu.Unlock()
+	if q == nil || stopped {
+		return
+	}
+	select {
+	case q <- a:
+	default:
+		j.log.Warn("UI action journal queue full; dropping an entry", "session", a.Session, "tool", a.Tool)
+	}
+}
+
+// Forget removes this node's entries for a session that stopped.
+func (j *Journal) Forget(session string) {
+	for i := range uint64(JournalSlots) {
+		_ = j.reg.Remove(slotKey(session, i))
+	}
+}
+
+// Actions returns the journaled actions of session across every live node,
+// oldest first, at most limit of them.
+func (j *Journal) Actions(session string, limit int) []Action {
+	var out []Action
+	prefix := session + "/"
+	j.reg.Range(func(e crdt.Entry) bool {
+		if !strings.HasPrefix(e.Key, prefix) {
+			return true
+		}
+		var a Action
+		if err := json.Unmarshal(e.Value, &a); err == nil && a.Session == session {
+			out = append(out, a)
+		}
+		return true
+	})
+	sort.Slice(out, func(i, k int) bool {
+		if !out[i].At.Equal(out[k].At) {
+			return out[i].At.Before(out[k].At)
+		}
+		if out[i].Node != out[k].Node {
+			return out[i].Node < out[k].Node
+		}
+		return out[i].Seq < out[k].Seq
+	})
+	if limit > 0 && len(out) > limit {
+		out = out[len(out)-limit:]
+	}
+	return out
+}
+
+// Watch calls fn with the session id of every journal change until cancel.
+// fn must not block.
+func (j *Journal) Watch(fn func(session string)) (cancel func()) {
+	j.mu.Lock()
+	id := j.nextW
+	j.nextW++
+	j.watchers[id] = fn
+	j.mu.Unlock()
+	return func() {
+		j.mu.Lock()
+		delete(j.watchers, id)
+		j.mu.Unlock()
+	}
+}
+
+func (j *Journal) onChange(ch crdt.Change) {
+	sid, _, ok := strings.Cut(ch.Key, "/")
+	if !ok {
+		return
+	}
+	j.mu.Lock()
+	fns := make([]func(string), 0, len(j.watchers))
+	for _, fn := range j.watchers {
+		fns = append(fns, fn)
+	}
+	j.mu.Unlock()
+	for _, fn := range fns {
+		fn(sid)
+	}
+}
