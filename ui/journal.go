@@ -52,7 +52,7 @@ type Journal struct {
 	node string
 	log  *slog.Logger
 
-	queue chan Action
+	queue chan entry
 	done  chan struct{}
 
 	mu       sync.Mutex
@@ -83,7 +83,7 @@ func (j *Journal) Start() {
 	if j.queue != nil {
 		return
 	}
-	j.queue, j.done = make(chan Action, 256), make(chan struct{})
+	j.queue, j.done = make(chan entry, 256), make(chan struct{})
 	go j.run(j.queue, j.done)
 }
 
@@ -101,9 +101,23 @@ func (j *Journal) Stop() {
 	<-done
 }
 
-func (j *Journal) run(q <-chan Action, done chan<- struct{}) {
+// entry is one job for the writer: an action to record, or a stopped
+// session whose entries this node removes.
+type entry struct {
+	action Action
+	forget string
+}
+
+func (j *Journal) run(q <-chan entry, done chan<- struct{}) {
 	defer close(done)
-	for a := range q {
+	for e := range q {
+		if e.forget != "" {
+			for i := range uint64(JournalSlots) {
+				_ = j.reg.Remove(slotKey(e.forget, i))
+			}
+			continue
+		}
+		a := e.action
 		b, err := json.Marshal(a)
 		if err != nil {
 			continue // strings and a time always encode
@@ -127,23 +141,30 @@ func (j *Journal) Record(a Action) {
 	j.mu.Lock()
 	j.seq++
 	a.Seq, a.Node = j.seq, j.node
-	q := j.queue
-	stopped := j.stopped
 	j.mu.Unlock()
-	if q == nil || stopped {
+	j.enqueue(entry{action: a})
+}
+
+// Forget removes this node's entries for a session that stopped. It never
+// blocks.
+func (j *Journal) Forget(session string) {
+	if j == nil || session == "" {
+		return
+	}
+	j.enqueue(entry{forget: session})
+}
+
+func (j *Journal) enqueue(e entry) {
+	// Sending under the lock orders it with Stop's close.
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.queue == nil || j.stopped {
 		return
 	}
 	select {
-	case q <- a:
+	case j.queue <- e:
 	default:
-		j.log.Warn("UI action journal queue full; dropping an entry", "session", a.Session, "tool", a.Tool)
-	}
-}
-
-// Forget removes this node's entries for a session that stopped.
-func (j *Journal) Forget(session string) {
-	for i := range uint64(JournalSlots) {
-		_ = j.reg.Remove(slotKey(session, i))
+		j.log.Warn("UI action journal queue full; dropping an entry", "session", e.action.Session+e.forget)
 	}
 }
 

@@ -55,8 +55,9 @@ type Handler struct {
 	mux   *http.ServeMux
 	pages *template.Template
 
-	ctx    context.Context
-	cancel context.CancelFunc
+	ctx     context.Context
+	cancel  context.CancelFunc
+	unwatch func()
 
 	streams sync.WaitGroup
 }
@@ -78,6 +79,15 @@ func New(cfg Config) (*Handler, error) {
 		h.log = slog.New(slog.DiscardHandler)
 	}
 	h.ctx, h.cancel = context.WithCancel(context.Background())
+	// A stopped session's journal entries go with it (each node removes
+	// those it wrote).
+	h.unwatch = cfg.Backend.Watch(func(ev mcp.Event) {
+		if ev.Kind == mcp.SessionsChanged {
+			if _, ok := cfg.Backend.Lookup(ev.Session); !ok {
+				cfg.Journal.Forget(ev.Session)
+			}
+		}
+	})
 	static, err := fs.Sub(assets, "assets")
 	if err != nil {
 		return nil, err
@@ -114,6 +124,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // Close ends every live stream and waits for their handlers to return.
 func (h *Handler) Close() {
+	h.unwatch()
 	h.cancel()
 	h.streams.Wait()
 }

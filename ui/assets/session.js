@@ -18,7 +18,25 @@ let rows = {};
 const pending = new Map();
 const timers = new Map();
 
-async function act(widget, action, args = {}, approve = false) {
+// Actions reach the server one at a time, in the order the person made
+// them: typing that is still being debounced is sent before a click.
+let chain = Promise.resolve();
+function act(widget, action, args = {}, approve = false) {
+  if (action !== 'type_into') flushTyping();
+  const p = chain.then(() => post(widget, action, args, approve));
+  chain = p.catch(() => {});
+  return p;
+}
+
+function flushTyping() {
+  for (const [id, t] of timers) {
+    clearTimeout(t);
+    timers.delete(id);
+    sendTyped(id, pending.get(id));
+  }
+}
+
+async function post(widget, action, args, approve) {
   const res = await fetch(`/ui/api/sessions/${encodeURIComponent(sid)}/act`, {
     method: 'POST',
     headers: { 'Content-Type': 'application/json', 'X-CSRF-Token': csrf },
@@ -26,7 +44,7 @@ async function act(widget, action, args = {}, approve = false) {
   });
   let r = {};
   try { r = await res.json(); } catch { r = { error: `HTTP ${res.status}` }; }
-  if (r.ask) return ask(r.ask, () => act(widget, action, args, true));
+  if (r.ask) return ask(r.ask, () => post(widget, action, args, true));
   result.textContent = r.ok ? `${r.tool}: ok` : `${r.tool || action}: ${r.refusal || r.error || 'failed'}`;
   result.className = r.ok ? 'hint' : 'error';
   return r;
@@ -52,11 +70,12 @@ function ask(prompt, onYes) {
 function typed(id, text) {
   pending.set(id, text);
   clearTimeout(timers.get(id));
-  timers.set(id, setTimeout(async () => {
-    timers.delete(id);
-    await act(id, 'type_into', { text });
-    if (pending.get(id) === text) pending.delete(id);
-  }, 120));
+  timers.set(id, setTimeout(() => { timers.delete(id); sendTyped(id, text); }, 120));
+}
+
+async function sendTyped(id, text) {
+  await act(id, 'type_into', { text });
+  if (pending.get(id) === text && !timers.has(id)) pending.delete(id);
 }
 
 const can = (w, a) => Array.isArray(w.actions) && w.actions.includes(a);
