@@ -28,6 +28,7 @@ import (
 	"github.com/mcpswarm/mcpswarm/mcp"
 	"github.com/mcpswarm/mcpswarm/session"
 	"github.com/mcpswarm/mcpswarm/swarm"
+	"github.com/mcpswarm/mcpswarm/ui"
 )
 
 // Option adjusts how a Node is built.
@@ -87,6 +88,8 @@ type Node struct {
 	snapshots *snapshotStore
 	swarm     *swarm.Swarm
 	front     *mcp.Server
+	journal   *ui.Journal
+	ui        *ui.Handler
 
 	parts   []component
 	started []component
@@ -261,6 +264,12 @@ func (n *Node) Kill() {
 	if n.swarm != nil {
 		n.swarm.StopPublishing()
 	}
+	if n.ui != nil {
+		n.ui.Close()
+	}
+	if n.journal != nil {
+		n.journal.Stop()
+	}
 	if n.sessions != nil {
 		_ = n.sessions.Close(context.Background())
 		n.snapshots.close()
@@ -398,6 +407,9 @@ func (n *Node) serveHTTP() component {
 		},
 		stop: func(ctx context.Context) error {
 			var errs []error
+			if n.ui != nil {
+				n.ui.Close() // its live streams never go idle by themselves
+			}
 			if n.front != nil {
 				if err := n.front.Shutdown(ctx); err != nil {
 					errs = append(errs, fmt.Errorf("mcp: %w", err))

@@ -18,6 +18,7 @@ import (
 	"github.com/mcpswarm/mcpswarm/session"
 	"github.com/mcpswarm/mcpswarm/session/apps"
 	"github.com/mcpswarm/mcpswarm/swarm"
+	"github.com/mcpswarm/mcpswarm/ui"
 )
 
 // loadGuard picks the node's authorization: the operator's policy file, the
@@ -203,11 +204,17 @@ func (n *Node) buildFront(context.Context) error {
 		return err
 	}
 	n.swarm = sw
+	// The web UI's action journal is a registry too, declared before the
+	// cluster starts; the front's backend journals agent calls into it.
+	if n.journal, err = ui.NewJournal(n.cluster, n.cfg.Name, n.log.With("component", "ui")); err != nil {
+		return err
+	}
+	limiter := authz.NewRateLimiter(n.guard.Limits)
 	mc := mcp.Config{
 		Node:         n.cfg.Name,
-		Backend:      sw,
+		Backend:      ui.Observed(sw, n.journal),
 		Guard:        n.guard,
-		RateLimiter:  authz.NewRateLimiter(n.guard.Limits),
+		RateLimiter:  limiter,
 		SessionKey:   DeriveKey(n.key, "mcp-session-id"),
 		Dev:          n.cfg.Dev,
 		Keepalive:    n.cfg.Keepalive,
@@ -279,6 +286,9 @@ func (n *Node) buildFront(context.Context) error {
 	n.registerBase()
 	if network {
 		n.mux.Handle("/", front.Handler())
+		if err := n.mountUI(limiter); err != nil {
+			return err
+		}
 	}
 	n.onReady(func() error {
 		if !n.cluster.Ready() {
@@ -296,9 +306,38 @@ func (n *Node) joinCluster(ctx context.Context) error {
 	return n.cluster.Start(ctx)
 }
 
-func (n *Node) startSwarm(ctx context.Context) error { return n.swarm.StartPublishing(ctx) }
+func (n *Node) startSwarm(ctx context.Context) error {
+	n.journal.Start()
+	return n.swarm.StartPublishing(ctx)
+}
 
-func (n *Node) stopSwarm(context.Context) error { n.swarm.StopPublishing(); return nil }
+func (n *Node) stopSwarm(context.Context) error {
+	n.swarm.StopPublishing()
+	n.journal.Stop()
+	return nil
+}
+
+// mountUI serves the web UI at /ui with the front's guard and rate limiter,
+// so a page action passes what a tools/call passes.
+func (n *Node) mountUI(limiter *authz.RateLimiter) error {
+	h, err := ui.New(ui.Config{
+		Node:        n.cfg.Name,
+		Backend:     n.swarm,
+		Guard:       n.guard,
+		RateLimiter: limiter,
+		Journal:     n.journal,
+		Key:         DeriveKey(n.key, "ui-csrf"),
+		Dev:         n.cfg.Dev,
+		Logger:      n.log.With("component", "ui"),
+	})
+	if err != nil {
+		return fmt.Errorf("building the web UI: %w", err)
+	}
+	n.ui = h
+	n.mux.Handle("/ui", h)
+	n.mux.Handle("/ui/", h)
+	return nil
+}
 
 // startStdio serves MCP on the process's standard streams; when the client
 // closes stdin the node shuts down, as stdio servers do.
