@@ -104,14 +104,15 @@ func newAgent(t *testing.T, baseURL, token string) *agent {
 }
 
 func (a *agent) call(name string, args map[string]any) string {
-	a.t.Helper()
+	t := a.t
+	t.Helper()
 	req := mcp.CallToolRequest{}
 	req.Params.Name, req.Params.Arguments = name, args
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	res, err := a.c.CallTool(ctx, req)
 	if err != nil {
-		a.t.Fatalf("calling %s: %v", name, err)
+		t.Fatalf("calling %s: %v", name, err)
 	}
 	var b strings.Builder
 	for _, c := range res.Content {
@@ -120,7 +121,7 @@ func (a *agent) call(name string, args map[string]any) string {
 		}
 	}
 	if res.IsError {
-		a.t.Fatalf("%s answered an error: %s", name, b.String())
+		t.Fatalf("%s answered an error: %s", name, b.String())
 	}
 	return b.String()
 }
@@ -141,22 +142,24 @@ func (a *agent) read(uri string) string {
 	return ""
 }
 
-// awaitNote waits for a notification with method (and, for
-// resources/updated, the uri).
-func (a *agent) awaitNote(method, uri string, d time.Duration) {
-	a.t.Helper()
+// awaitNotes waits until a notification of every method in wants has
+// arrived (for resources/updated, one naming uri), in any order.
+func (a *agent) awaitNotes(t *testing.T, uri string, d time.Duration, wants ...string) {
+	t.Helper()
 	deadline := time.After(d)
-	for {
+	missing := map[string]bool{}
+	for _, w := range wants {
+		missing[w] = true
+	}
+	for len(missing) > 0 {
 		select {
 		case n := <-a.notes:
-			if n.Method != method {
+			if n.Method == mcp.MethodNotificationResourceUpdated && fmt.Sprint(n.Params.AdditionalFields["uri"]) != uri {
 				continue
 			}
-			if uri == "" || fmt.Sprint(n.Params.AdditionalFields["uri"]) == uri {
-				return
-			}
+			delete(missing, n.Method)
 		case <-deadline:
-			a.t.Fatalf("no %s %s within %v", method, uri, d)
+			t.Fatalf("within %v the agent did not receive %v", d, missing)
 		}
 	}
 }
@@ -218,10 +221,12 @@ func TestUIBrowser(t *testing.T) {
 	alice := newAgent(t, c.n1.BaseURL, uiAliceToken)
 	const live = 5 * time.Second // generous under load; measured figures are logged
 
+	// Phases run in order on one cluster and one browser, in the test's own
+	// goroutine (the helpers fail the whole test).
 	b.login("swarm", "alice", c.n3.BaseURL, uiAliceToken)
 	b.waitJS("swarm", `document.querySelectorAll('#members tr[data-state="alive"]').length === 3`, 30*time.Second)
 
-	t.Run("agent drives, page on another node shows it", func(t *testing.T) {
+	phase(t, "agent drives, page on another node shows it", func() {
 		alice.call("swarm_start", map[string]any{"app": "login", "id": "demo"})
 		b.waitJS("swarm", `!!document.querySelector('[data-node="node1"] tr[data-session="demo"]')`, live)
 
@@ -260,24 +265,23 @@ func TestUIBrowser(t *testing.T) {
 		b.waitJS("demo", `!!document.querySelector('button[data-wid="logout"]')`, live)
 	})
 
-	t.Run("page drives, agent reads and is notified", func(t *testing.T) {
-		alice.call("swarm_start", map[string]any{"app": "login", "id": "pagedrive"})
+	phase(t, "page drives, agent reads and is notified", func() {
+		alice.call("swarm_start", map[string]any{"app": "login", "id": "drive"})
 		sub := mcp.SubscribeRequest{}
-		sub.Params.URI = "swarm://session/pagedrive/model/status"
+		sub.Params.URI = "swarm://session/drive/model/status"
 		if err := alice.c.Subscribe(context.Background(), sub); err != nil {
 			t.Fatalf("subscribe: %v", err)
 		}
 		alice.drain()
 		b.do("open", map[string]any{"page": "drive", "person": "alice"})
-		b.goTo("drive", c.n3.BaseURL+"/ui/sessions/pagedrive")
+		b.goTo("drive", c.n3.BaseURL+"/ui/sessions/drive")
 		b.waitJS("drive", `!!document.querySelector('input[data-wid="username"]:not([disabled])')`, live)
 		b.do("type", map[string]any{"page": "drive", "selector": `input[data-wid="username"]`, "text": "demo"})
 		b.do("fill", map[string]any{"page": "drive", "selector": `input[data-wid="password"]`, "text": "hunter2"})
 		b.do("click", map[string]any{"page": "drive", "selector": `button[data-wid="submit"]`})
 		b.waitJS("drive", `(document.querySelector('[data-wid="status"]')?.textContent || '').includes("Signed in as demo.")`, live)
 
-		alice.awaitNote(mcp.MethodNotificationResourceUpdated, sub.Params.URI, 10*time.Second)
-		alice.awaitNote(mcp.MethodNotificationToolsListChanged, "", 10*time.Second)
+		alice.awaitNotes(t, sub.Params.URI, 10*time.Second, mcp.MethodNotificationResourceUpdated, mcp.MethodNotificationToolsListChanged)
 		var status struct {
 			User   string `json:"user"`
 			Status string `json:"status"`
@@ -288,13 +292,13 @@ func TestUIBrowser(t *testing.T) {
 		b.waitJS("drive", `document.querySelectorAll('#log li[data-source="page"]').length >= 3 && [...document.querySelectorAll('#log li[data-source="page"] .principal')].every(e => e.textContent === "alice")`, live)
 	})
 
-	t.Run("an Ask is put to the person in the page", func(t *testing.T) {
-		alice.call("swarm_start", map[string]any{"app": "login", "id": "askpage"})
+	phase(t, "an Ask is put to the person in the page", func() {
+		alice.call("swarm_start", map[string]any{"app": "login", "id": "askpg"})
 		b.do("open", map[string]any{"page": "ask", "person": "alice"})
-		b.goTo("ask", c.n3.BaseURL+"/ui/sessions/askpage")
+		b.goTo("ask", c.n3.BaseURL+"/ui/sessions/askpg")
 		b.waitJS("ask", `!!document.querySelector('button[data-wid="submit"]')`, live)
 		b.do("click", map[string]any{"page": "ask", "selector": `button[data-wid="submit"]`})
-		b.waitJS("ask", `!document.getElementById('ask').hidden && document.getElementById('ask-text').textContent.includes("alice wants to run askpage.submit.click")`, live)
+		b.waitJS("ask", `!document.getElementById('ask').hidden && document.getElementById('ask-text').textContent.includes("alice wants to run askpg.submit.click")`, live)
 		if b.evalBool("ask", `(document.querySelector('[data-wid="status"]')?.textContent || '').includes("attempts")`) {
 			t.Fatal("the call ran before the person approved it")
 		}
@@ -302,7 +306,7 @@ func TestUIBrowser(t *testing.T) {
 		b.waitJS("ask", `(document.querySelector('[data-wid="status"]')?.textContent || '').includes("1 of 3 attempts")`, live)
 	})
 
-	t.Run("hostile app text renders inert", func(t *testing.T) {
+	phase(t, "hostile app text renders inert", func() {
 		agent2 := newAgent(t, c.n2.BaseURL, uiAliceToken)
 		agent2.call("swarm_start", map[string]any{"app": "todo", "id": "hostile"})
 		for _, text := range []string{`<img src=x onerror="window.__pwned=1">`, `<script>window.__pwned=2</script>`} {
@@ -317,7 +321,7 @@ func TestUIBrowser(t *testing.T) {
 		}
 	})
 
-	t.Run("another principal sees nothing of it", func(t *testing.T) {
+	phase(t, "another principal sees nothing of it", func() {
 		b.login("bob", "bob", c.n2.BaseURL, uiBobToken)
 		b.waitJS("bob", `document.querySelectorAll('#members tr[data-state="alive"]').length === 3`, 30*time.Second)
 		if b.evalBool("bob", `document.querySelectorAll('tr[data-session]').length > 0 || document.body.textContent.includes("alice")`) {
@@ -352,7 +356,7 @@ func TestUIBrowser(t *testing.T) {
 		}
 	})
 
-	t.Run("a killed node goes dead and comes back", func(t *testing.T) {
+	phase(t, "a killed node goes dead and comes back", func() {
 		b.goTo("swarm", c.n3.BaseURL+"/ui/")
 		b.waitJS("swarm", `!!document.querySelector('[data-node="node2"] tr[data-session="hostile"]') && !!document.querySelector('[data-node="node1"] tr[data-session="demo"]')`, live)
 		b.shot("swarm", "swarm.png")
@@ -365,9 +369,15 @@ func TestUIBrowser(t *testing.T) {
 		}
 		restarted := time.Now()
 		c.n1.restart()
-		back := b.waitJS("swarm", `document.querySelector('tr[data-member="node1"]')?.dataset.state === "alive" && ["demo", "pagedrive", "askpage"].every(id => !!document.querySelector('[data-node="node1"] tr[data-session="' + id + '"]'))`, 60*time.Second)
+		back := b.waitJS("swarm", `document.querySelector('tr[data-member="node1"]')?.dataset.state === "alive" && ["demo", "drive", "askpg"].every(id => !!document.querySelector('[data-node="node1"] tr[data-session="' + id + '"]'))`, 60*time.Second)
 		t.Logf("node1 and its sessions were back on the page %v after the restart began", back.Sub(restarted).Round(time.Millisecond))
 	})
+}
+
+func phase(t *testing.T, name string, fn func()) {
+	t.Helper()
+	t.Logf("== %s", name)
+	fn()
 }
 
 // streamStatus opens an SSE endpoint with token and returns the status and

@@ -118,7 +118,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// even text that slipped into markup could not run.
 	hdr.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
 	hdr.Set("X-Content-Type-Options", "nosniff")
-	hdr.Set("Referrer-Policy", "no-referrer")
+	// same-origin, not no-referrer: with no-referrer the browser sends
+	// "Origin: null" on form posts, which sameOrigin must refuse.
+	hdr.Set("Referrer-Policy", "same-origin")
 	h.mux.ServeHTTP(w, r)
 }
 

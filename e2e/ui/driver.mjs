@@ -65,7 +65,10 @@ const ops = {
   // wall-clock time (ms) it was first seen true.
   async wait({ page: name, js, timeout }) {
     const p = await page(name);
-    await p.waitForFunction(js, undefined, { timeout: timeout || 10000, polling: 10 });
+    // A function, not a string: Playwright evaluates a string predicate
+    // with eval, which the UI's Content-Security-Policy forbids.
+    const predicate = new Function(`return (${js});`);
+    await p.waitForFunction(predicate, undefined, { timeout: timeout || 10000, polling: 10 });
     return Date.now();
   },
   async eval({ page: name, js }) {
