@@ -213,6 +213,7 @@ type swarmProc struct {
 	cmd      *exec.Cmd
 	exited   chan struct{}
 	GossipAt string
+	GRPCAt   string
 }
 
 // startSwarmProc starts node name with the cluster key and policy, joining
@@ -222,9 +223,10 @@ func startSwarmProc(t *testing.T, bin, name, dataDir, keyFile, policy string, jo
 	p := &swarmProc{t: t, bin: bin, name: name, Log: &syncBuffer{}}
 	httpAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	p.GossipAt = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	p.GRPCAt = fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	p.BaseURL = "http://" + httpAddr
 	p.args = []string{"serve", "--name", name, "--http", httpAddr,
-		"--grpc", fmt.Sprintf("127.0.0.1:%d", freePort(t)), "--gossip", p.GossipAt,
+		"--grpc", p.GRPCAt, "--gossip", p.GossipAt,
 		"--data-dir", dataDir, "--cluster-key-file", keyFile, "--policy", policy,
 		"--dead-grace", "60s", "--log-format", "text"}
 	if join != "" {

@@ -27,7 +27,8 @@ const (
 // uiCluster is three real nodes sharing a key and a policy: node2 is the
 // seed, node1 and node3 join it (so node1 can be killed and rejoin).
 type uiCluster struct {
-	n1, n2, n3 *swarmProc
+	n1, n2, n3   *swarmProc
+	bin, keyFile string
 }
 
 func startUICluster(t *testing.T) uiCluster {
@@ -56,7 +57,7 @@ reads:
 			t.Fatal(err)
 		}
 	}
-	var c uiCluster
+	c := uiCluster{bin: bin, keyFile: keyFile}
 	c.n2 = startSwarmProc(t, bin, "node2", filepath.Join(dir, "node2"), keyFile, policy, "")
 	c.n1 = startSwarmProc(t, bin, "node1", filepath.Join(dir, "node1"), keyFile, policy, c.n2.GossipAt)
 	c.n3 = startSwarmProc(t, bin, "node3", filepath.Join(dir, "node3"), keyFile, policy, c.n2.GossipAt)
@@ -198,11 +199,15 @@ func (b *browser) goTo(page, url string) int {
 	return status
 }
 
-// shot saves a screenshot when MCPSWARM_UI_SCREENSHOTS names a directory.
+// shot saves a screenshot when MCPSWARM_UI_SCREENSHOTS names a directory
+// (relative to the repository root).
 func (b *browser) shot(page, name string) {
 	dir := os.Getenv("MCPSWARM_UI_SCREENSHOTS")
 	if dir == "" {
 		return
+	}
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(repoRoot(b.t), dir)
 	}
 	b.do("screenshot", map[string]any{"page": page, "path": filepath.Join(dir, name)})
 }
@@ -371,6 +376,16 @@ func TestUIBrowser(t *testing.T) {
 		c.n1.restart()
 		back := b.waitJS("swarm", `document.querySelector('tr[data-member="node1"]')?.dataset.state === "alive" && ["demo", "drive", "askpg"].every(id => !!document.querySelector('[data-node="node1"] tr[data-session="' + id + '"]'))`, 60*time.Second)
 		t.Logf("node1 and its sessions were back on the page %v after the restart began", back.Sub(restarted).Round(time.Millisecond))
+	})
+
+	phase(t, "a drained node shows draining and its session moves", func() {
+		began := time.Now()
+		out, err := exec.Command(c.bin, "drain", "--addr", c.n2.GRPCAt, "--cluster-key-file", c.keyFile).CombinedOutput()
+		if err != nil {
+			t.Fatalf("mcpswarm drain: %v\n%s", err, out)
+		}
+		shown := b.waitJS("swarm", `document.querySelector('tr[data-member="node2"]')?.dataset.state === "draining" && !!document.querySelector('[data-node]:not([data-node="node2"]) tr[data-session="hostile"]') && !document.querySelector('[data-node="node2"] tr[data-session]')`, live)
+		t.Logf("swarm page on node3 showed node2 draining and its session moved %v after the drain began (the drain call took %v)", shown.Sub(began).Round(time.Millisecond), time.Since(began).Round(time.Millisecond))
 	})
 }
 
