@@ -37,3 +37,26 @@ func (n *Node) serveReadyz(w http.ResponseWriter, _ *http.Request) {
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(body)
 }
+
+// gaugeByLabel reads a gauge vector from the node's registry, by the value
+// of one label (e.g. replication lag by peer), for the web UI.
+func gaugeByLabel(reg *prometheus.Registry, name, label string) map[string]float64 {
+	mfs, err := reg.Gather()
+	if err != nil {
+		return nil
+	}
+	out := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if lp.GetName() == label && m.GetGauge() != nil {
+					out[lp.GetValue()] = m.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	return out
+}

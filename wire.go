@@ -329,6 +329,9 @@ func (n *Node) mountUI(limiter *authz.RateLimiter) error {
 		Key:         DeriveKey(n.key, "ui-csrf"),
 		Dev:         n.cfg.Dev,
 		Logger:      n.log.With("component", "ui"),
+		ReplicationLag: func() map[string]float64 {
+			return gaugeByLabel(n.metrics, "mcpswarm_cluster_replication_lag", "peer")
+		},
 	})
 	if err != nil {
 		return fmt.Errorf("building the web UI: %w", err)

@@ -212,9 +212,6 @@ func (b *browser) shot(page, name string) {
 	b.do("screenshot", map[string]any{"page": page, "path": filepath.Join(dir, name)})
 }
 
-// jsq quotes s as a JavaScript string.
-func jsq(s string) string { b, _ := json.Marshal(s); return string(b) }
-
 // TestUIBrowser drives the web UI in headless Chromium against three real
 // nodes: an agent on node1 drives a session while the page on node3 shows
 // it live; the page drives a session the agent then reads; an Ask is put

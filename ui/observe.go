@@ -55,8 +55,8 @@ func actionOf(src Source, c authz.Context, id, tool string, res session.Result, 
 	case res.IsError:
 		a.Error = res.Text
 	}
-	if len(a.Error) > 200 {
-		a.Error = a.Error[:200] + "…"
+	if r := []rune(a.Error); len(r) > 200 {
+		a.Error = string(r[:200]) + "…"
 	}
 	return a
 }

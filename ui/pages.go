@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
-	"net/url"
 
 	"github.com/mcpswarm/mcpswarm/authz"
 )
@@ -97,5 +96,3 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
 }
-
-func urlQueryEscape(s string) string { return url.QueryEscape(s) }

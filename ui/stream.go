@@ -92,6 +92,9 @@ type memberView struct {
 	State   string `json:"state"`
 	Version string `json:"version"`
 	Self    bool   `json:"self"`
+	// Lag is how many of this node's updates the member has not yet
+	// acknowledged (nil: unknown, or this node itself).
+	Lag *float64 `json:"lag,omitempty"`
 }
 
 // sessionMeta is a session as the pages list it.
@@ -125,8 +128,16 @@ func (h *Handler) serveSwarmStream(w http.ResponseWriter, r *http.Request) {
 
 func (h *Handler) swarmView(p authz.Principal) swarmView {
 	v := swarmView{Node: h.cfg.Node, Principal: p.Subject, Admin: p.IsAdmin(), Members: []memberView{}, Sessions: []sessionMeta{}}
+	var lag map[string]float64
+	if h.cfg.ReplicationLag != nil {
+		lag = h.cfg.ReplicationLag()
+	}
 	for _, m := range h.cfg.Backend.Members() {
-		v.Members = append(v.Members, memberView{Name: m.Name, State: m.State, Version: m.Version, Self: m.Self})
+		mv := memberView{Name: m.Name, State: m.State, Version: m.Version, Self: m.Self}
+		if l, ok := lag[m.Name]; ok && !m.Self {
+			mv.Lag = &l
+		}
+		v.Members = append(v.Members, mv)
 	}
 	for _, s := range h.cfg.Backend.Sessions(p) {
 		v.Sessions = append(v.Sessions, sessionMeta{ID: s.ID, App: s.App, Owner: s.Principal, Node: s.Owner, Created: s.Created.UTC(), Available: s.Available})

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 
@@ -40,6 +41,10 @@ type Config struct {
 	// Key signs CSRF tokens; derive it from the cluster key so any node
 	// accepts a page another node rendered.
 	Key []byte
+	// ReplicationLag reports, per peer name, how many of this node's
+	// registry updates the peer has not yet acknowledged; nil hides the
+	// column.
+	ReplicationLag func() map[string]float64
 	// Dev opens the page without a token when none is configured (the boot
 	// gate confines --dev to loopback).
 	Dev bool
@@ -154,7 +159,7 @@ func (h *Handler) authed(next http.HandlerFunc, action bool) http.HandlerFunc {
 			case api || r.Method != http.MethodGet:
 				writeJSON(w, http.StatusUnauthorized, map[string]any{"error": "unauthenticated", "detail": "log in at /ui/login"})
 			default:
-				http.Redirect(w, r, "/ui/login?next="+urlQueryEscape(r.URL.Path), http.StatusSeeOther)
+				http.Redirect(w, r, "/ui/login?next="+url.QueryEscape(r.URL.Path), http.StatusSeeOther)
 			}
 			return
 		}
