@@ -15,6 +15,7 @@ function render(v) {
     el('td', {}, m.name, m.self ? el('span', { class: 'tag', text: 'this node' }) : null),
     el('td', {}, el('span', { class: `state state-${m.state}`, text: m.state })),
     el('td', { text: m.version || '—' }),
+    el('td', { class: 'num lag', title: 'updates of this node the member has not yet acknowledged', text: m.self ? '—' : (m.lag ?? '—') }),
     el('td', { class: 'num', text: (byNode.get(m.name) || []).length }),
   )));
   nodes.replaceChildren(...[...byNode.entries()].map(([name, list]) => el('div', { class: 'node', dataset: { node: name } },
