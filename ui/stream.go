@@ -26,7 +26,10 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, event string, s
 		http.Error(w, "streaming is not supported by this connection", http.StatusInternalServerError)
 		return
 	}
-	h.streams.Add(1)
+	if !h.open() {
+		http.Error(w, "the node is shutting down", http.StatusServiceUnavailable)
+		return
+	}
 	defer h.streams.Done()
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()

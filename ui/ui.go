@@ -64,6 +64,8 @@ type Handler struct {
 	cancel  context.CancelFunc
 	unwatch func()
 
+	mu      sync.Mutex // orders streams.Add with Close's Wait
+	closed  bool
 	streams sync.WaitGroup
 }
 
@@ -131,9 +133,27 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // Close ends every live stream and waits for their handlers to return.
 func (h *Handler) Close() {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return
+	}
+	h.closed = true
+	h.mu.Unlock()
 	h.unwatch()
 	h.cancel()
 	h.streams.Wait()
+}
+
+// open registers a live stream; false once the handler is closing.
+func (h *Handler) open() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return false
+	}
+	h.streams.Add(1)
+	return true
 }
 
 type ctxKey struct{}
