@@ -7,7 +7,6 @@ import (
 	"errors"
 	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"strings"
 
@@ -97,16 +96,11 @@ func sameOrigin(r *http.Request) error {
 	return nil
 }
 
+// loopback is authz.IsLoopback for a Host header or listener address; an
+// unknown host name is not loopback.
 func loopback(hostport string) bool {
-	host, _, err := net.SplitHostPort(hostport)
-	if err != nil {
-		host = strings.Trim(hostport, "[]")
-	}
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.IsLoopback()
+	ok, _ := authz.IsLoopback(hostport)
+	return ok
 }
 
 // serveLogin takes a bearer token from the login form, verifies it, and
