@@ -106,7 +106,13 @@ func loopback(hostport string) bool {
 // serveLogin takes a bearer token from the login form, verifies it, and
 // stores it in the cookie.
 func (h *Handler) serveLogin(w http.ResponseWriter, r *http.Request) {
+	a := h.cfg.Guard.Authenticator
+	open := a == nil || !a.Required()
 	if r.Method == http.MethodGet {
+		if open && h.cfg.Dev {
+			http.Redirect(w, r, "/ui/", http.StatusSeeOther) // nothing to sign in with
+			return
+		}
 		h.page(w, r, pageLogin, http.StatusOK, pageData{})
 		return
 	}
@@ -115,8 +121,7 @@ func (h *Handler) serveLogin(w http.ResponseWriter, r *http.Request) {
 		h.page(w, r, pageLogin, http.StatusBadRequest, pageData{Error: "The form could not be read."})
 		return
 	}
-	a := h.cfg.Guard.Authenticator
-	if a == nil || !a.Required() {
+	if open {
 		h.page(w, r, pageLogin, http.StatusForbidden, pageData{Error: errNoCredentials.Error()})
 		return
 	}
