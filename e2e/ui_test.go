@@ -79,9 +79,11 @@ type agent struct {
 
 func newAgent(t *testing.T, baseURL, token string) *agent {
 	t.Helper()
-	tr, err := transport.NewStreamableHTTP(baseURL+"/mcp",
-		transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token}),
-		transport.WithContinuousListening())
+	opts := []transport.StreamableHTTPCOption{transport.WithContinuousListening()}
+	if token != "" {
+		opts = append(opts, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token}))
+	}
+	tr, err := transport.NewStreamableHTTP(baseURL+"/mcp", opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -418,4 +420,25 @@ func streamStatus(t *testing.T, url, token string) (int, string) {
 		}
 	}
 	return resp.StatusCode, ""
+}
+
+// TestUIDevConsole: `make run`'s node (--dev, no tokens) serves the UI on
+// loopback without a login, as an admin console that sees every session,
+// including those of unauthenticated MCP connections.
+func TestUIDevConsole(t *testing.T) {
+	n := startNode(t, buildNode(t))
+	a := newAgent(t, n.BaseURL, "")
+	a.call("swarm_start", map[string]any{"app": "counter", "id": "devc"})
+	resp, err := http.Get(n.BaseURL + "/ui/login")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.HasSuffix(resp.Request.URL.Path, "/ui/") {
+		t.Fatalf("GET /ui/login under --dev: HTTP %d at %s, want the swarm page", resp.StatusCode, resp.Request.URL)
+	}
+	status, first := streamStatus(t, n.BaseURL+"/ui/api/swarm", "")
+	if status != http.StatusOK || !strings.Contains(first, `"principal":"dev-console"`) || !strings.Contains(first, `"id":"devc"`) {
+		t.Fatalf("dev swarm stream: HTTP %d, first event %s", status, first)
+	}
 }
