@@ -56,6 +56,12 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, event string, s
 	defer tick.Stop()
 	var last []byte
 	for {
+		// The credential is checked again before every push: a JWT that
+		// expires ends the stream (the page reconnects and is sent to the
+		// login page).
+		if _, _, err := h.identify(r); err != nil {
+			return
+		}
 		b, err := json.Marshal(snapshot(ctx))
 		if err != nil {
 			h.log.Error("encoding a UI snapshot", "event", event, "err", err)
