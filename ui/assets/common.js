@@ -26,7 +26,12 @@ export function live(url, event, onData) {
   const badge = document.getElementById('live');
   const es = new EventSource(url);
   es.addEventListener('open', () => { if (badge) { badge.textContent = 'live'; badge.className = 'live on'; } });
-  es.addEventListener('error', () => { if (badge) { badge.textContent = 'reconnecting…'; badge.className = 'live off'; } });
+  es.addEventListener('error', () => {
+    if (badge) { badge.textContent = 'reconnecting…'; badge.className = 'live off'; }
+    // The browser gives up on a refused stream (401 after the login
+    // expired, 403): send the person to sign in again.
+    if (es.readyState === EventSource.CLOSED) location.assign(`/ui/login?next=${encodeURIComponent(location.pathname)}`);
+  });
   es.addEventListener(event, (m) => onData(JSON.parse(m.data)));
   return es;
 }
