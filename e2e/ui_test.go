@@ -201,6 +201,10 @@ func (b *browser) goTo(page, url string) int {
 	return status
 }
 
+// closePage closes a page and so its live stream: a browser holds at most
+// six HTTP/1.1 connections per host, and each open UI page keeps one.
+func (b *browser) closePage(page string) { b.t.Helper(); b.do("close", map[string]any{"page": page}) }
+
 // shot saves a screenshot when MCPSWARM_UI_SCREENSHOTS names a directory
 // (relative to the repository root).
 func (b *browser) shot(page, name string) {
@@ -267,6 +271,7 @@ func TestUIBrowser(t *testing.T) {
 		}
 		b.waitJS("demo", `[...document.querySelectorAll('#log li[data-source="agent"] .principal')].every(e => e.textContent === "alice") && document.querySelectorAll('#log li[data-source="agent"]').length >= 3`, live)
 		b.waitJS("demo", `!!document.querySelector('button[data-wid="logout"]')`, live)
+		b.closePage("demo")
 	})
 
 	phase(t, "page drives, agent reads and is notified", func() {
@@ -294,6 +299,7 @@ func TestUIBrowser(t *testing.T) {
 			t.Fatalf("the agent reads %+v (err %v), want user demo signed in by the page", status, err)
 		}
 		b.waitJS("drive", `document.querySelectorAll('#log li[data-source="page"]').length >= 3 && [...document.querySelectorAll('#log li[data-source="page"] .principal')].every(e => e.textContent === "alice")`, live)
+		b.closePage("drive")
 	})
 
 	phase(t, "an Ask is put to the person in the page", func() {
@@ -308,6 +314,36 @@ func TestUIBrowser(t *testing.T) {
 		}
 		b.do("click", map[string]any{"page": "ask", "selector": "#ask-yes"})
 		b.waitJS("ask", `(document.querySelector('[data-wid="status"]')?.textContent || '').includes("1 of 3 attempts")`, live)
+		b.closePage("ask")
+	})
+
+	phase(t, "tables, trees and scrubbers render and take clicks", func() {
+		for _, app := range [][2]string{{"table", "tbl"}, {"files", "fls"}, {"player", "ply"}} {
+			alice.call("swarm_start", map[string]any{"app": app[0], "id": app[1]})
+		}
+		b.do("open", map[string]any{"page": "kinds", "person": "alice"})
+
+		b.goTo("kinds", c.n3.BaseURL+"/ui/sessions/tbl")
+		b.waitJS("kinds", `document.querySelectorAll('table[data-wid="elements"] tbody tr').length === 60 && document.querySelector('table[data-wid="elements"] tbody tr')?.dataset.key === "H"`, live)
+		b.do("click", map[string]any{"page": "kinds", "selector": `table[data-wid="elements"] tr[data-key="Fe"]`})
+		b.waitJS("kinds", `(document.querySelector('[data-wid="detail"]')?.textContent || '').includes("Iron (Fe)") && document.querySelector('tr[data-key="Fe"]')?.classList.contains('selected')`, live)
+		b.do("click", map[string]any{"page": "kinds", "selector": `table[data-wid="elements"] th:nth-child(3) button`})
+		b.waitJS("kinds", `document.querySelector('table[data-wid="elements"] tbody tr')?.dataset.key !== "H" && document.querySelector('table[data-wid="elements"] th:nth-child(3)').textContent.includes("▲")`, live)
+		if model := alice.call("swarm_get_model", map[string]any{"id": "tbl"}); !strings.Contains(model, `"name"`) || !strings.Contains(model, `"Fe"`) {
+			t.Fatalf("after the page sorted and selected, the agent reads %s", model)
+		}
+
+		b.goTo("kinds", c.n3.BaseURL+"/ui/sessions/fls")
+		b.waitJS("kinds", `document.querySelectorAll('[data-wid="tree"] li').length > 0 && !!document.querySelector('[data-wid="tree"] li > button.link:not([disabled])')`, live)
+		before := b.do("eval", map[string]any{"page": "kinds", "js": `document.querySelectorAll('[data-wid="tree"] li').length`})
+		b.do("click", map[string]any{"page": "kinds", "selector": `[data-wid="tree"] li > button.link:first-child`})
+		b.waitJS("kinds", `document.querySelectorAll('[data-wid="tree"] li').length !== `+string(before), live)
+
+		b.goTo("kinds", c.n3.BaseURL+"/ui/sessions/ply")
+		b.waitJS("kinds", `!!document.querySelector('[data-wid="scrubber"] input[type=range]') && document.querySelector('[data-wid="scrubber"] button')?.textContent === "Play"`, live)
+		b.do("click", map[string]any{"page": "kinds", "selector": `[data-wid="scrubber"] button`})
+		b.waitJS("kinds", `document.querySelector('[data-wid="scrubber"] button')?.textContent === "Pause"`, live)
+		b.closePage("kinds")
 	})
 
 	phase(t, "hostile app text renders inert", func() {
@@ -323,6 +359,7 @@ func TestUIBrowser(t *testing.T) {
 		if !b.evalBool("hostile", `window.__pwned === undefined && !document.querySelector('#view img, #view script, #log img, #log script')`) {
 			t.Fatal("hostile app text became markup")
 		}
+		b.closePage("hostile")
 	})
 
 	phase(t, "another principal sees nothing of it", func() {
@@ -373,7 +410,7 @@ func TestUIBrowser(t *testing.T) {
 		}
 		restarted := time.Now()
 		c.n1.restart()
-		back := b.waitJS("swarm", `document.querySelector('tr[data-member="node1"]')?.dataset.state === "alive" && ["demo", "drive", "askpg"].every(id => !!document.querySelector('[data-node="node1"] tr[data-session="' + id + '"]'))`, 60*time.Second)
+		back := b.waitJS("swarm", `document.querySelector('tr[data-member="node1"]')?.dataset.state === "alive" && ["demo", "drive", "askpg", "tbl", "fls", "ply"].every(id => !!document.querySelector('[data-node="node1"] tr[data-session="' + id + '"]'))`, 60*time.Second)
 		t.Logf("node1 and its sessions were back on the page %v after the restart began", back.Sub(restarted).Round(time.Millisecond))
 	})
 

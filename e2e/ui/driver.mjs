@@ -41,8 +41,19 @@ const ops = {
     return true;
   },
   async goto({ page: name, url }) {
-    const r = await (await page(name)).goto(url, { waitUntil: 'domcontentloaded' });
-    return r ? r.status() : 0;
+    const p = await page(name);
+    // Chromium aborts a navigation with ERR_NETWORK_CHANGED when any
+    // interface on the machine changes (other jobs create and remove
+    // network namespaces here); a GET is safe to repeat.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const r = await p.goto(url, { waitUntil: 'domcontentloaded' });
+        return r ? r.status() : 0;
+      } catch (e) {
+        if (attempt >= 5 || !String(e && e.message).includes('ERR_NETWORK_CHANGED')) throw e;
+        process.stderr.write(`[${name}] retrying ${url} after ERR_NETWORK_CHANGED\n`);
+      }
+    }
   },
   async fill({ page: name, selector, text }) {
     await (await page(name)).fill(selector, text);
@@ -73,6 +84,11 @@ const ops = {
   },
   async eval({ page: name, js }) {
     return (await page(name)).evaluate(js);
+  },
+  async close({ page: name }) {
+    await (await page(name)).close();
+    pages.delete(name);
+    return true;
   },
   async screenshot({ page: name, path }) {
     await (await page(name)).screenshot({ path, fullPage: true });
