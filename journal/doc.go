@@ -1,0 +1,23 @@
+// Package journal keeps the newest value of each key in an append-only,
+// checksummed log file, and says exactly when a write is durable.
+//
+// The node keeps its session snapshots here: every applied update appends
+// the session's whole new snapshot, and the call is answered only once Put
+// has returned. How durable a returned Put is depends on the Mode:
+//
+//   - Sync: the record is written and fsync'd. Writers that arrive while a
+//     round is on disk go into the next round together (group commit), so
+//     one fsync serves every session that wrote meanwhile. Survives power
+//     loss.
+//   - Process: the record has been handed to the kernel with write(2); the
+//     background round fsyncs it right after. Survives kill -9 of the
+//     process, not a crash of the machine.
+//   - Async: the record is queued; the background round writes and fsyncs
+//     it a few milliseconds later. A crash loses the queued rounds.
+//
+// Open replays the file; a torn or corrupt tail (a record cut by a crash)
+// is cut off, so nothing written before it is lost and nothing after it is
+// read. The file is compacted (live records copied to a new file, renamed
+// over the old one) once it holds more than twice the live bytes, so space
+// is freed when values shrink or keys are deleted.
+package journal

@@ -1,0 +1,558 @@
+package journal
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Mode says when Put and Delete return; see the package documentation.
+type Mode int
+
+// The durability modes.
+const (
+	Sync Mode = iota + 1
+	Process
+	Async
+)
+
+// String returns the mode's flag spelling.
+func (m Mode) String() string {
+	switch m {
+	case Sync:
+		return "sync"
+	case Process:
+		return "process"
+	case Async:
+		return "async"
+	}
+	return "Mode(" + strconv.Itoa(int(m)) + ")"
+}
+
+// ParseMode reads a mode's flag spelling.
+func ParseMode(s string) (Mode, error) {
+	for _, m := range []Mode{Sync, Process, Async} {
+		if s == m.String() {
+			return m, nil
+		}
+	}
+	return 0, fmt.Errorf("durability %q is not one of sync, process, async", s)
+}
+
+// Options configures a Journal. Zero fields take the defaults noted.
+type Options struct {
+	// Mode says when writes return (default Sync).
+	Mode Mode
+	// AsyncDelay is how long an Async round gathers writes before it
+	// writes and fsyncs them (default 2 ms).
+	AsyncDelay time.Duration
+	// CompactMin is the file size below which the journal is never
+	// compacted (default 4 MiB); above it, the file is compacted once it
+	// holds more than twice its live bytes.
+	CompactMin int64
+	// Logger receives torn-tail and compaction reports; nil uses
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+// ErrClosed is returned by Put, Delete and Load after Close.
+var ErrClosed = errors.New("journal: closed")
+
+// loc is where a key's newest record lies in the file.
+type loc struct {
+	off int64
+	n   int
+}
+
+// entry is a queued record's key and place within its round.
+type entry struct {
+	key string
+	rel int64
+	n   int
+	del bool
+}
+
+// round is one group commit: the records queued while the previous round
+// was on disk, and the callers waiting for them.
+type round struct {
+	buf     []byte
+	entries []entry
+	done    chan struct{}
+	err     error
+}
+
+// Journal is an open journal directory. It is safe for concurrent use.
+type Journal struct {
+	dir string
+	opt Options
+	log *slog.Logger
+
+	mu      sync.Mutex // guards everything below
+	f       *os.File
+	gen     uint64
+	end     int64
+	index   map[string]loc
+	live    int64
+	failed  error  // set by an I/O failure that leaves the file's state unknown: every later write refuses
+	next    *round // Sync, Async: the round being gathered
+	dirty   bool   // Process: written since the last fsync
+	rounds  uint64 // fsyncs of written records
+	closing bool   // Close has begun: writes refuse
+	closed  bool   // the file is closed
+
+	kick chan struct{}
+	stop chan struct{}
+	done chan struct{}
+}
+
+const suffix = ".log"
+
+func segmentName(gen uint64) string { return fmt.Sprintf("%016x%s", gen, suffix) }
+
+// Open opens (or creates) the journal in dir, replays it and starts its
+// background round. A torn tail is cut off and reported in the log.
+func Open(dir string, opt Options) (*Journal, error) {
+	if opt.Mode == 0 {
+		opt.Mode = Sync
+	}
+	if opt.Mode < Sync || opt.Mode > Async {
+		return nil, fmt.Errorf("opening journal %s: unknown mode %d", dir, opt.Mode)
+	}
+	if opt.AsyncDelay <= 0 {
+		opt.AsyncDelay = 2 * time.Millisecond
+	}
+	if opt.CompactMin <= 0 {
+		opt.CompactMin = 4 << 20
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.Default()
+	}
+	j := &Journal{dir: dir, opt: opt, log: opt.Logger, index: map[string]loc{},
+		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	if err := j.open(); err != nil {
+		return nil, fmt.Errorf("opening journal %s: %w", dir, err)
+	}
+	go j.run()
+	return j, nil
+}
+
+// open finds the newest segment, drops older ones and leftovers of an
+// interrupted compaction, and replays it.
+func (j *Journal) open() error {
+	if err := os.MkdirAll(j.dir, 0o700); err != nil {
+		return err
+	}
+	des, err := os.ReadDir(j.dir)
+	if err != nil {
+		return err
+	}
+	var gens []uint64
+	for _, de := range des {
+		name := de.Name()
+		if strings.HasSuffix(name, suffix+".tmp") {
+			// A compaction that did not finish: its source is still here.
+			if err := os.Remove(filepath.Join(j.dir, name)); err != nil {
+				return err
+			}
+			continue
+		}
+		if g, err := strconv.ParseUint(strings.TrimSuffix(name, suffix), 16, 64); err == nil && strings.HasSuffix(name, suffix) {
+			gens = append(gens, g)
+		}
+	}
+	slices.Sort(gens)
+	j.gen = 1
+	if len(gens) > 0 {
+		j.gen = gens[len(gens)-1]
+	}
+	// An older segment remains only if a compaction was interrupted after
+	// renaming its result into place: the newest holds everything.
+	for _, g := range gens[:max(len(gens)-1, 0)] {
+		if err := os.Remove(filepath.Join(j.dir, segmentName(g))); err != nil {
+			return err
+		}
+	}
+	path := filepath.Join(j.dir, segmentName(j.gen))
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	if err := j.replay(f); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("replaying %s: %w", path, err)
+	}
+	j.f = f
+	if err := syncDir(j.dir); err != nil {
+		return err
+	}
+	if needsCompaction(j.end, j.live, j.opt.CompactMin) {
+		if err := j.compactLocked(); err != nil {
+			j.log.Warn("compacting journal at open", "dir", j.dir, "err", err)
+		}
+	}
+	return nil
+}
+
+// replay indexes f's records and cuts a torn tail.
+func (j *Journal) replay(f *os.File) error {
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	r := bufio.NewReaderSize(f, 1<<16)
+	var off int64
+	hdr := make([]byte, headerSize)
+	var why error
+	for {
+		if _, err := io.ReadFull(r, hdr); err != nil {
+			if err != io.EOF {
+				why = fmt.Errorf("header cut at %d: %w", off, errTorn)
+			}
+			break
+		}
+		n, err := bodyLen(hdr)
+		if err == nil && off+headerSize+int64(n) > st.Size() {
+			err = fmt.Errorf("record of %d bytes at %d runs past the end: %w", headerSize+n, off, errTorn)
+		}
+		if err != nil {
+			why = err
+			break
+		}
+		body := make([]byte, n)
+		if _, err := io.ReadFull(r, body); err != nil {
+			return fmt.Errorf("reading record at %d: %w", off, err)
+		}
+		rec, err := decodeBody(hdr, body)
+		if err != nil {
+			why = err
+			break
+		}
+		j.apply(rec.key, off, headerSize+n, rec.del)
+		off += int64(headerSize + n)
+	}
+	if why != nil {
+		j.log.Warn("journal tail is torn or corrupt; cutting it off (only writes not yet acknowledged can end there)",
+			"file", f.Name(), "valid_bytes", off, "dropped_bytes", st.Size()-off, "reason", why)
+		if err := f.Truncate(off); err != nil {
+			return fmt.Errorf("cutting torn tail: %w", err)
+		}
+		if err := f.Sync(); err != nil {
+			return fmt.Errorf("syncing after cutting torn tail: %w", err)
+		}
+	}
+	if _, err := f.Seek(off, io.SeekStart); err != nil {
+		return err
+	}
+	j.end = off
+	return nil
+}
+
+// apply records that key's newest record is n bytes at off (or that key
+// was deleted there). Called with mu held, or before the journal is shared.
+func (j *Journal) apply(key string, off int64, n int, del bool) {
+	if old, ok := j.index[key]; ok {
+		j.live -= int64(old.n)
+		delete(j.index, key)
+	}
+	if !del {
+		j.index[key] = loc{off: off, n: n}
+		j.live += int64(n)
+	}
+}
+
+// Put stores value as key's newest value and returns when it is as durable
+// as the journal's Mode promises.
+func (j *Journal) Put(key string, value []byte) error {
+	if err := validate(key, value); err != nil {
+		return err
+	}
+	return j.write(record{key: key, value: value})
+}
+
+// Delete removes key, with the same durability as Put.
+func (j *Journal) Delete(key string) error {
+	if err := validate(key, nil); err != nil {
+		return err
+	}
+	return j.write(record{key: key, del: true})
+}
+
+func (j *Journal) write(rec record) error {
+	j.mu.Lock()
+	if err := j.usable(); err != nil {
+		j.mu.Unlock()
+		return err
+	}
+	if j.opt.Mode == Process {
+		err := j.appendLocked(rec)
+		j.mu.Unlock()
+		if err == nil {
+			j.wake()
+		}
+		return err
+	}
+	rd := j.next
+	if rd == nil {
+		rd = &round{done: make(chan struct{})}
+		j.next = rd
+	}
+	rel := int64(len(rd.buf))
+	rd.buf = appendRecord(rd.buf, rec)
+	rd.entries = append(rd.entries, entry{key: rec.key, rel: rel, n: len(rd.buf) - int(rel), del: rec.del})
+	j.mu.Unlock()
+	j.wake()
+	if j.opt.Mode == Async {
+		return nil
+	}
+	<-rd.done
+	return rd.err
+}
+
+func (j *Journal) usable() error {
+	if j.closed || j.closing {
+		return ErrClosed
+	}
+	if j.failed != nil {
+		return fmt.Errorf("journal %s refuses writes after an earlier failure: %w", j.dir, j.failed)
+	}
+	return nil
+}
+
+// appendLocked writes rec with one write(2) (Process mode).
+func (j *Journal) appendLocked(rec record) error {
+	buf := appendRecord(make([]byte, 0, size(rec.key, rec.value)), rec)
+	if err := j.writeAt(buf); err != nil {
+		return err
+	}
+	j.apply(rec.key, j.end, len(buf), rec.del)
+	j.end += int64(len(buf))
+	j.dirty = true
+	return nil
+}
+
+// writeAt appends buf at j.end. On a failed write it cuts the file back to
+// j.end, so the next write does not follow garbage; if that fails too the
+// journal refuses all later writes.
+func (j *Journal) writeAt(buf []byte) error {
+	if _, err := j.f.Write(buf); err != nil {
+		werr := fmt.Errorf("appending to journal %s: %w", j.dir, err)
+		if terr := j.f.Truncate(j.end); terr != nil {
+			j.failed = fmt.Errorf("%w; additionally, cutting it back: %v", werr, terr)
+		} else if _, serr := j.f.Seek(j.end, io.SeekStart); serr != nil {
+			j.failed = fmt.Errorf("%w; additionally, seeking back: %v", werr, serr)
+		}
+		return werr
+	}
+	return nil
+}
+
+func (j *Journal) wake() {
+	select {
+	case j.kick <- struct{}{}:
+	default:
+	}
+}
+
+// run is the background round: it writes and fsyncs gathered rounds (Sync,
+// Async), fsyncs what Process writes appended, and compacts.
+func (j *Journal) run() {
+	defer close(j.done)
+	for {
+		select {
+		case <-j.kick:
+		case <-j.stop:
+			j.flush()
+			j.maybeCompact()
+			return
+		}
+		if j.opt.Mode == Async {
+			select {
+			case <-time.After(j.opt.AsyncDelay):
+			case <-j.stop:
+			}
+		}
+		j.flush()
+		j.maybeCompact()
+	}
+}
+
+// flush commits the gathered round, or fsyncs Process writes.
+func (j *Journal) flush() {
+	j.mu.Lock()
+	if j.opt.Mode == Process {
+		dirty, f := j.dirty, j.f
+		j.dirty = false
+		j.mu.Unlock()
+		if dirty && f != nil {
+			if err := f.Sync(); err != nil {
+				j.fail(fmt.Errorf("fsync of journal %s: %w", j.dir, err))
+				return
+			}
+			j.mu.Lock()
+			j.rounds++
+			j.mu.Unlock()
+		}
+		return
+	}
+	rd := j.next
+	j.next = nil
+	if rd == nil {
+		j.mu.Unlock()
+		return
+	}
+	if j.failed != nil {
+		rd.err = fmt.Errorf("journal %s refuses writes after an earlier failure: %w", j.dir, j.failed)
+		j.mu.Unlock()
+		close(rd.done)
+		return
+	}
+	// Only this goroutine writes in these modes, so the file and its end
+	// stay put while the round is on disk without the lock.
+	f, base := j.f, j.end
+	j.mu.Unlock()
+	_, err := f.Write(rd.buf)
+	if err == nil {
+		if err = f.Sync(); err != nil {
+			j.fail(fmt.Errorf("fsync of journal %s: %w", j.dir, err))
+		}
+	} else {
+		err = fmt.Errorf("appending to journal %s: %w", j.dir, err)
+		j.mu.Lock()
+		if terr := f.Truncate(base); terr != nil {
+			j.failed = fmt.Errorf("%w; additionally, cutting it back: %v", err, terr)
+		} else if _, serr := f.Seek(base, io.SeekStart); serr != nil {
+			j.failed = fmt.Errorf("%w; additionally, seeking back: %v", err, serr)
+		}
+		j.mu.Unlock()
+	}
+	if err == nil {
+		j.mu.Lock()
+		for _, e := range rd.entries {
+			j.apply(e.key, base+e.rel, e.n, e.del)
+		}
+		j.end = base + int64(len(rd.buf))
+		j.rounds++
+		j.mu.Unlock()
+	} else if j.opt.Mode == Async {
+		j.log.Error("journal round lost: its writes were acknowledged (async mode) but are not on disk", "records", len(rd.entries), "err", err)
+	}
+	rd.err = err
+	close(rd.done)
+}
+
+// fail makes every later write refuse: after a failed fsync the kernel may
+// have dropped the dirty pages, so what the file holds is unknown.
+func (j *Journal) fail(err error) {
+	j.mu.Lock()
+	if j.failed == nil {
+		j.failed = err
+	}
+	j.mu.Unlock()
+	j.log.Error("journal failed; refusing further writes", "err", err)
+}
+
+// Load calls fn with every key's newest value, in key order. Values are
+// read from disk, so Load is for start-up, not the hot path.
+func (j *Journal) Load(fn func(key string, value []byte) error) error {
+	j.mu.Lock()
+	if j.closed {
+		j.mu.Unlock()
+		return ErrClosed
+	}
+	keys := make([]string, 0, len(j.index))
+	for k := range j.index {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	locs := make([]loc, len(keys))
+	for i, k := range keys {
+		locs[i] = j.index[k]
+	}
+	f := j.f
+	j.mu.Unlock()
+	for i, k := range keys {
+		rec, err := readRecord(f, locs[i])
+		if err != nil {
+			return fmt.Errorf("reading %q from journal %s: %w", k, j.dir, err)
+		}
+		if err := fn(k, rec.value); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func readRecord(f *os.File, l loc) (record, error) {
+	b := make([]byte, l.n)
+	if _, err := f.ReadAt(b, l.off); err != nil {
+		return record{}, err
+	}
+	rec, _, err := decode(b)
+	return rec, err
+}
+
+// Stats describes the journal's file.
+type Stats struct {
+	// Keys is how many keys have a value.
+	Keys int
+	// Live is the bytes of their newest records.
+	Live int64
+	// Size is the file's length: live bytes plus superseded records.
+	Size int64
+	// Rounds counts the fsyncs of written records since Open (group
+	// commits in Sync and Async mode).
+	Rounds uint64
+}
+
+// Stats returns the journal's current figures.
+func (j *Journal) Stats() Stats {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return Stats{Keys: len(j.index), Live: j.live, Size: j.end, Rounds: j.rounds}
+}
+
+// Close commits what is pending, fsyncs, and closes the file. Later calls
+// answer ErrClosed.
+func (j *Journal) Close() error {
+	j.mu.Lock()
+	if j.closing {
+		j.mu.Unlock()
+		return nil
+	}
+	j.closing = true // writes refuse from here; the last round still commits
+	if j.opt.Mode == Process {
+		j.dirty = true // fsync once more on the way out
+	}
+	j.mu.Unlock()
+	close(j.stop)
+	<-j.done
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.closed = true
+	err := j.failed
+	if cerr := j.f.Close(); cerr != nil && err == nil {
+		err = fmt.Errorf("closing journal %s: %w", j.dir, cerr)
+	}
+	return err
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
