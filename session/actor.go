@@ -93,13 +93,24 @@ func (a *actor) render(m Model) (r rendered, err error) {
 	return r, nil
 }
 
-// commit publishes r and returns the events it causes.
-func (a *actor) commit(r rendered) []Event {
+// step is what one applied update asks of the runtime, in the order the
+// runtime must run it: save the snapshot durably, then publish the new
+// state and answer the caller, then announce the events. Nothing of it is
+// visible to readers or peers until the save has returned.
+type step struct {
+	r       rendered
+	tools   *sticky // the sticky set after r: the current one when r adds nothing
+	changed bool    // the tool set changed
+	snap    Snapshot
+}
+
+// prepare computes the step for r without publishing anything. Actor
+// goroutine only (and newActor, before it runs).
+func (a *actor) prepare(r rendered) step {
 	for _, w := range r.derived.Warnings {
 		a.warnOnce(w.String(), "deriving tools", "widget", w.Widget, "action", w.Action, "reason", w.Reason)
 	}
-	a.mu.Lock()
-	changed, refused := a.tools.add(r.derived.Tools)
+	tools, changed, refused := a.tools.with(r.derived.Tools)
 	if refused > 0 {
 		a.warnOnce("tool limit", "session reached its tool limit; new tools are not offered",
 			"limit", a.mgr.cfg.MaxTools, "refused", refused)
@@ -107,30 +118,69 @@ func (a *actor) commit(r rendered) []Event {
 	if a.infoDoc == nil {
 		a.infoDoc = sessionDoc(a.info)
 	}
-	r.resources[ResourceContext] = contextDoc(a.infoDoc, r.resources, r.resources[ResourceWidgets], a.tools.tools)
+	r.resources[ResourceContext] = contextDoc(a.infoDoc, r.resources, r.resources[ResourceWidgets], tools.tools)
+	return step{r: r, tools: tools, changed: changed, snap: Snapshot{Info: a.info, Model: r.modelJSON, Tools: tools.tools}}
+}
+
+// with returns the set after adding tools, as add would, without changing
+// s: s itself when nothing changes, otherwise a copy. Snapshots and
+// readers hold s's slice, so it is never written after it is published.
+func (s *sticky) with(tools []Tool) (next *sticky, changed bool, refused int) {
+	full := s.limit > 0 && len(s.tools) >= s.limit
+	for _, t := range tools {
+		i, ok := s.index[t.Name]
+		if (ok && !s.tools[i].Equal(t)) || (!ok && !full) {
+			changed = true
+			break
+		}
+		if !ok {
+			refused++
+		}
+	}
+	if !changed {
+		return s, false, refused
+	}
+	next = &sticky{tools: slices.Clone(s.tools), index: maps.Clone(s.index), limit: s.limit}
+	changed, refused = next.add(tools)
+	return next, changed, refused
+}
+
+// publish installs st as the session's state and returns the events it
+// causes.
+func (a *actor) publish(st step) []Event {
+	a.mu.Lock()
 	old := a.resources
+	r := st.r
+	a.tools = st.tools
 	a.model, a.modelJSON, a.view, a.resources = r.model, r.modelJSON, r.view, r.resources
 	a.mu.Unlock()
+	return changes(a.info, old, r.resources, st.changed, a.mgr.hasSubscribers())
+}
 
+// changes lists the events of a session going from the resources old to
+// cur: ToolsChanged when its tool set changed and, when anyone listens and
+// this is not the first render, one ResourceChanged per changed resource,
+// with a JSON patch for model resources. It is pure.
+func changes(info Info, old, cur map[string]json.RawMessage, toolsChanged, listened bool) []Event {
 	var evs []Event
-	if changed {
-		evs = append(evs, Event{Kind: ToolsChanged, Session: a.info.ID, Principal: a.info.Principal})
+	if toolsChanged {
+		evs = append(evs, Event{Kind: ToolsChanged, Session: info.ID, Principal: info.Principal})
 	}
-	if old == nil || !a.mgr.hasSubscribers() {
+	if old == nil || !listened {
 		return evs
 	}
-	for _, name := range sortedKeys(r.resources) {
+	for _, name := range sortedKeys(cur) {
 		prev, ok := old[name]
-		cur := r.resources[name]
-		if ok && string(prev) == string(cur) {
+		now := cur[name]
+		if ok && string(prev) == string(now) {
 			continue
 		}
 		if !ok {
 			prev = []byte("null")
 		}
-		ev := Event{Kind: ResourceChanged, Session: a.info.ID, Principal: a.info.Principal, Resource: name}
+		ev := Event{Kind: ResourceChanged, Session: info.ID, Principal: info.Principal, Resource: name}
 		if strings.HasPrefix(name, "model/") { // widgets and context change with every render: no patch
-			if ops, err := jsonpatch.CreatePatch(prev, cur); err == nil {
+			if ops, err := jsonpatch.CreatePatch(prev, now); err == nil {
 				ev.Patch, _ = json.Marshal(ops)
 			}
 		}
@@ -183,64 +233,71 @@ func (a *actor) run() {
 			case <-a.quit: // stopping wins over queued work
 				r.reply <- reply{err: fmt.Errorf("session `%s` stopped: %w", a.info.ID, ErrNotRunning)}
 			default:
-				r.reply <- a.handle(r)
+				rep, evs := a.handle(r)
+				r.reply <- rep // the answer first: its state is saved
+				a.mgr.emit(evs...)
 			}
 		}
 	}
 }
 
-func (a *actor) handle(r *request) (rep reply) {
+// handle runs r and returns its answer and the events to announce after it.
+func (a *actor) handle(r *request) (rep reply, evs []Event) {
 	defer func() {
 		if p := recover(); p != nil { // a custom widget's Actions or Perform
 			a.mgr.log.Error("widget panicked", "session", a.info.ID, "tool", r.tool, "panic", fmt.Sprint(p))
-			rep = reply{res: errorResult(fmt.Errorf("%s: widget panicked: %v", r.tool, p)), fault: true}
+			rep, evs = reply{res: errorResult(fmt.Errorf("%s: widget panicked: %v", r.tool, p)), fault: true}, nil
 		}
 	}()
 	if err := r.ctx.Err(); err != nil {
-		return reply{res: errorResult(fmt.Errorf("call abandoned before it ran: %w", err))}
+		return reply{res: errorResult(fmt.Errorf("call abandoned before it ran: %w", err))}, nil
 	}
 	if r.key != nil {
 		return a.apply(r.ctx, KeyPress{Key: *r.key, Focus: a.focus}, "key")
 	}
 	t, ok := a.tools.get(r.tool) // only this goroutine writes tools
 	if !ok {
-		return reply{res: errorResult(fmt.Errorf("session `%s` has no tool `%s`", a.info.ID, r.tool))}
+		return reply{res: errorResult(fmt.Errorf("session `%s` has no tool `%s`", a.info.ID, r.tool))}, nil
 	}
 	if t.Action == "discover_tools" && t.Widget == "" {
-		return reply{res: discoverResult(a.tools.tools, r.args)}
+		return reply{res: discoverResult(a.tools.tools, r.args)}, nil
 	}
 	out, err := Invoke(a.view, t, r.args)
 	if err != nil {
-		return reply{res: errorResult(err)}
+		return reply{res: errorResult(err)}, nil
 	}
 	if !t.Sensitive {
-		return reply{res: valueResult(out.Value)}
+		return reply{res: valueResult(out.Value)}, nil
 	}
-	rep = a.apply(r.ctx, out.Msg, t.Action)
+	rep, evs = a.apply(r.ctx, out.Msg, t.Action)
 	if !rep.res.IsError {
 		rep.res.Text = fmt.Sprintf("%s applied to widget `%s`", t.Action, t.Widget)
 		a.mu.Lock()
 		a.focus = t.Widget
 		a.mu.Unlock()
 	}
-	return rep
+	return rep, evs
 }
 
-// apply runs Update with msg, re-renders, snapshots and publishes. An error
-// or panic in the app leaves the session's model unchanged.
-func (a *actor) apply(ctx context.Context, msg Msg, what string) reply {
+// apply runs Update with msg and re-renders, then runs the step's effects
+// in order: the new snapshot is saved as durably as the Store promises,
+// and only then is the state published and the call answered; the events
+// it returns are announced after the answer. An error or panic in the app,
+// or a failed save, leaves the session's model unchanged.
+func (a *actor) apply(ctx context.Context, msg Msg, what string) (reply, []Event) {
 	m, err := a.update(ctx, msg)
 	if err != nil {
-		return reply{res: errorResult(fmt.Errorf("%s: %w", what, err)), fault: true}
+		return reply{res: errorResult(fmt.Errorf("%s: %w", what, err)), fault: true}, nil
 	}
 	r, err := a.render(m)
 	if err != nil {
-		return reply{res: errorResult(fmt.Errorf("%s: %w", what, err)), fault: true}
+		return reply{res: errorResult(fmt.Errorf("%s: %w", what, err)), fault: true}, nil
 	}
-	evs := a.commit(r)
-	a.mgr.save(a)
-	a.mgr.emit(evs...)
-	return reply{}
+	st := a.prepare(r)
+	if err := a.mgr.persist(st.snap); err != nil {
+		return reply{res: errorResult(fmt.Errorf("%s: the new state could not be saved, so it was not applied: %w", what, err)), fault: true}, nil
+	}
+	return reply{}, a.publish(st)
 }
 
 func (a *actor) update(ctx context.Context, msg Msg) (m Model, err error) {

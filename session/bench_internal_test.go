@@ -55,7 +55,7 @@ func BenchmarkHandleInline(b *testing.B) {
 	b.ReportAllocs()
 	defer cpuMeterInternal(b)()
 	for b.Loop() {
-		if rep := a.handle(req); rep.res.IsError {
+		if rep, _ := a.handle(req); rep.res.IsError {
 			b.Fatal(rep.res.Text)
 		}
 	}

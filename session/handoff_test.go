@@ -25,7 +25,8 @@ func newDemoManager(t *testing.T, store session.Store) *session.Manager {
 
 // A session detached from one manager and adopted by another carries on
 // where it was: same id, principal, creation time, model and tools; the
-// first manager keeps no snapshot of it.
+// first manager keeps its snapshot until Release, so a crash in between
+// loses nothing, and none after.
 func TestDetachThenAdoptMovesASession(t *testing.T) {
 	ctx := context.Background()
 	fromStore := session.NewMemoryStore()
@@ -46,12 +47,18 @@ func TestDetachThenAdoptMovesASession(t *testing.T) {
 	if _, ok := from.Get("mv"); ok {
 		t.Fatal("the detached session still runs on its old manager")
 	}
-	if left, _ := fromStore.Load(); len(left) != 0 {
-		t.Fatalf("the old manager kept %d snapshots", len(left))
+	if left, _ := fromStore.Load(); len(left) != 1 || !strings.Contains(string(left[0].Model), `"count":2`) {
+		t.Fatalf("before the peer adopted it, the old manager holds %v", left)
 	}
 	got, err := to.Adopt(ctx, snap)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if err := from.Release("mv"); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := fromStore.Load(); len(left) != 0 {
+		t.Fatalf("after Release the old manager kept %d snapshots", len(left))
 	}
 	if got.ID != info.ID || got.Principal != "alice" || !got.Created.Equal(info.Created) {
 		t.Fatalf("adopted %+v, want the identity of %+v", got, info)

@@ -138,10 +138,10 @@ func (m *Manager) Start(ctx context.Context, id, app, principal string) (Info, e
 	if !m.startable[app] {
 		return Info{}, fmt.Errorf("starting session: app %q: %w", Sanitize(app), ErrNotStartable)
 	}
-	return m.start(ctx, id, app, principal, nil)
+	return m.start(ctx, id, app, principal, nil, true)
 }
 
-func (m *Manager) start(ctx context.Context, id, app, principal string, snap *Snapshot) (Info, error) {
+func (m *Manager) start(ctx context.Context, id, app, principal string, snap *Snapshot, save bool) (Info, error) {
 	if err := ctx.Err(); err != nil {
 		return Info{}, fmt.Errorf("starting session: %w", err)
 	}
@@ -170,7 +170,22 @@ func (m *Manager) start(ctx context.Context, id, app, principal string, snap *Sn
 	m.sessions[id] = a
 	m.perPrin[principal]++
 	m.mu.Unlock()
-	m.save(a) // before the actor runs, so no later update's snapshot is overwritten
+	// Saved before the actor runs (so no later update's snapshot is
+	// overwritten) and before Start or Adopt answers, so a started or
+	// handed-over session survives a crash as its caller was told.
+	// Restore skips it: the snapshot is what it was loaded from.
+	if save {
+		if err := m.persist(a.snapshot()); err != nil {
+			m.mu.Lock()
+			delete(m.sessions, id)
+			if m.perPrin[principal]--; m.perPrin[principal] == 0 {
+				delete(m.perPrin, principal)
+			}
+			m.mu.Unlock()
+			close(a.done)
+			return Info{}, fmt.Errorf("starting session %s: %w", id, err)
+		}
+	}
 	go a.run()
 	m.emit(Event{Kind: Started, Session: id, Principal: principal},
 		Event{Kind: ToolsChanged, Session: id, Principal: principal})
@@ -233,7 +248,7 @@ func (m *Manager) newActor(id, app, principal string, factory func() App, snap *
 	if err != nil {
 		return nil, err
 	}
-	a.commit(r)
+	a.publish(a.prepare(r))
 	return a, nil
 }
 
@@ -243,25 +258,46 @@ func (m *Manager) Stop(ctx context.Context, id string) error {
 	return err
 }
 
-// Detach stops session id as Stop does (its stored snapshot is deleted)
-// and returns its final snapshot, taken after its last update, so the
-// caller can start it on another node with Adopt.
+// Detach stops session id and returns its final snapshot, taken after its
+// last update, so the caller can start it on another node with Adopt.
+// Unlike Stop it keeps the stored snapshot: a crash before the other node
+// has saved the session loses nothing. Call Release once the session is
+// adopted elsewhere, or Adopt to run it here again.
 func (m *Manager) Detach(ctx context.Context, id string) (Snapshot, error) {
-	a, err := m.stop(ctx, id)
+	a, err := m.stopKeeping(ctx, id, true)
 	if err != nil {
 		return Snapshot{}, err
 	}
 	return a.snapshot(), nil
 }
 
+// Release deletes the stored snapshot of a session Detach stopped, once
+// another node has adopted it; a session running here under that id (one
+// adopted back) keeps its snapshot.
+func (m *Manager) Release(id string) error {
+	if m.actor(id) != nil || m.cfg.Store == nil {
+		return nil
+	}
+	if err := m.cfg.Store.Delete(id); err != nil {
+		return fmt.Errorf("releasing the snapshot of session %s: %w", Sanitize(id), err)
+	}
+	return nil
+}
+
 // Adopt starts a session from a snapshot another node detached, keeping
 // its id, app, principal, creation time, model and sticky tools. The caps
 // apply; the startable list does not (the session was started already).
 func (m *Manager) Adopt(ctx context.Context, snap Snapshot) (Info, error) {
-	return m.start(ctx, snap.Info.ID, snap.Info.App, snap.Info.Principal, &snap)
+	return m.start(ctx, snap.Info.ID, snap.Info.App, snap.Info.Principal, &snap, true)
 }
 
 func (m *Manager) stop(ctx context.Context, id string) (*actor, error) {
+	return m.stopKeeping(ctx, id, false)
+}
+
+// stopKeeping stops session id after its last update; unless keep, the
+// actor deletes its stored snapshot on the way out.
+func (m *Manager) stopKeeping(ctx context.Context, id string, keep bool) (*actor, error) {
 	m.mu.Lock()
 	a := m.sessions[id]
 	if a == nil {
@@ -273,7 +309,7 @@ func (m *Manager) stop(ctx context.Context, id string) (*actor, error) {
 		delete(m.perPrin, a.info.Principal)
 	}
 	m.mu.Unlock()
-	a.deleteOnExit = true
+	a.deleteOnExit = !keep
 	close(a.quit)
 	select {
 	case <-a.done:
@@ -464,7 +500,7 @@ func (m *Manager) Restore(ctx context.Context) error {
 	}
 	var errs []error
 	for _, s := range snaps {
-		if _, err := m.start(ctx, s.Info.ID, s.Info.App, s.Info.Principal, &s); err != nil {
+		if _, err := m.start(ctx, s.Info.ID, s.Info.App, s.Info.Principal, &s, false); err != nil {
 			errs = append(errs, fmt.Errorf("restoring session %s: %w", Sanitize(s.Info.ID), err))
 		}
 	}
@@ -510,13 +546,17 @@ func (m *Manager) emit(evs ...Event) {
 	}
 }
 
-func (m *Manager) save(a *actor) {
+// persist saves snap in the Store; when it returns nil the snapshot is as
+// durable as the Store promises.
+func (m *Manager) persist(snap Snapshot) error {
 	if m.cfg.Store == nil {
-		return
+		return nil
 	}
-	if err := m.cfg.Store.Save(a.snapshot()); err != nil {
-		m.log.Warn("saving session snapshot", "session", a.info.ID, "err", err)
+	if err := m.cfg.Store.Save(snap); err != nil {
+		m.log.Error("saving session snapshot", "session", snap.Info.ID, "err", err)
+		return fmt.Errorf("saving session %s: %w", snap.Info.ID, err)
 	}
+	return nil
 }
 
 func (m *Manager) deleteSnapshot(id string) {

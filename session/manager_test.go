@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -416,14 +417,48 @@ func TestSnapshotsAndRestore(t *testing.T) {
 	}
 }
 
-type badStore struct{ MemoryStore }
+// badStore fails every Save once full is set.
+type badStore struct {
+	MemoryStore
+	full atomic.Bool
+}
 
-func (b *badStore) Save(Snapshot) error { return errors.New("disk full") }
+func (b *badStore) Save(s Snapshot) error {
+	if b.full.Load() {
+		return errors.New("disk full")
+	}
+	return b.MemoryStore.Save(s)
+}
 
-func TestStoreErrorsAreLogged(t *testing.T) {
-	f := newFixture(t, func(c *ManagerConfig) { c.Store = &badStore{} })
+// A snapshot that cannot be saved refuses what it would have acknowledged:
+// the start, or the update (the model stays as it was). The error reaches
+// the caller and the log.
+func TestStoreErrorsRefuseTheWrite(t *testing.T) {
+	store := &badStore{MemoryStore: *NewMemoryStore()}
+	f := newFixture(t, func(c *ManagerConfig) { c.Store = store })
 	f.start("s")
+	store.full.Store(true)
+	res, err := f.m.Call(f.ctx, "s", "s.inc.click", nil)
+	if err != nil || !res.IsError || !strings.Contains(res.Text, "disk full") || !strings.Contains(res.Text, "not applied") {
+		t.Fatalf("call with a failing store: %+v, %v", res, err)
+	}
+	if model, _ := f.m.Model("s"); !strings.Contains(string(model), `"count":0`) {
+		t.Errorf("an unsaved update was published: %s", model)
+	}
+	if _, err := f.m.Start(f.ctx, "t", "probe", "alice"); err == nil || !strings.Contains(err.Error(), "disk full") {
+		t.Errorf("start with a failing store: %v", err)
+	}
+	if _, ok := f.m.Get("t"); ok {
+		t.Error("a session whose start was not saved runs")
+	}
 	if !strings.Contains(f.logs.String(), "disk full") {
 		t.Error("store error not logged")
+	}
+	store.full.Store(false)
+	if res, err := f.m.Call(f.ctx, "s", "s.inc.click", nil); err != nil || res.IsError {
+		t.Fatalf("after the disk recovered: %+v, %v", res, err)
+	}
+	if model, _ := f.m.Model("s"); !strings.Contains(string(model), `"count":1`) {
+		t.Errorf("after the disk recovered: %s", model)
 	}
 }

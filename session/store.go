@@ -15,9 +15,16 @@ type Snapshot struct {
 	Tools []Tool
 }
 
-// Store keeps session snapshots. The Manager calls Save after every applied
-// update, from the session's goroutine, and Delete when a session stops; a
-// Store must be safe for concurrent use. The node implements it over bbolt.
+// Store keeps session snapshots. It must be safe for concurrent use. The
+// node implements it over a journal (package journal).
+//
+// The Manager calls Save after every applied update, from the session's
+// goroutine, and answers the call only after Save has returned nil: when
+// Save returns, the snapshot must be as durable as the Store promises (and
+// a Store that writes behind must say what a crash loses). A Save error
+// refuses the update: the session keeps its previous state and the caller
+// is told. Delete is called when a session stops, with the same
+// durability; Load once, at start, before any Save.
 type Store interface {
 	Save(s Snapshot) error
 	Delete(id string) error

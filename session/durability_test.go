@@ -1,0 +1,157 @@
+package session
+
+import (
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// gatedStore holds every Save until the test lets it through.
+type gatedStore struct {
+	*MemoryStore
+	entered chan Snapshot
+	gate    chan struct{}
+}
+
+func (g *gatedStore) Save(s Snapshot) error {
+	g.entered <- s
+	<-g.gate
+	return g.MemoryStore.Save(s)
+}
+
+// The runtime runs an update's effects in order: save durably, then answer
+// and publish, then announce. While the save is in progress nothing of the
+// new state is visible: not the model, not the answer, not an event. The
+// answer does not wait for the announcement.
+func TestUpdateOrderIsSaveReplyPublish(t *testing.T) {
+	store := &gatedStore{MemoryStore: NewMemoryStore(), entered: make(chan Snapshot, 1), gate: make(chan struct{})}
+	f := newFixture(t, func(c *ManagerConfig) { c.Store = store })
+	close(store.gate)
+	f.start("s")
+	<-store.entered
+	store.gate = make(chan struct{})
+	var open sync.Once
+	t.Cleanup(func() { open.Do(func() { close(store.gate) }) })
+
+	events := make(chan Event, 64)
+	hold := make(chan struct{})
+	var release sync.Once
+	t.Cleanup(func() { release.Do(func() { close(hold) }) })
+	cancel := f.m.Subscribe(func(ev Event) {
+		events <- ev
+		<-hold // a slow subscriber must not hold up the answer
+	})
+	defer cancel()
+
+	answered := make(chan Result, 1)
+	go func() {
+		res, err := f.m.Call(f.ctx, "s", "s.inc.click", nil)
+		if err != nil {
+			t.Error(err)
+		}
+		answered <- res
+	}()
+	var snap Snapshot
+	select {
+	case snap = <-store.entered: // the actor is inside Save
+	case ev := <-events:
+		t.Fatalf("announced before the save: %+v", ev)
+	case res := <-answered:
+		t.Fatalf("answered before the save: %+v", res)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the update never reached the store")
+	}
+	if !strings.Contains(string(snap.Model), `"count":1`) {
+		t.Fatalf("saving %s, want the new state", snap.Model)
+	}
+	// Nothing may come out until the save returns; poll a while to give a
+	// wrong order the chance to show.
+	for deadline := time.Now().Add(100 * time.Millisecond); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if m, _ := f.m.Model("s"); !strings.Contains(string(m), `"count":0`) {
+			t.Fatalf("model published before its save: %s", m)
+		}
+		select {
+		case res := <-answered:
+			t.Fatalf("answered before the save returned: %+v", res)
+		case ev := <-events:
+			t.Fatalf("announced before the save returned: %+v", ev)
+		default:
+		}
+	}
+	open.Do(func() { close(store.gate) })
+	select {
+	case res := <-answered:
+		if res.IsError {
+			t.Fatal(res.Text)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no answer while the subscriber is held: the answer waits for the announcement")
+	}
+	if m, _ := f.m.Model("s"); !strings.Contains(string(m), `"count":1`) {
+		t.Fatalf("model after the answer: %s", m)
+	}
+	select {
+	case ev := <-events:
+		if ev.Session != "s" {
+			t.Fatalf("event %+v", ev)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no event after the answer")
+	}
+	release.Do(func() { close(hold) })
+}
+
+// changes, the pure part of publishing, lists what a render changed.
+func TestChangesListsWhatARenderChanged(t *testing.T) {
+	info := Info{ID: "s", Principal: "p"}
+	raw := func(s string) json.RawMessage { return json.RawMessage(s) }
+	old := map[string]json.RawMessage{"model/a": raw(`{"n":1}`), ResourceWidgets: raw(`[1]`)}
+	cur := map[string]json.RawMessage{"model/a": raw(`{"n":2}`), ResourceWidgets: raw(`[1]`), "model/b": raw(`{}`)}
+	for i, tc := range []struct {
+		old            map[string]json.RawMessage
+		tools, listens bool
+		want           []string
+	}{
+		{old, false, false, nil},
+		{old, true, false, []string{"tools"}},
+		{nil, true, true, []string{"tools"}},
+		{old, false, true, []string{"model/a", "model/b"}},
+		{old, true, true, []string{"tools", "model/a", "model/b"}},
+	} {
+		var got []string
+		for _, ev := range changes(info, tc.old, cur, tc.tools, tc.listens) {
+			if ev.Kind == ToolsChanged {
+				got = append(got, "tools")
+				continue
+			}
+			got = append(got, ev.Resource)
+			if ev.Resource == "model/a" && !strings.Contains(string(ev.Patch), `"replace"`) {
+				t.Errorf("Test %d: model/a patch %s", i, ev.Patch)
+			}
+		}
+		if strings.Join(got, ",") != strings.Join(tc.want, ",") {
+			t.Errorf("Test %d: Expected %v but got %v", i, tc.want, got)
+		}
+	}
+}
+
+// with leaves the published set alone: a copy takes the change.
+func TestStickyWithCopiesOnChange(t *testing.T) {
+	s := newSticky("s", 3)
+	a := Tool{Name: "s.a.click", Session: "s"}
+	next, changed, refused := s.with([]Tool{a})
+	if !changed || refused != 0 || next == s || len(s.tools) != 1 || len(next.tools) != 2 {
+		t.Fatalf("adding: changed=%v refused=%d same=%v old=%d new=%d", changed, refused, next == s, len(s.tools), len(next.tools))
+	}
+	same, changed, _ := next.with([]Tool{a})
+	if changed || same != next {
+		t.Fatal("re-adding the same tool copied the set")
+	}
+	b, c := Tool{Name: "s.b.click", Session: "s"}, Tool{Name: "s.c.click", Session: "s"}
+	full, _, _ := next.with([]Tool{b})
+	if _, changed, refused := full.with([]Tool{c}); changed || refused != 1 {
+		t.Fatalf("at the limit: changed=%v refused=%d", changed, refused)
+	}
+}
