@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcpswarm/mcpswarm/crdt"
+	"github.com/mcpswarm/mcpswarm/journal"
 )
 
 // Config is everything a node needs to start. cmd/node fills it from flags,
@@ -29,8 +30,14 @@ type Config struct {
 	Advertise string
 	// Join lists seed gossip addresses, or "dns:NAME" for a headless Service.
 	Join []string
-	// DataDir holds the node's bbolt file.
+	// DataDir holds the node's bbolt file and its session snapshot journal.
 	DataDir string
+	// Durability says when a call that changed a session is answered:
+	// journal.Sync (after an fsync'd group commit: survives power loss),
+	// journal.Process (after write(2): survives kill -9) or journal.Async
+	// (before the write: a crash loses the last few milliseconds). Zero
+	// means journal.Sync.
+	Durability journal.Mode
 	// PolicyFile is the operator's authorization policy (YAML).
 	PolicyFile string
 	// Dev selects the built-in development policy (allow all) and, without a
@@ -76,6 +83,7 @@ func DefaultConfig() Config {
 		DeadGrace:       30 * time.Second,
 		Keepalive:       15 * time.Second,
 		MaxBodyBytes:    4 << 20,
+		Durability:      journal.Sync,
 	}
 }
 
@@ -120,6 +128,9 @@ func (c *Config) Validate() error {
 	}
 	if !c.Dev && c.ClusterKeyFile == "" && (len(c.Join) > 0) {
 		return fieldErr("cluster-key-file", "joining a cluster needs the cluster key (write one with `mcpswarm keygen`), or --dev on loopback")
+	}
+	if c.Durability != 0 && !c.Durability.Valid() {
+		return fieldErr("durability", "must be sync, process or async")
 	}
 	if c.ShutdownTimeout <= 0 {
 		return fieldErr("shutdown-timeout", "must be positive")

@@ -272,7 +272,7 @@ func (n *Node) Kill() {
 	}
 	if n.sessions != nil {
 		_ = n.sessions.Close(context.Background())
-		n.snapshots.close()
+		_ = n.snapshots.close()
 	}
 	if n.cluster != nil {
 		n.cluster.Kill()

@@ -4,91 +4,80 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"sync"
-	"time"
+	"path/filepath"
 
 	"github.com/mcpswarm/mcpswarm/cluster"
+	"github.com/mcpswarm/mcpswarm/journal"
 	"github.com/mcpswarm/mcpswarm/session"
 )
 
-// snapshotBucket is the node-local bucket of session snapshots in the
-// node's bbolt file. It is not a replicated registry: models stay on their
-// owner; other nodes see only the session and tool records.
-const snapshotBucket = "snapshots"
+// snapshotDir is where the node keeps its session snapshots, under the
+// data dir. Models stay on their owner; other nodes see only the session
+// and tool records.
+const snapshotDir = "snapshots"
 
-// snapshotStore keeps session snapshots in the node's bbolt file, so a
-// restarted owner restores its sessions with their models.
-//
-// It writes behind: Save and Delete hand the newest state of a session to a
-// writer goroutine and return, so a tool call never waits for an fsync.
-// Bursts coalesce (ten updates between two writes cost one write), and
-// close writes whatever is still pending. A crash loses at most the updates
-// of the write in flight.
+// legacyBucket is the bbolt bucket older nodes kept snapshots in; a node
+// moves what it finds there into the journal at start.
+const legacyBucket = "snapshots"
+
+// snapshotStore keeps session snapshots in a journal, so a restarted owner
+// restores its sessions with their models. Save returns when the snapshot
+// is as durable as the node's --durability promises (see package journal):
+// the session manager answers a call only after that.
 type snapshotStore struct {
-	st  cluster.Storage
+	j   *journal.Journal
 	log *slog.Logger
-
-	mu      sync.Mutex
-	pending map[string][]byte // nil value: delete
-	kick    chan struct{}
-	stop    chan struct{}
-	done    chan struct{}
 }
 
-func newSnapshotStore(st cluster.Storage, log *slog.Logger) *snapshotStore {
-	s := &snapshotStore{st: st, log: log, pending: map[string][]byte{}, kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
-	go s.run()
-	return s
+// openSnapshotStore opens the journal under dataDir and moves any
+// snapshots an older node left in the bbolt file into it.
+func openSnapshotStore(dataDir string, mode journal.Mode, legacy cluster.Storage, log *slog.Logger) (*snapshotStore, error) {
+	dir := filepath.Join(dataDir, snapshotDir)
+	if err := migrateSnapshots(dir, legacy, log); err != nil {
+		return nil, err
+	}
+	j, err := journal.Open(dir, journal.Options{Mode: mode, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	return &snapshotStore{j: j, log: log}, nil
 }
 
-// snapshotDelay is how long the writer gathers snapshots before a round
-// of writes: a session clicked every few hundred microseconds is written
-// (and fsynced) once per round, not once per click.
-const snapshotDelay = 2 * time.Millisecond
-
-func (s *snapshotStore) run() {
-	defer close(s.done)
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	var due <-chan time.Time // nil until something waits to be written
-	kick := s.kick
-	for {
-		select {
-		case <-kick:
-			kick = nil
-			timer.Reset(snapshotDelay)
-			due = timer.C
-		case <-due:
-			due, kick = nil, s.kick
-			s.flush()
-		case <-s.stop:
-			timer.Stop()
-			s.flush()
-			return
+// migrateSnapshots copies the bbolt bucket's snapshots into the journal
+// (fsync'd) and only then deletes them from bbolt; a journal entry, being
+// newer, wins over a leftover bbolt one after an interrupted migration.
+func migrateSnapshots(dir string, legacy cluster.Storage, log *slog.Logger) error {
+	old := map[string][]byte{}
+	if err := legacy.Load(legacyBucket, func(k string, v []byte) error { old[k] = v; return nil }); err != nil {
+		return fmt.Errorf("reading snapshots from the bbolt file: %w", err)
+	}
+	if len(old) == 0 {
+		return nil
+	}
+	j, err := journal.Open(dir, journal.Options{Mode: journal.Sync, Logger: log})
+	if err != nil {
+		return err
+	}
+	have := map[string]bool{}
+	err = j.Load(func(k string, _ []byte) error { have[k] = true; return nil })
+	for k, v := range old {
+		if err == nil && !have[k] {
+			err = j.Put(k, v)
 		}
 	}
-}
-
-func (s *snapshotStore) flush() {
-	s.mu.Lock()
-	batch := s.pending
-	s.pending = map[string][]byte{}
-	s.mu.Unlock()
-	for id, b := range batch {
-		if err := s.st.Write(snapshotBucket, id, b, func() error { return nil }); err != nil {
-			s.log.Warn("writing session snapshot", "session", id, "err", err)
+	if cerr := j.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("moving snapshots from the bbolt file to %s: %w", dir, err)
+	}
+	for k := range old {
+		if err := legacy.Write(legacyBucket, k, nil, func() error { return nil }); err != nil {
+			return fmt.Errorf("deleting moved snapshot %s from the bbolt file: %w", k, err)
 		}
 	}
-}
-
-func (s *snapshotStore) enqueue(id string, b []byte) {
-	s.mu.Lock()
-	s.pending[id] = b
-	s.mu.Unlock()
-	select {
-	case s.kick <- struct{}{}:
-	default:
-	}
+	log.Info("moved session snapshots from the bbolt file to the journal", "sessions", len(old), "dir", dir)
+	return nil
 }
 
 // Save implements session.Store.
@@ -97,24 +86,21 @@ func (s *snapshotStore) Save(snap session.Snapshot) error {
 	if err != nil {
 		return fmt.Errorf("encoding snapshot of %s: %w", snap.Info.ID, err)
 	}
-	s.enqueue(snap.Info.ID, b)
-	return nil
+	return s.j.Put(snap.Info.ID, b)
 }
 
 // Delete implements session.Store.
-func (s *snapshotStore) Delete(id string) error {
-	s.enqueue(id, nil)
-	return nil
-}
+func (s *snapshotStore) Delete(id string) error { return s.j.Delete(id) }
 
-// Load implements session.Store. It reads what is on disk; the node calls it
-// at start, before any Save.
+// Load implements session.Store. A snapshot that does not decode is
+// logged and skipped, so one bad entry does not keep the others down.
 func (s *snapshotStore) Load() ([]session.Snapshot, error) {
 	var out []session.Snapshot
-	err := s.st.Load(snapshotBucket, func(key string, value []byte) error {
+	err := s.j.Load(func(key string, value []byte) error {
 		var snap session.Snapshot
 		if err := json.Unmarshal(value, &snap); err != nil {
-			return fmt.Errorf("decoding snapshot %s: %w", key, err)
+			s.log.Error("skipping a session snapshot that does not decode", "session", key, "err", err)
+			return nil
 		}
 		out = append(out, snap)
 		return nil
@@ -122,10 +108,7 @@ func (s *snapshotStore) Load() ([]session.Snapshot, error) {
 	return out, err
 }
 
-// close writes what is pending and stops the writer.
-func (s *snapshotStore) close() {
-	close(s.stop)
-	<-s.done
-}
+// close commits what is pending and closes the journal.
+func (s *snapshotStore) close() error { return s.j.Close() }
 
 var _ session.Store = (*snapshotStore)(nil)

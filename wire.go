@@ -148,15 +148,19 @@ func advertised(bind, host string) string {
 func (n *Node) leaveCluster(ctx context.Context) error { return n.cluster.Stop(ctx) }
 
 func (n *Node) startSessions(ctx context.Context) error {
-	n.snapshots = newSnapshotStore(n.storage, n.log.With("component", "snapshots"))
+	snaps, err := openSnapshotStore(n.cfg.DataDir, n.cfg.Durability, n.storage, n.log.With("component", "snapshots"))
+	if err != nil {
+		return &FieldError{Flag: "data-dir", Err: err}
+	}
+	n.snapshots = snaps
 	reg := session.NewRegistry()
 	if err := apps.Register(reg); err != nil {
-		n.snapshots.close()
+		_ = n.snapshots.close()
 		return fmt.Errorf("registering demo apps: %w", err)
 	}
 	for _, register := range n.opts.apps {
 		if err := register(reg); err != nil {
-			n.snapshots.close()
+			_ = n.snapshots.close()
 			return fmt.Errorf("registering apps: %w", err)
 		}
 	}
@@ -173,7 +177,7 @@ func (n *Node) startSessions(ctx context.Context) error {
 	}
 	m, err := session.NewManager(mc)
 	if err != nil {
-		n.snapshots.close()
+		_ = n.snapshots.close()
 		return &FieldError{Flag: "startable", Err: err}
 	}
 	n.sessions = m
@@ -191,7 +195,9 @@ func (n *Node) stopSessions(ctx context.Context) error {
 	if n.sessions != nil {
 		err = n.sessions.Close(ctx)
 	}
-	n.snapshots.close()
+	if cerr := n.snapshots.close(); cerr != nil {
+		err = errors.Join(err, fmt.Errorf("closing the snapshot journal: %w", cerr))
+	}
 	return err
 }
 

@@ -38,6 +38,9 @@ func (m Mode) String() string {
 	return "Mode(" + strconv.Itoa(int(m)) + ")"
 }
 
+// Valid reports whether m is one of the modes.
+func (m Mode) Valid() bool { return m >= Sync && m <= Async }
+
 // ParseMode reads a mode's flag spelling.
 func ParseMode(s string) (Mode, error) {
 	for _, m := range []Mode{Sync, Process, Async} {
@@ -124,7 +127,7 @@ func Open(dir string, opt Options) (*Journal, error) {
 	if opt.Mode == 0 {
 		opt.Mode = Sync
 	}
-	if opt.Mode < Sync || opt.Mode > Async {
+	if !opt.Mode.Valid() {
 		return nil, fmt.Errorf("opening journal %s: unknown mode %d", dir, opt.Mode)
 	}
 	if opt.AsyncDelay <= 0 {
@@ -555,4 +558,17 @@ func syncDir(dir string) error {
 		err = cerr
 	}
 	return err
+}
+
+// MarshalText implements encoding.TextMarshaler, for flags and config files.
+func (m Mode) MarshalText() ([]byte, error) { return []byte(m.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler with ParseMode.
+func (m *Mode) UnmarshalText(b []byte) error {
+	v, err := ParseMode(string(b))
+	if err != nil {
+		return err
+	}
+	*m = v
+	return nil
 }

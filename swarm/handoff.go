@@ -33,8 +33,9 @@ type HandOffResult struct {
 }
 
 // HandOff moves every session this node runs to live, non-draining peers,
-// round-robin. Each session is detached (its last update applied, its
-// local snapshot deleted) and adopted by the peer, which publishes it under
+// round-robin. Each session is detached (its last update applied; its
+// local snapshot is deleted only once the peer has saved it) and adopted
+// by the peer, which publishes it under
 // its own origin with the same id, principal and creation time; for the
 // few milliseconds in between, calls to it answer "not running". A session
 // the peer refuses is started here again from the same snapshot.
@@ -76,6 +77,10 @@ func (s *Swarm) HandOff(ctx context.Context) (HandOffResult, error) {
 			}
 			res.Kept++
 			continue
+		}
+		// The peer has saved it: only now may our copy go.
+		if err := s.mgr.Release(info.ID); err != nil {
+			s.log.Warn("a handed-off session's old snapshot stays here; it would be restored next to the peer's after a restart", "session", info.ID, "err", err)
 		}
 		s.log.Info("session handed off", "session", info.ID, "node", target)
 		res.Moved++
