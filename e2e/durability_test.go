@@ -64,7 +64,7 @@ func killAndCount(t *testing.T, bin, mode string) {
 	began := time.Now()
 	for round := range killRounds {
 		// node3 reaches node1's (restarted) sessions a moment after node1 is up.
-		entry := c.awaitCallable(t, 2, "fwd")
+		entry, _ := c.awaitCallable(t, 2, "fwd")
 		owner := dialMCP(t, c.nodes[0].BaseURL)
 		type result struct {
 			acked, tried int
@@ -213,15 +213,18 @@ func (n *runningNode) kill9(t *testing.T) {
 }
 
 // awaitCallable returns a client on node i once a read of session id
-// through it succeeds (the owner may have just restarted).
-func (c *procCluster) awaitCallable(t *testing.T, i int, id string) *mcpClient {
+// through it succeeds, and what it read. Right after the owner restarts,
+// another node can answer "not running" for a moment (it has dropped the
+// old incarnation's records and not yet received the new one's), so this
+// polls.
+func (c *procCluster) awaitCallable(t *testing.T, i int, id string) (*mcpClient, string) {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		cl := dialMCP(t, c.nodes[i].BaseURL)
 		res, err := cl.call("swarm_get_model", map[string]any{"id": id})
 		if err == nil && !res.IsError {
-			return cl
+			return cl, textOf(res)
 		}
 		_ = cl.Close()
 		if time.Now().After(deadline) {
@@ -241,15 +244,11 @@ func (c *procCluster) readCount(t *testing.T, id string) int {
 	if id == "fwd" {
 		i = 2
 	}
-	cl := c.awaitCallable(t, i, id)
-	defer cl.Close()
-	res, err := cl.call("swarm_get_model", map[string]any{"id": id})
-	if err != nil || res.IsError {
-		t.Fatalf("reading %s: %v %s", id, err, textOf(res))
-	}
-	m := countRe.FindStringSubmatch(textOf(res))
+	cl, model := c.awaitCallable(t, i, id)
+	_ = cl.Close()
+	m := countRe.FindStringSubmatch(model)
 	if m == nil {
-		t.Fatalf("model of %s has no count: %s", id, textOf(res))
+		t.Fatalf("model of %s has no count: %s", id, model)
 	}
 	n, _ := strconv.Atoi(m[1])
 	return n

@@ -91,6 +91,10 @@ type round struct {
 	entries []entry
 	done    chan struct{}
 	err     error
+	// lead hands the commit of this round to one of its writers (Sync):
+	// the leader of the round before sends once, the first writer to
+	// receive commits for all.
+	lead chan struct{}
 }
 
 // Journal is an open journal directory. It is safe for concurrent use.
@@ -99,14 +103,19 @@ type Journal struct {
 	opt Options
 	log *slog.Logger
 
-	mu      sync.Mutex // guards everything below
-	f       *os.File
-	gen     uint64
-	end     int64
-	index   map[string]loc
-	live    int64
-	failed  error  // set by an I/O failure that leaves the file's state unknown: every later write refuses
-	next    *round // Sync, Async: the round being gathered
+	mu     sync.Mutex // guards everything below
+	f      *os.File
+	gen    uint64
+	end    int64
+	index  map[string]loc
+	live   int64
+	failed error  // set by an I/O failure that leaves the file's state unknown: every later write refuses
+	next   *round // Sync, Async: the round being gathered
+	// leading is set while a Sync writer commits a round for its group
+	// (and until it hands over to the next round's writers); idle is
+	// signalled when it clears.
+	leading bool
+	idle    *sync.Cond
 	dirty   bool   // Process: written since the last fsync
 	rounds  uint64 // fsyncs of written records
 	closing bool   // Close has begun: writes refuse
@@ -141,6 +150,7 @@ func Open(dir string, opt Options) (*Journal, error) {
 	}
 	j := &Journal{dir: dir, opt: opt, log: opt.Logger, index: map[string]loc{},
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	j.idle = sync.NewCond(&j.mu)
 	if err := j.open(); err != nil {
 		return nil, fmt.Errorf("opening journal %s: %w", dir, err)
 	}
@@ -305,19 +315,60 @@ func (j *Journal) write(rec record) error {
 	}
 	rd := j.next
 	if rd == nil {
-		rd = &round{done: make(chan struct{})}
+		rd = &round{done: make(chan struct{}), lead: make(chan struct{}, 1)}
 		j.next = rd
 	}
 	rel := int64(len(rd.buf))
 	rd.buf = appendRecord(rd.buf, rec)
 	rd.entries = append(rd.entries, entry{key: rec.key, rel: rel, n: len(rd.buf) - int(rel), del: rec.del})
-	j.mu.Unlock()
-	j.wake()
 	if j.opt.Mode == Async {
+		j.mu.Unlock()
+		j.wake()
 		return nil
 	}
-	<-rd.done
+	// Sync: group commit led by the writers themselves (no hand-off to a
+	// goroutine and back): with no commit in progress this writer commits
+	// its round now; otherwise it waits for its round to be committed by
+	// another writer of it, or to be handed the lead.
+	if !j.leading {
+		j.leading = true
+		j.leadLocked()
+		return rd.err
+	}
+	j.mu.Unlock()
+	select {
+	case <-rd.done:
+	case <-rd.lead:
+		j.mu.Lock()
+		j.leadLocked()
+	}
 	return rd.err
+}
+
+// leadLocked commits the gathered round as its group's leader, then hands
+// the lead to the next round's writers, if any; it unlocks mu. Called with
+// mu held and leading set.
+func (j *Journal) leadLocked() {
+	rd := j.next
+	j.next = nil
+	j.mu.Unlock()
+	j.commit(rd)
+	j.mu.Lock()
+	if !j.closing && j.failed == nil && needsCompaction(j.end, j.live, j.opt.CompactMin) {
+		before := j.end
+		if err := j.compactLocked(); err != nil {
+			j.log.Warn("compacting journal", "dir", j.dir, "err", err)
+		} else {
+			j.log.Debug("journal compacted", "dir", j.dir, "bytes_before", before, "bytes_after", j.end, "keys", len(j.index))
+		}
+	}
+	if j.next != nil {
+		j.next.lead <- struct{}{} // buffered, sent once per round
+	} else {
+		j.leading = false
+		j.idle.Broadcast()
+	}
+	j.mu.Unlock()
 }
 
 func (j *Journal) usable() error {
@@ -406,20 +457,29 @@ func (j *Journal) flush() {
 		}
 		return
 	}
-	rd := j.next
-	j.next = nil
-	if rd == nil {
+	if j.opt.Mode == Sync { // its writers commit their own rounds
 		j.mu.Unlock()
 		return
 	}
+	rd := j.next
+	j.next = nil
+	j.mu.Unlock()
+	if rd != nil {
+		j.commit(rd)
+	}
+}
+
+// commit writes rd, fsyncs it and answers its writers. One commit runs at
+// a time (the Async round goroutine, or the Sync leader), so the file and
+// its end stay put without the lock while the round is on disk.
+func (j *Journal) commit(rd *round) {
+	j.mu.Lock()
 	if j.failed != nil {
 		rd.err = fmt.Errorf("journal %s refuses writes after an earlier failure: %w", j.dir, j.failed)
 		j.mu.Unlock()
 		close(rd.done)
 		return
 	}
-	// Only this goroutine writes in these modes, so the file and its end
-	// stay put while the round is on disk without the lock.
 	f, base := j.f, j.end
 	j.mu.Unlock()
 	_, err := f.Write(rd.buf)
@@ -534,6 +594,9 @@ func (j *Journal) Close() error {
 	j.closing = true // writes refuse from here; the last round still commits
 	if j.opt.Mode == Process {
 		j.dirty = true // fsync once more on the way out
+	}
+	for j.leading { // a Sync round on disk: its writers were told to wait for it
+		j.idle.Wait()
 	}
 	j.mu.Unlock()
 	close(j.stop)
