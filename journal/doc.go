@@ -10,8 +10,8 @@
 //     one fsync serves every session that wrote meanwhile. Survives power
 //     loss.
 //   - Process: the record has been handed to the kernel with write(2); the
-//     background round fsyncs it right after. Survives kill -9 of the
-//     process, not a crash of the machine.
+//     background round fsyncs it a couple of milliseconds later. Survives
+//     kill -9 of the process, not a crash of the machine.
 //   - Async: the record is queued; the background round writes and fsyncs
 //     it a few milliseconds later. A crash loses the queued rounds.
 //
