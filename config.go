@@ -33,10 +33,9 @@ type Config struct {
 	// DataDir holds the node's bbolt file and its session snapshot journal.
 	DataDir string
 	// Durability says when a call that changed a session is answered:
-	// journal.Sync (after an fsync'd group commit: survives power loss),
-	// journal.Process (after write(2): survives kill -9) or journal.Async
-	// (before the write: a crash loses the last few milliseconds). Zero
-	// means journal.Sync.
+	// journal.Sync (after an fsync'd group commit: survives power loss) or
+	// journal.Process (after write(2): survives kill -9 of the process, not
+	// a crash of the machine). Zero means journal.Sync.
 	Durability journal.Mode
 	// PolicyFile is the operator's authorization policy (YAML).
 	PolicyFile string
@@ -130,7 +129,7 @@ func (c *Config) Validate() error {
 		return fieldErr("cluster-key-file", "joining a cluster needs the cluster key (write one with `mcpswarm keygen`), or --dev on loopback")
 	}
 	if c.Durability != 0 && !c.Durability.Valid() {
-		return fieldErr("durability", "must be sync, process or async")
+		return fieldErr("durability", "must be sync or process")
 	}
 	if c.ShutdownTimeout <= 0 {
 		return fieldErr("shutdown-timeout", "must be positive")

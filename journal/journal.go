@@ -22,7 +22,6 @@ type Mode int
 const (
 	Sync Mode = iota + 1
 	Process
-	Async
 )
 
 // String returns the mode's flag spelling.
@@ -32,33 +31,30 @@ func (m Mode) String() string {
 		return "sync"
 	case Process:
 		return "process"
-	case Async:
-		return "async"
 	}
 	return "Mode(" + strconv.Itoa(int(m)) + ")"
 }
 
 // Valid reports whether m is one of the modes.
-func (m Mode) Valid() bool { return m >= Sync && m <= Async }
+func (m Mode) Valid() bool { return m == Sync || m == Process }
 
 // ParseMode reads a mode's flag spelling.
 func ParseMode(s string) (Mode, error) {
-	for _, m := range []Mode{Sync, Process, Async} {
+	for _, m := range []Mode{Sync, Process} {
 		if s == m.String() {
 			return m, nil
 		}
 	}
-	return 0, fmt.Errorf("durability %q is not one of sync, process, async", s)
+	return 0, fmt.Errorf("durability %q is not one of sync, process", s)
 }
 
 // Options configures a Journal. Zero fields take the defaults noted.
 type Options struct {
 	// Mode says when writes return (default Sync).
 	Mode Mode
-	// RoundDelay is how long a background round gathers before it runs:
-	// an Async round writes and fsyncs what was queued, a Process round
-	// fsyncs what was written (default 2 ms). Fewer fsyncs leave write(2)
-	// fewer chances to wait for pages under writeback.
+	// RoundDelay is how long a Process round gathers writes before it
+	// fsyncs them (default 2 ms). Fewer fsyncs leave write(2) fewer
+	// chances to wait for pages under writeback.
 	RoundDelay time.Duration
 	// CompactMin is the file size below which the journal is never
 	// compacted (default 4 MiB); above it, the file is compacted once it
@@ -112,7 +108,7 @@ type Journal struct {
 	index  map[string]loc
 	live   int64
 	failed error  // set by an I/O failure that leaves the file's state unknown: every later write refuses
-	next   *round // Sync, Async: the round being gathered
+	next   *round // Sync: the round being gathered
 	// leading is set while a Sync writer commits a round for its group
 	// (and until it hands over to the next round's writers); idle is
 	// signalled when it clears.
@@ -323,11 +319,6 @@ func (j *Journal) write(rec record) error {
 	rel := int64(len(rd.buf))
 	rd.buf = appendRecord(rd.buf, rec)
 	rd.entries = append(rd.entries, entry{key: rec.key, rel: rel, n: len(rd.buf) - int(rel), del: rec.del})
-	if j.opt.Mode == Async {
-		j.mu.Unlock()
-		j.wake()
-		return nil
-	}
 	// Sync: group commit led by the writers themselves (no hand-off to a
 	// goroutine and back): with no commit in progress this writer commits
 	// its round now; otherwise it waits for its round to be committed by
@@ -418,8 +409,8 @@ func (j *Journal) wake() {
 	}
 }
 
-// run is the background round: it writes and fsyncs gathered rounds (Sync,
-// Async), fsyncs what Process writes appended, and compacts.
+// run is the background round of Process mode: it fsyncs what writes
+// appended, and compacts. (Sync writers commit and compact themselves.)
 func (j *Journal) run() {
 	defer close(j.done)
 	for {
@@ -430,50 +421,36 @@ func (j *Journal) run() {
 			j.maybeCompact()
 			return
 		}
-		if j.opt.Mode != Sync {
-			select {
-			case <-time.After(j.opt.RoundDelay):
-			case <-j.stop:
-			}
+		select {
+		case <-time.After(j.opt.RoundDelay):
+		case <-j.stop:
 		}
 		j.flush()
 		j.maybeCompact()
 	}
 }
 
-// flush commits the gathered round, or fsyncs Process writes.
+// flush fsyncs what Process writes appended since the last round.
 func (j *Journal) flush() {
 	j.mu.Lock()
-	if j.opt.Mode == Process {
-		dirty, f := j.dirty, j.f
-		j.dirty = false
-		j.mu.Unlock()
-		if dirty && f != nil {
-			if err := f.Sync(); err != nil {
-				j.fail(fmt.Errorf("fsync of journal %s: %w", j.dir, err))
-				return
-			}
-			j.mu.Lock()
-			j.rounds++
-			j.mu.Unlock()
-		}
-		return
-	}
-	if j.opt.Mode == Sync { // its writers commit their own rounds
-		j.mu.Unlock()
-		return
-	}
-	rd := j.next
-	j.next = nil
+	dirty, f := j.dirty, j.f
+	j.dirty = false
 	j.mu.Unlock()
-	if rd != nil {
-		j.commit(rd)
+	if !dirty || f == nil {
+		return
 	}
+	if err := f.Sync(); err != nil {
+		j.fail(fmt.Errorf("fsync of journal %s: %w", j.dir, err))
+		return
+	}
+	j.mu.Lock()
+	j.rounds++
+	j.mu.Unlock()
 }
 
-// commit writes rd, fsyncs it and answers its writers. One commit runs at
-// a time (the Async round goroutine, or the Sync leader), so the file and
-// its end stay put without the lock while the round is on disk.
+// commit writes rd, fsyncs it and answers its writers. Only the Sync
+// leader commits, one at a time, so the file and its end stay put without
+// the lock while the round is on disk.
 func (j *Journal) commit(rd *round) {
 	j.mu.Lock()
 	if j.failed != nil {
@@ -507,8 +484,6 @@ func (j *Journal) commit(rd *round) {
 		j.end = base + int64(len(rd.buf))
 		j.rounds++
 		j.mu.Unlock()
-	} else if j.opt.Mode == Async {
-		j.log.Error("journal round lost: its writes were acknowledged (async mode) but are not on disk", "records", len(rd.entries), "err", err)
 	}
 	rd.err = err
 	close(rd.done)
@@ -574,7 +549,7 @@ type Stats struct {
 	// Size is the file's length: live bytes plus superseded records.
 	Size int64
 	// Rounds counts the fsyncs of written records since Open (group
-	// commits in Sync and Async mode).
+	// commits in Sync mode).
 	Rounds uint64
 }
 

@@ -32,7 +32,7 @@ func contents(t *testing.T, j *Journal) map[string]string {
 	return got
 }
 
-var modes = []Mode{Sync, Process, Async}
+var modes = []Mode{Sync, Process}
 
 func TestPutDeleteReopen(t *testing.T) {
 	for _, mode := range modes {

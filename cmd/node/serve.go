@@ -26,7 +26,7 @@ func serveFlags(cfg *mcpswarm.Config, logFormat, logLevel, configFile *string) *
 	fs.StringVar(&cfg.Advertise, "advertise", cfg.Advertise, "host other nodes use to reach this one (default: the bind hosts)")
 	fs.Var(listValue{&cfg.Join}, "join", "comma-separated gossip addresses of nodes to join, or dns:NAME for a Kubernetes headless Service")
 	fs.StringVar(&cfg.DataDir, "data-dir", "", "directory of the node's bbolt file (default ./data/<name>)")
-	fs.TextVar(&cfg.Durability, "durability", cfg.Durability, "when a call that changed a session is answered: sync (after an fsync'd group commit; survives power loss), process (after write(2); survives kill -9, not power loss), async (before the write; a crash loses the last few ms)")
+	fs.TextVar(&cfg.Durability, "durability", cfg.Durability, "when a call that changed a session is answered: sync (after an fsync'd group commit; survives power loss), process (after write(2); survives kill -9, not power loss)")
 	fs.StringVar(&cfg.PolicyFile, "policy", "", "authorization policy file (YAML); required on a network address unless --dev")
 	fs.BoolVar(&cfg.Dev, "dev", false, "development mode: built-in allow-all policy and public cluster key; loopback addresses only")
 	fs.BoolVar(&cfg.Stdio, "stdio", false, "serve MCP over standard input and output (logs go to stderr)")
