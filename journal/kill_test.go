@@ -15,7 +15,7 @@ import (
 
 const childEnv = "JOURNAL_TEST_CHILD"
 
-// runChild is the child process of TestKill9: it puts counter values as
+// runChild is the child process of TestKill9LosesNoAcknowledgedWrite: it puts counter values as
 // fast as it can and prints each one after Put returned.
 func runChild() int {
 	mode, err := ParseMode(os.Getenv("JOURNAL_TEST_MODE"))

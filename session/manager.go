@@ -177,12 +177,14 @@ func (m *Manager) start(ctx context.Context, id, app, principal string, snap *Sn
 	if save {
 		if err := m.persist(a.snapshot()); err != nil {
 			m.mu.Lock()
-			delete(m.sessions, id)
-			if m.perPrin[principal]--; m.perPrin[principal] == 0 {
-				delete(m.perPrin, principal)
+			if m.sessions[id] == a { // unless a Stop took it out meanwhile
+				delete(m.sessions, id)
+				if m.perPrin[principal]--; m.perPrin[principal] == 0 {
+					delete(m.perPrin, principal)
+				}
 			}
 			m.mu.Unlock()
-			close(a.done)
+			close(a.done) // the actor never ran: release anyone stopping or calling it
 			return Info{}, fmt.Errorf("starting session %s: %w", id, err)
 		}
 	}
