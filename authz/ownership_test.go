@@ -2,6 +2,7 @@ package authz
 
 import (
 	"context"
+	"slices"
 	"testing"
 )
 
@@ -81,25 +82,32 @@ func TestVisibleTools(t *testing.T) {
 		a    Authorizer
 		c    Context
 		want []string
+		ask  []string // the entries listed as needing approval
 	}{
-		{"operator: ask hides like deny", faulty, httpCtx("alice", "operator"), []string{"swarm_list", "s1.results.get_rows"}},
-		{"admin sees all but the panicking entry", faulty, httpCtx("bob"), []string{"swarm_list", "s1.form.click", "s1.results.get_rows", "swarm_get_model", "other"}},
-		{"nobody", faulty, httpCtx("mallory"), nil},
-		{"panic hides only its entry", alwaysAllowNamed, httpCtx("x"), []string{"swarm_list", "s1.form.click", "s1.results.get_rows", "swarm_get_model", "other"}},
-		{"nil authorizer lists everything", nil, httpCtx("x"), []string{"swarm_list", "s1.form.click", "boom", "s1.results.get_rows", "swarm_get_model", "other"}},
-		{"default guard lists nothing", DefaultGuard().Tools, httpCtx("x", "admin"), nil},
-		{"dev lists everything", DevGuard().Tools, httpCtx("x"), []string{"swarm_list", "s1.form.click", "boom", "s1.results.get_rows", "swarm_get_model", "other"}},
+		// Raxol's contract: only what is denied is hidden; an ask is listed, marked.
+		{"operator: ask is listed, deny hidden", faulty, httpCtx("alice", "operator"), []string{"swarm_list", "s1.form.click", "s1.results.get_rows", "other"}, []string{"s1.form.click", "other"}},
+		{"admin sees all but the panicking entry", faulty, httpCtx("bob"), []string{"swarm_list", "s1.form.click", "s1.results.get_rows", "swarm_get_model", "other"}, nil},
+		{"nobody", faulty, httpCtx("mallory"), nil, nil},
+		{"panic hides only its entry", alwaysAllowNamed, httpCtx("x"), []string{"swarm_list", "s1.form.click", "s1.results.get_rows", "swarm_get_model", "other"}, nil},
+		{"nil authorizer lists everything", nil, httpCtx("x"), []string{"swarm_list", "s1.form.click", "boom", "s1.results.get_rows", "swarm_get_model", "other"}, nil},
+		{"default guard lists nothing", DefaultGuard().Tools, httpCtx("x", "admin"), nil, nil},
+		{"dev lists everything", DevGuard().Tools, httpCtx("x"), []string{"swarm_list", "s1.form.click", "boom", "s1.results.get_rows", "swarm_get_model", "other"}, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			got := VisibleTools(ctx, tc.a, tc.c, tools, name)
-			if len(got) != len(tc.want) {
-				t.Fatalf("got %v, want %v", got, tc.want)
-			}
-			for i := range got {
-				if got[i].name != tc.want[i] {
-					t.Fatalf("got %v, want %v", got, tc.want)
+			var names, asked []string
+			for _, l := range got {
+				names = append(names, l.Tool.name)
+				if l.Ask {
+					asked = append(asked, l.Tool.name)
+					if l.Prompt == "" {
+						t.Errorf("%s: listed as ask without the prompt", l.Tool.name)
+					}
 				}
+			}
+			if !slices.Equal(names, tc.want) || !slices.Equal(asked, tc.ask) {
+				t.Fatalf("got %v (ask %v), want %v (ask %v)", names, asked, tc.want, tc.ask)
 			}
 		})
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcpswarm/mcpswarm/authz"
@@ -96,10 +97,9 @@ func TestElicitation(t *testing.T) {
 			if r := callTool(t, c, "swarm_start", map[string]any{"app": "counter", "id": id}); r.IsError {
 				t.Fatal(text(r))
 			}
-			// Ask hides the tool from the listing, but it stays callable.
-			if toolNames(t, c)[id+".inc.click"] {
-				t.Error("an Ask tool is listed")
-			}
+			// Only Deny hides: an Ask tool is listed, marked as needing
+			// approval, so clients that call only listed tools reach it.
+			assertAskListed(t, c, id+".inc.click")
 			r := callTool(t, c, id+".inc.click", nil)
 			if asked.Load() != 1 {
 				t.Errorf("asked %d times", asked.Load())
@@ -351,5 +351,34 @@ func TestModernListenStreams(t *testing.T) {
 	// Listening to another principal's resource is refused.
 	if err := carol.Listen(ctx, mcp.SubscriptionFilter{ResourceSubscriptions: []string{SessionURI("ml", "widgets")}}); err == nil {
 		t.Error("carol listened to alice's resource")
+	}
+}
+
+// assertAskListed checks that tools/list shows name marked with MetaApproval
+// and that no Allow tool (askClicks allows all but clicks) carries the mark.
+func assertAskListed(t *testing.T, c *client.Client, name string) {
+	t.Helper()
+	res, err := c.ListTools(t.Context(), mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatalf("tools/list: %v", err)
+	}
+	found := false
+	for _, tool := range res.Tools {
+		var mark any
+		if tool.Meta != nil {
+			mark = tool.Meta.AdditionalFields[MetaApproval]
+		}
+		switch {
+		case tool.Name == name:
+			found = true
+			if p, _ := mark.(string); !strings.Contains(p, name) {
+				t.Errorf("%s is listed without the approval mark naming it: _meta %v", name, tool.Meta)
+			}
+		case mark != nil && !strings.HasSuffix(tool.Name, ".click"):
+			t.Errorf("%s is allowed but marked as needing approval", tool.Name)
+		}
+	}
+	if !found {
+		t.Errorf("the Ask tool %s is not listed", name)
 	}
 }

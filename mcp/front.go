@@ -206,6 +206,12 @@ func (s *Server) serveStreamable(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		modern := modernRequest(r, env.Params)
+		if modern {
+			if body, ok = modernPrecheck(w, r, body, env); !ok {
+				return
+			}
+			r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+		}
 		sid := ""
 		if !modern && env.Method != string(mcp.MethodInitialize) {
 			sid = r.Header.Get(headerSessionID)

@@ -114,7 +114,7 @@ func New(cfg Config) (*Server, error) {
 		server.WithMessageEndpoint("/message"),
 		server.WithUseFullURLForMessageEndpoint(false),
 		server.WithKeepAliveInterval(cfg.Keepalive),
-		server.WithSSEContextFunc(s.wrapContext),
+		server.WithSSEContextFunc(s.sseContext),
 		server.WithSessionIDGenerator(s.sseSessionID),
 	)
 	s.handler = s.front()

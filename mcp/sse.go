@@ -213,7 +213,11 @@ func (s *Server) serveSSEMessage(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(code)
 		return
 	}
-	if e := s.precheckRead(r, env, authz.TransportSSE, sid, false); e != nil {
+	e := sseEraError(env)
+	if e == nil {
+		e = s.precheckRead(r, env, authz.TransportSSE, sid, false)
+	}
+	if e != nil {
 		stream, found := s.streams.get(sid)
 		if !found {
 			writeRPCError(w, http.StatusNotFound, &rpcError{Code: codeInvalidParams, Message: "no sse stream for this session on this node"})

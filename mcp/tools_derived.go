@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"strings"
 	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -39,19 +41,42 @@ func mcpTool(t session.Tool) mcp.Tool {
 func toolName(t session.Tool) string { return t.Name }
 
 // listView is the caller's tools/list view: static and derived tools the
-// tool authorizer allows, entry by entry (Ask hides like Deny).
+// tool authorizer allows or asks about, entry by entry. Only Deny hides: an
+// Ask entry is listed with the MetaApproval mark and gated at call time.
 func (s *Server) listView(ctx context.Context, c authz.Context) map[string]server.ServerTool {
 	derived := authz.VisibleTools(ctx, s.cfg.Guard.Tools, c, s.cfg.Backend.Tools(c.Principal), toolName)
-	out := make(map[string]server.ServerTool, len(derived)+len(s.static))
-	for _, d := range staticDefs {
-		if authz.SafeDecide(ctx, s.cfg.Guard.Tools, d.name, nil, c).Kind == authz.KindAllow {
-			out[d.name] = s.static[d.name]
-		}
+	static := authz.VisibleTools(ctx, s.cfg.Guard.Tools, c, staticDefs, func(d staticDef) string { return d.name })
+	out := make(map[string]server.ServerTool, len(derived)+len(static))
+	for _, l := range static {
+		out[l.Tool.name] = askMarked(s.static[l.Tool.name], l.Ask, l.Prompt)
 	}
-	for _, t := range derived {
-		out[t.Name] = s.tools.get(t, s.derivedHandler)
+	for _, l := range derived {
+		out[l.Tool.Name] = askMarked(s.tools.get(l.Tool, s.derivedHandler), l.Ask, l.Prompt)
 	}
 	return out
+}
+
+// MetaApproval is the tool _meta key marking a listed tool whose calls need
+// the user's approval; its value is the question the call will ask.
+const MetaApproval = "mcpswarm/requiresApproval"
+
+// askMarked returns st, or for an Ask a copy marked as needing approval (the
+// cached definition is shared, so it is never modified).
+func askMarked(st server.ServerTool, ask bool, prompt string) server.ServerTool {
+	if !ask {
+		return st
+	}
+	meta := map[string]any{}
+	if st.Tool.Meta != nil {
+		maps.Copy(meta, st.Tool.Meta.AdditionalFields)
+	}
+	if prompt == "" {
+		prompt = "approve this call"
+	}
+	meta[MetaApproval] = prompt
+	st.Tool.Meta = mcp.NewMetaFromMap(meta)
+	st.Tool.Description = strings.TrimSpace(st.Tool.Description + " (Needs your approval: each call asks first.)")
+	return st
 }
 
 // maxCachedTools bounds the converted-tool cache; past it the cache starts
