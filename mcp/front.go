@@ -211,6 +211,10 @@ func (s *Server) serveStreamable(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+			if e := s.checkCapabilities(env); e != nil && env.isRequest() {
+				writeRPCError(w, http.StatusBadRequest, e)
+				return
+			}
 		}
 		sid := ""
 		if !modern && env.Method != string(mcp.MethodInitialize) {

@@ -1,7 +1,7 @@
 // judge.mjs reads the checks.json files one conformance run wrote and decides
 // whether the run passed.
 //
-// Usage: node judge.mjs RESULTS_DIR SCENARIOS_FILE [EXPECTED_FAILURES_FILE]
+// Usage: node judge.mjs [--not-scored FILE] RESULTS_DIR SCENARIOS_FILE [EXPECTED_FAILURES_FILE]
 //
 // RESULTS_DIR holds one directory per scenario (server-<scenario>-<time>/
 // checks.json), as `conformance server -o RESULTS_DIR` writes them.
@@ -9,6 +9,10 @@
 // A run passes when every listed scenario wrote its checks and no check has
 // status FAILURE, except in scenarios named in EXPECTED_FAILURES_FILE (the
 // suite's format: a `server:` list). WARNINGs are printed, not counted.
+// --not-scored FILE names scenarios the suite runs but does not score for
+// the requirement set (extensions and pending scenarios, listed under its
+// "Not scored for <revision>" heading): they are reported as INFO lines and
+// a separate summary, and do not decide the verdict.
 // Prints one line per scenario and a summary; exits 0 on pass, 1 on fail,
 // 2 on bad usage.
 import { readFileSync, readdirSync, existsSync } from 'node:fs';
@@ -16,7 +20,7 @@ import { join } from 'node:path';
 
 function usage(msg) {
   console.error(`judge: ${msg}`);
-  console.error('usage: node judge.mjs RESULTS_DIR SCENARIOS_FILE [EXPECTED_FAILURES_FILE]');
+  console.error('usage: node judge.mjs [--not-scored FILE] RESULTS_DIR SCENARIOS_FILE [EXPECTED_FAILURES_FILE]');
   process.exit(2);
 }
 
@@ -39,11 +43,20 @@ function parseExpected(path) {
   return out;
 }
 
-const [resultsDir, scenariosFile, expectedFile] = process.argv.slice(2);
+const args = process.argv.slice(2);
+const notScored = new Set();
+if (args[0] === '--not-scored') {
+  if (!args[1]) usage('--not-scored needs a file');
+  for (const n of readFileSync(args[1], 'utf8').split('\n').map((s) => s.trim()).filter(Boolean)) notScored.add(n);
+  args.splice(0, 2);
+}
+const [resultsDir, scenariosFile, expectedFile] = args;
 if (!resultsDir || !scenariosFile) usage('missing arguments');
 if (!existsSync(resultsDir)) usage(`no results directory ${resultsDir}`);
 
-const scenarios = readFileSync(scenariosFile, 'utf8').split('\n').map((s) => s.trim()).filter(Boolean);
+const listed = readFileSync(scenariosFile, 'utf8').split('\n').map((s) => s.trim()).filter(Boolean);
+const scenarios = listed.filter((n) => !notScored.has(n));
+const informational = listed.filter((n) => notScored.has(n));
 const expected = parseExpected(expectedFile);
 
 // Map each scenario to its result directory: server-<scenario>-<ISO time>.
@@ -84,6 +97,24 @@ for (const name of scenarios) {
   }
   if (failures.length && !tolerated) failed++;
 }
+// Scenarios the suite does not score: reported, never counted.
+let infoPassed = 0;
+for (const name of informational) {
+  const dir = dirs.find((d) => d.startsWith(`server-${name}-`) && /-\d{4}-\d{2}-\d{2}T/.test(d.slice(`server-${name}`.length)));
+  let checks = [];
+  try {
+    checks = JSON.parse(readFileSync(join(resultsDir, dir, 'checks.json'), 'utf8'));
+  } catch {
+    console.log(`INFO     ${name} (not scored): no readable checks.json`);
+    continue;
+  }
+  const graded = checks.filter((c) => c.status === 'SUCCESS' || c.status === 'FAILURE');
+  const failures = checks.filter((c) => c.status === 'FAILURE');
+  if (failures.length === 0) infoPassed++;
+  console.log(`INFO     ${name} (not scored): ${graded.length - failures.length}/${graded.length} checks`);
+  for (const f of failures) console.log(`         failure ${f.id}: ${f.errorMessage ?? f.description}`);
+}
+if (informational.length) console.log(`not scored: ${infoPassed}/${informational.length} scenarios passed`);
 console.log(`summary: ${scenarios.length - failed}/${scenarios.length} scenarios passed, ${passedChecks}/${totalChecks} checks passed`);
 if (failed) {
   for (const p of problems) console.log(`FAILED ${p}`);

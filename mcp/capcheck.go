@@ -1,0 +1,90 @@
+package mcp
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// MetaRequiresCapabilities is the tool _meta key listing the client
+// capabilities a tool cannot run without (for example ["sampling"]). The
+// 2026-07-28 revision says a server MUST NOT rely on a capability the client
+// did not declare and MUST answer MissingRequiredClientCapabilityError
+// (-32021, HTTP 400): the front refuses such a tools/call before the tool
+// runs, since mcp-go gives a tool handler no way to choose its error code.
+const MetaRequiresCapabilities = "mcpswarm/requiresClientCapabilities"
+
+// requiredCapabilities reads a tool's MetaRequiresCapabilities list.
+func requiredCapabilities(t *mcp.Tool) []string {
+	if t == nil || t.Meta == nil {
+		return nil
+	}
+	var out []string
+	switch v := t.Meta.AdditionalFields[MetaRequiresCapabilities].(type) {
+	case []string:
+		out = append(out, v...)
+	case []any:
+		for _, x := range v {
+			if s, ok := x.(string); ok {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
+// missingCapabilities returns the capabilities of required that the
+// request's _meta clientCapabilities does not declare, sorted.
+func missingCapabilities(params json.RawMessage, required []string) []string {
+	var p struct {
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	_ = json.Unmarshal(params, &p)
+	var declared map[string]json.RawMessage
+	if raw, ok := p.Meta[mcp.MetaKeyClientCapabilities]; ok {
+		_ = json.Unmarshal(raw, &declared)
+	}
+	var missing []string
+	for _, c := range required {
+		if v, ok := declared[c]; !ok || string(v) == "null" {
+			missing = append(missing, c)
+		}
+	}
+	sort.Strings(missing)
+	return missing
+}
+
+// checkCapabilities refuses a modern tools/call of a tool whose
+// MetaRequiresCapabilities the request does not declare; nil when it may run.
+func (s *Server) checkCapabilities(env envelope) *rpcError {
+	if env.Method != string(mcp.MethodToolsCall) {
+		return nil
+	}
+	var p struct {
+		Name string `json:"name"`
+	}
+	if json.Unmarshal(env.Params, &p) != nil || p.Name == "" {
+		return nil
+	}
+	var tool *mcp.Tool
+	if st, ok := s.static[p.Name]; ok {
+		tool = &st.Tool
+	} else if st := s.mcp.GetTool(p.Name); st != nil {
+		tool = &st.Tool
+	}
+	missing := missingCapabilities(env.Params, requiredCapabilities(tool))
+	if len(missing) == 0 {
+		return nil
+	}
+	data := map[string]any{}
+	for _, c := range missing {
+		data[c] = map[string]any{}
+	}
+	return &rpcError{ID: env.ID, Code: mcp.MISSING_REQUIRED_CLIENT_CAPABILITY,
+		Message: fmt.Sprintf("tool %q needs the client capabilities %s, which this request's _meta %s does not declare",
+			p.Name, strings.Join(missing, ", "), mcp.MetaKeyClientCapabilities),
+		Data: map[string]any{"requiredCapabilities": data}}
+}
