@@ -92,6 +92,7 @@ func (b *syncBuffer) String() string {
 // runningNode is a started mcpswarm process.
 type runningNode struct {
 	BaseURL string // http://127.0.0.1:PORT
+	Gossip  string // the gossip address, for another node's --join
 	Log     *syncBuffer
 	cmd     *exec.Cmd
 	exited  chan struct{}
@@ -106,15 +107,23 @@ func (n *runningNode) MCPURL() string { return n.BaseURL + "/mcp" }
 // stops it with SIGTERM and fails the test unless it exits 0.
 func startNode(t *testing.T, bin string, extra ...string) *runningNode {
 	t.Helper()
+	return startNodeArgs(t, bin, append([]string{"--dev"}, extra...)...)
+}
+
+// startNodeArgs is startNode without the implied --dev: extra must carry
+// what a non-dev node needs (--policy, --cluster-key-file).
+func startNodeArgs(t *testing.T, bin string, extra ...string) *runningNode {
+	t.Helper()
 	httpAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	args := append([]string{"serve", "--dev", "--name", "e2e",
+	gossip := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	args := append([]string{"serve", "--name", "e2e",
 		"--http", httpAddr,
 		"--grpc", fmt.Sprintf("127.0.0.1:%d", freePort(t)),
-		"--gossip", fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+		"--gossip", gossip,
 		"--data-dir", t.TempDir(),
 		"--log-format", "text",
 	}, extra...)
-	n := &runningNode{BaseURL: "http://" + httpAddr, Log: &syncBuffer{}, exited: make(chan struct{})}
+	n := &runningNode{BaseURL: "http://" + httpAddr, Gossip: gossip, Log: &syncBuffer{}, exited: make(chan struct{})}
 	n.cmd = exec.Command(bin, args...)
 	n.cmd.Stdout, n.cmd.Stderr = n.Log, n.Log
 	if err := n.cmd.Start(); err != nil {

@@ -11,6 +11,9 @@
 #                       next: 0.2.0-alpha.12 (npm alias conformance-next)
 #   CONFORMANCE_REQUIREMENTS  a spec revision (e.g. 2025-11-25, 2026-07-28): run exactly
 #                       the scenarios it requires (next package only; replaces the suite)
+#   CONFORMANCE_SCORE   scored: only the scenarios the suite scores for CONFORMANCE_REQUIREMENTS
+#                       decide the verdict (default; extensions and pending ones are reported)
+#                       all: every scenario the suite ran must pass
 #   CONFORMANCE_OUT     results directory (default e2e/conformance/results/<UTC time>)
 #   MCPSWARM_BIN        a prebuilt node binary (default: go build -o bin/mcpswarm ./cmd/node)
 #   SERVER_ARGS         extra arguments for the server
@@ -32,6 +35,7 @@ requirements="${CONFORMANCE_REQUIREMENTS:-}"
 runs="${CONFORMANCE_RUNS:-${RUNS:-1}}"
 target="${CONFORMANCE_TARGET:-node}"
 suite_name="${CONFORMANCE_SUITE:-all}"
+score="${CONFORMANCE_SCORE:-scored}"
 out="${CONFORMANCE_OUT:-$e2e/conformance/results/$(date -u +%Y%m%dT%H%M%SZ)}"
 expected="$e2e/conformance/expected-failures.yaml"
 
@@ -39,6 +43,7 @@ die() { echo "conformance: $*" >&2; exit 1; }
 
 [[ -x "$node" && -f "$suite" ]] || die "missing $node or the suite: run 'npm ci --prefix e2e' first"
 [[ "$runs" =~ ^[1-9][0-9]*$ ]] || die "CONFORMANCE_RUNS must be a positive integer, got '$runs'"
+[[ "$score" == scored || "$score" == all ]] || die "CONFORMANCE_SCORE must be scored or all, got '$score'"
 
 work=$(mktemp -d)
 server_pid=""
@@ -128,7 +133,7 @@ for i in $(seq "$runs"); do
 	# (extensions, pending), listed under its "Not scored for" heading.
 	sed -n '/^Not scored for /,/^$/s/^  [^ ]* \([a-z0-9-]*\) (.*)$/\1/p' "$dir/suite.log" | sort -u >"$dir/not-scored.txt"
 	judge_args=("$dir" "$dir/scenarios.txt")
-	[[ -s "$dir/not-scored.txt" ]] && judge_args=(--not-scored "$dir/not-scored.txt" "${judge_args[@]}")
+	[[ "$score" == scored && -s "$dir/not-scored.txt" ]] && judge_args=(--not-scored "$dir/not-scored.txt" "${judge_args[@]}")
 	[[ -f "$expected" ]] && judge_args+=("$expected")
 	if "$node" "$e2e/conformance/judge.mjs" "${judge_args[@]}" >"$dir/verdict.txt"; then
 		echo "conformance: run $i/$runs passed: $(tail -n 1 "$dir/verdict.txt")"
