@@ -35,13 +35,24 @@
 // stdio's is "stdio"; an anonymous 2026-07-28 request has none and may only
 // read (with Config.Dev it owns sessions as the shared "anonymous").
 //
+// # Eras
+//
+// The era is decided per request. A 2026-07-28 notification needs its
+// version only in the Mcp-Protocol-Version header (SEP-2575 puts the _meta
+// triple on requests); removed methods answer -32601 (HTTP 404); a tool whose
+// _meta MetaRequiresCapabilities names a capability the request does not
+// declare is refused with -32021 (HTTP 400). Legacy SSE serves only the
+// session-based revisions: server/discover there lists those, and a
+// 2026-07-28 request is refused with -32022 and the list.
+//
 // # Views
 //
 // Every request gets its own view session (viewSession): mcp-go's per-id
 // tool store is shared by all 2026-07-28 requests and missing on stdio. An
 // OnRequestInitialization hook installs, with SetSessionTools, the caller's
 // tools: for tools/list the static and derived tools the tool authorizer
-// allows entry by entry; for tools/call only the called tool (or, for a
+// allows or asks about entry by entry (an Ask entry carries MetaApproval;
+// only Deny hides); for tools/call only the called tool (or, for a
 // derived name whose session the caller does not have, a tool answering an
 // error that names the session and points to swarm_list).
 //
