@@ -187,3 +187,41 @@ func TestStampNotificationVersion(t *testing.T) {
 		}
 	}
 }
+
+// TestLateAnswerIsAcknowledged: an answer to a server request that already
+// ended (its call was cancelled) is acknowledged and dropped; mcp-go's 400
+// made the official Go SDK fail the client's next call.
+func TestLateAnswerIsAcknowledged(t *testing.T) {
+	e := newEnv(t, nil)
+	post := func(body, sid string) (int, string) {
+		req, _ := http.NewRequest(http.MethodPost, e.url+"/mcp", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set(headerProtocolVersion, mcp.ProtocolVersion20251125)
+		if sid != "" {
+			req.Header.Set(headerSessionID, sid)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		return resp.StatusCode, resp.Header.Get(headerSessionID)
+	}
+	_, sid := post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"t","version":"1"}}}`, "")
+	if sid == "" {
+		t.Fatal("no session id")
+	}
+	for _, answer := range []string{
+		`{"jsonrpc":"2.0","id":42,"result":{"action":"cancel"}}`,
+		`{"jsonrpc":"2.0","id":43,"error":{"code":-1,"message":"user went away"}}`,
+	} {
+		if status, _ := post(answer, sid); status != http.StatusAccepted {
+			t.Errorf("late answer %s: HTTP %d, want 202", answer, status)
+		}
+	}
+	// Still refused: an answer for a connection id nobody minted.
+	if status, _ := post(`{"jsonrpc":"2.0","id":42,"result":{}}`, "s1.forged"); status != http.StatusNotFound {
+		t.Errorf("forged connection: HTTP %d, want 404", status)
+	}
+}

@@ -199,6 +199,7 @@ func (s *Server) serveStreamable(w http.ResponseWriter, r *http.Request) {
 	id.transport = authz.TransportStreamableHTTP
 	id.prechecked = true
 	r = r.WithContext(withIdentity(r.Context(), id))
+	clientAnswer := false
 	switch r.Method {
 	case http.MethodPost:
 		body, env, ok := s.readBody(w, r)
@@ -244,6 +245,7 @@ func (s *Server) serveStreamable(w http.ResponseWriter, r *http.Request) {
 			writeRPCError(w, http.StatusOK, e)
 			return
 		}
+		clientAnswer = env.isResponse() && !env.isPingAnswer() && !modern
 	case http.MethodGet, http.MethodDelete:
 		if mcp.IsModernProtocol(r.Header.Get(headerProtocolVersion)) {
 			break // mcp-go answers 405: 2026-07-28 has no sessions
@@ -264,6 +266,10 @@ func (s *Server) serveStreamable(w http.ResponseWriter, r *http.Request) {
 				}
 			}()
 		}
+	}
+	if clientAnswer {
+		s.serveClientAnswer(w, r)
+		return
 	}
 	if r.Method == http.MethodPost {
 		ps := newPostStream(w)
