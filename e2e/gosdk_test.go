@@ -318,6 +318,14 @@ func driveLogin(t *testing.T, a *runningNode, rt *router, version string, sse bo
 		t.Errorf("%s.submit.click is not marked as needing approval: _meta %v", id, tools[id+".submit.click"].Meta)
 	}
 
+	// Before this client's first subscription lands on B: B records a
+	// subscription in the connection's replicated record, and a record B
+	// writes before A's (from initialize) arrived lacks the capabilities;
+	// the click below waits until B has A's.
+	if !sse {
+		declineUntilAsked(t, c, id)
+	}
+
 	uri := "swarm://session/" + id + "/widgets"
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
@@ -354,35 +362,6 @@ func driveLogin(t *testing.T, a *runningNode, rt *router, version string, sse bo
 		}
 		stopAndClose(t, c, id, uri)
 		return
-	}
-
-	// Declined: the click does not run. A connection that initialized on A
-	// is known to B by replication (its capabilities say whether it can be
-	// asked): until then B refuses the Ask as authorization_required, so
-	// retry that answer until the question is put.
-	c.elicit.Store(elicitFn(func(context.Context, *gosdk.ElicitRequest) (*gosdk.ElicitResult, error) {
-		return &gosdk.ElicitResult{Action: "decline"}, nil
-	}))
-	moved := time.Now()
-	for deadline := moved.Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		before := c.asked.Load()
-		r := c.call(t, id+".submit.click", nil)
-		if !r.IsError {
-			t.Fatalf("declined click ran: %s", resultText(r))
-		}
-		if c.asked.Load() != before {
-			if !strings.Contains(resultText(r), "declined") {
-				t.Fatalf("declined click: %s", resultText(r))
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the click was never put to the user within 15 s: %s", resultText(r))
-		}
-	}
-	t.Logf("first approval question %v after the first attempt", time.Since(moved).Round(time.Millisecond))
-	if strings.Contains(readModel(t, c, id), `"user":"demo"`) {
-		t.Fatal("the declined click signed in")
 	}
 
 	// Cancel a call while the server waits for the user, and keep working.
@@ -438,6 +417,38 @@ func driveLogin(t *testing.T, a *runningNode, rt *router, version string, sse bo
 	}
 
 	stopAndClose(t, c, id, uri)
+}
+
+// declineUntilAsked clicks with a declining user until the question is put.
+// A legacy connection that initialized on A is known to B by replication
+// (its capabilities say whether it can be asked): until then B refuses the
+// Ask as authorization_required, so that answer is retried.
+func declineUntilAsked(t *testing.T, c *sdkClient, id string) {
+	t.Helper()
+	c.elicit.Store(elicitFn(func(context.Context, *gosdk.ElicitRequest) (*gosdk.ElicitResult, error) {
+		return &gosdk.ElicitResult{Action: "decline"}, nil
+	}))
+	moved := time.Now()
+	for deadline := moved.Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		before := c.asked.Load()
+		r := c.call(t, id+".submit.click", nil)
+		if !r.IsError {
+			t.Fatalf("declined click ran: %s", resultText(r))
+		}
+		if c.asked.Load() != before {
+			if !strings.Contains(resultText(r), "declined") {
+				t.Fatalf("declined click: %s", resultText(r))
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the click was never put to the user within 15 s: %s", resultText(r))
+		}
+	}
+	t.Logf("first approval question %v after the first attempt", time.Since(moved).Round(time.Millisecond))
+	if strings.Contains(readModel(t, c, id), `"user":"demo"`) {
+		t.Fatal("the declined click signed in")
+	}
 }
 
 // stopAndClose unsubscribes, stops the session, waits until it is gone, and
