@@ -32,10 +32,10 @@ var removedInModern = map[string]bool{
 // isNotification reports a message with a method and no id.
 func (e envelope) isNotification() bool { return e.Method != "" && len(e.ID) == 0 }
 
-// legacyVersions are the revisions served over the legacy HTTP+SSE transport,
-// newest first: the stateless 2026-07-28 core (subscriptions/listen,
-// input_required retries) needs Streamable HTTP.
-var legacyVersions = func() []string {
+// legacyVersions returns the revisions served over the legacy HTTP+SSE
+// transport, newest first: the stateless 2026-07-28 core
+// (subscriptions/listen, input_required retries) needs Streamable HTTP.
+func legacyVersions() []string {
 	out := make([]string, 0, len(mcp.ValidProtocolVersions))
 	for _, v := range mcp.ValidProtocolVersions {
 		if !mcp.IsModernProtocol(v) {
@@ -43,7 +43,7 @@ var legacyVersions = func() []string {
 		}
 	}
 	return out
-}()
+}
 
 // metaVersion returns the protocol version a message's params._meta names, or "".
 func metaVersion(params json.RawMessage) string {
@@ -129,14 +129,15 @@ func sseEraError(env envelope) *rpcError {
 	if !mcp.IsModernProtocol(v) {
 		return nil
 	}
-	e := mcp.UnsupportedProtocolVersionError{Version: v, Supported: legacyVersions}
+	supported := legacyVersions()
+	e := mcp.UnsupportedProtocolVersionError{Version: v, Supported: supported}
 	return &rpcError{ID: env.ID, Code: mcp.UNSUPPORTED_PROTOCOL_VERSION,
 		Message: e.Error() + ": the HTTP+SSE transport serves only the session-based revisions; use Streamable HTTP at /mcp for " + v,
-		Data:    mcp.UnsupportedProtocolVersionData{Supported: legacyVersions, Requested: v}}
+		Data:    mcp.UnsupportedProtocolVersionData{Supported: supported, Requested: v}}
 }
 
 // sseContext is the context of a request over legacy SSE: server/discover
 // there advertises only the revisions that transport can serve.
 func (s *Server) sseContext(ctx context.Context, r *http.Request) context.Context {
-	return server.WithSupportedProtocolVersions(s.wrapContext(ctx, r), legacyVersions)
+	return server.WithSupportedProtocolVersions(s.wrapContext(ctx, r), legacyVersions())
 }

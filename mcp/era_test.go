@@ -151,8 +151,8 @@ func TestSSEAdvertisesOnlyLegacyEras(t *testing.T) {
 	for _, v := range result["supportedVersions"].([]any) {
 		versions = append(versions, v.(string))
 	}
-	if !slices.Equal(versions, legacyVersions) || slices.Contains(versions, mcp.ProtocolVersion20260728) {
-		t.Errorf("server/discover over /sse advertises %v, want %v", versions, legacyVersions)
+	if !slices.Equal(versions, legacyVersions()) || slices.Contains(versions, mcp.ProtocolVersion20260728) {
+		t.Errorf("server/discover over /sse advertises %v, want %v", versions, legacyVersions())
 	}
 	res = c.call(t, e.url, `{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{`+modernMeta+`}}`)
 	errObj, _ := res["error"].(map[string]any)
