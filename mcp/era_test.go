@@ -193,8 +193,10 @@ func TestStampNotificationVersion(t *testing.T) {
 // made the official Go SDK fail the client's next call.
 func TestLateAnswerIsAcknowledged(t *testing.T) {
 	e := newEnv(t, nil)
+	other := newEnv(t, nil) // another node: same key, no stream for the connection
+	url := e.url
 	post := func(body, sid string) (int, string) {
-		req, _ := http.NewRequest(http.MethodPost, e.url+"/mcp", strings.NewReader(body))
+		req, _ := http.NewRequest(http.MethodPost, url+"/mcp", strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
 		req.Header.Set(headerProtocolVersion, mcp.ProtocolVersion20251125)
@@ -219,6 +221,12 @@ func TestLateAnswerIsAcknowledged(t *testing.T) {
 		if status, _ := post(answer, sid); status != http.StatusAccepted {
 			t.Errorf("late answer %s: HTTP %d, want 202", answer, status)
 		}
+	}
+	// On a node that holds no stream for the connection (mcp-go: 404, which
+	// the Go SDK takes for "session gone" and closes the client).
+	url = other.url
+	if status, _ := post(`{"jsonrpc":"2.0","id":44,"result":{"action":"cancel"}}`, sid); status != http.StatusAccepted {
+		t.Errorf("late answer on another node: HTTP %d, want 202", status)
 	}
 	// Still refused: an answer for a connection id nobody minted.
 	if status, _ := post(`{"jsonrpc":"2.0","id":42,"result":{}}`, "s1.forged"); status != http.StatusNotFound {
