@@ -71,7 +71,7 @@ func (n *Node) build() error {
 		{name: "storage", start: n.openStorage, stop: n.closeStorage},
 		{name: "cluster", start: n.newCluster},
 		{name: "sessions", start: n.startSessions, stop: n.stopSessions},
-		{name: "mcp", start: n.buildFront},
+		{name: "mcp", start: n.buildFront, stop: n.stopFront},
 		n.serveGRPC(),
 		{name: "membership", start: n.joinCluster, stop: n.leaveCluster},
 		n.serveHTTP(),
@@ -203,8 +203,11 @@ func (n *Node) stopSessions(ctx context.Context) error {
 
 // buildFront creates the swarm view, the MCP front and the gRPC server, and
 // mounts the front on the HTTP mux. The swarm declares its registries here,
-// before the cluster starts.
-func (n *Node) buildFront(context.Context) error {
+// before the cluster starts. The front runs goroutines from its
+// construction (mcp-go's session sweeper) and watches the swarm, so a
+// failure after it exists shuts it down here: a failed step's own stop does
+// not run.
+func (n *Node) buildFront(ctx context.Context) (err error) {
 	sw, err := swarm.New(swarm.Config{Cluster: n.cluster, Manager: n.sessions, Logger: n.log.With("component", "swarm"), Registerer: n.metrics})
 	if err != nil {
 		return err
@@ -250,6 +253,11 @@ func (n *Node) buildFront(context.Context) error {
 		return err
 	}
 	n.front = front
+	defer func() {
+		if err != nil {
+			_ = n.stopFront(ctx)
+		}
+	}()
 	sw.Conns().SetStreamHolder(front.HoldsStream)
 	sw.SetClientMessageHandler(func(ctx context.Context, conn, kind string, msg []byte) (int, []byte, error) {
 		switch kind {
@@ -302,6 +310,20 @@ func (n *Node) buildFront(context.Context) error {
 		}
 		return nil
 	})
+	return nil
+}
+
+// stopFront releases the MCP front: its client streams, parked calls,
+// mcp-go's session sweeper and its watch on the swarm. The HTTP step has
+// usually shut it down already (Shutdown runs once); this covers a start
+// that failed before HTTP served.
+func (n *Node) stopFront(ctx context.Context) error {
+	if n.front == nil {
+		return nil
+	}
+	if err := n.front.Shutdown(ctx); err != nil {
+		return fmt.Errorf("shutting the mcp front down: %w", err)
+	}
 	return nil
 }
 
