@@ -107,7 +107,7 @@ func New(cfg Config) (*Cluster, error) {
 		return nil, fmt.Errorf("drawing epoch in data dir %q: %w", cfg.DataDir, err)
 	}
 	c := &Cluster{
-		cfg: cfg, log: cfg.Logger.With(slog.String("node", cfg.Name)), metrics: met, keys: k, store: store,
+		cfg: cfg, log: cfg.Logger, metrics: met, keys: k, store: store,
 		origin: crdt.Origin{Name: cfg.Name, Epoch: epoch},
 		lim:    crdtpb.LimitsFor(cfg.CRDT),
 		regs:   map[string]*Registry{},
@@ -304,7 +304,7 @@ func (c *Cluster) joinOnce(ctx context.Context) bool {
 // every Reconnect tries to rejoin dead members (within their grace) and
 // seeds that are not members, so a healed partition merges again.
 func (c *Cluster) joinLoop(ctx context.Context) {
-	t := time.NewTicker(c.cfg.JoinRetry)
+	t := time.NewTicker(min(c.cfg.JoinRetry, c.cfg.Reconnect))
 	defer t.Stop()
 	last := time.Now()
 	for {
@@ -395,10 +395,10 @@ func (c *Cluster) shutdown(ctx context.Context, leave bool) error {
 			// it from a failure.
 			c.view.setMeta(func(m *nodeMeta) { m.Leaving = true })
 			if err := c.ml.UpdateNode(timeout / 2); err != nil {
-				c.log.Warn("announcing leave", slog.String("reason", err.Error()))
+				c.logLeave("announcing leave", err)
 			}
 			if err := c.ml.Leave(timeout / 2); err != nil {
-				errs = append(errs, fmt.Errorf("leaving cluster: %w", err))
+				c.logLeave("leaving", err)
 			}
 		}
 		if err := c.ml.Shutdown(); err != nil {
@@ -413,6 +413,19 @@ func (c *Cluster) shutdown(ctx context.Context, leave bool) error {
 	}
 	c.log.Info("cluster stopped", slog.Bool("left", leave))
 	return errors.Join(errs...)
+}
+
+// logLeave reports a leave broadcast that did not go out in time. It is no
+// error of the shutdown: memberlist only confirms a broadcast that gossip
+// carried to someone, so when every peer is leaving too (a whole cluster
+// stopped at once) or already gone, nobody is left to carry it; and a peer
+// that stays and missed it detects the failure instead, as after a crash.
+func (c *Cluster) logLeave(step string, err error) {
+	if c.view.peersStaying() {
+		c.log.Warn(step+": peers will notice by failure detection", slog.String("reason", err.Error()))
+		return
+	}
+	c.log.Debug(step+": no peer stays to hear it", slog.String("reason", err.Error()))
 }
 
 func (c *Cluster) writable() error {

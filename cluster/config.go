@@ -66,7 +66,8 @@ type Config struct {
 	// TLS, if set, is used to dial peers; nil dials in plaintext (the
 	// credential is still required).
 	TLS *tls.Config
-	// Logger receives the cluster's logs; nil discards them.
+	// Logger receives the cluster's logs; nil discards them. The cluster
+	// adds no node name: give it a logger that carries one (the node's).
 	Logger *slog.Logger
 	// Registerer receives the cluster's metrics; nil registers none.
 	Registerer prometheus.Registerer
@@ -121,6 +122,7 @@ func DefaultConfig() Config {
 		RetryMin:           100 * time.Millisecond, // first re-dial
 		RetryMax:           5 * time.Second,        // backoff ceiling
 		JoinRetry:          5 * time.Second,        // re-resolve seeds while alone
+		Reconnect:          2 * time.Second,        // rejoin dead members and absent seeds: a healed partition merges within seconds
 		CRDT:               defaultCRDT(),          // log 1024 deltas / 1 MiB, keys 256 B, values 1 MiB, drop memory 60 rounds
 		Memberlist:         nil,                    // memberlist.DefaultLANConfig timers as they are
 		Logger:             nil,                    // discard

@@ -142,6 +142,7 @@ type view struct {
 	members  map[string]*Member // by name, self included
 	failing  map[string]bool    // names whose gRPC calls fail
 	draining map[string]bool    // names whose metadata says draining
+	leaving  map[string]bool    // names whose metadata announces a leave
 	watchers map[int]func(Member)
 	nextID   int
 	out      serialQueue[Member]
@@ -154,6 +155,7 @@ func newView(self string, meta nodeMeta, log *slog.Logger, met *metrics) *view {
 		members:  map[string]*Member{},
 		failing:  map[string]bool{},
 		draining: map[string]bool{},
+		leaving:  map[string]bool{},
 		watchers: map[int]func(Member){},
 		changed:  make(chan struct{}, 1),
 	}
@@ -217,6 +219,7 @@ func (v *view) observe(n *memberlist.Node, gone bool) {
 		delete(v.failing, n.Name) // a new link starts with a clean record
 	}
 	v.draining[n.Name] = meta.Draining || meta.Leaving
+	v.leaving[n.Name] = meta.Leaving
 	switch {
 	case gone && meta.Leaving:
 		m.State = StateLeft
@@ -337,9 +340,23 @@ func (v *view) forget(o crdt.Origin) {
 		delete(v.members, o.Name)
 		delete(v.failing, o.Name)
 		delete(v.draining, o.Name)
+		delete(v.leaving, o.Name)
 		v.countLocked()
 	}
 	v.mu.Unlock()
+}
+
+// peersStaying reports whether some other member is live and has not
+// announced that it is leaving: someone who should hear our own leave.
+func (v *view) peersStaying() bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for name, m := range v.members {
+		if name != v.self && m.State.live() && !v.leaving[name] {
+			return true
+		}
+	}
+	return false
 }
 
 func (v *view) get(name string) (Member, bool) {
@@ -378,7 +395,8 @@ func (v *view) watch(fn func(Member)) func() {
 }
 
 // logWriter turns memberlist's "[LEVEL] memberlist: ..." lines into slog
-// records.
+// records, marked subsystem=memberlist: the node's logger already carries a
+// component key, and JSON lines must not repeat a key.
 type logWriter struct{ log *slog.Logger }
 
 func (w logWriter) Write(p []byte) (int, error) {
@@ -391,7 +409,7 @@ func (w logWriter) Write(p []byte) (int, error) {
 		}
 	}
 	line = strings.TrimPrefix(line, "memberlist: ")
-	w.log.Log(context.Background(), level, line, slog.String("component", "memberlist"))
+	w.log.Log(context.Background(), level, line, slog.String("subsystem", "memberlist"))
 	return len(p), nil
 }
 

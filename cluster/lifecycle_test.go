@@ -1,0 +1,113 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Every node of a cluster stopping at once (Ctrl-C on `make cluster`) is an
+// ordinary shutdown: no Stop reports an error, although the last to leave
+// has nobody left to hear its leave broadcast.
+func TestConcurrentStopReportsNoError(t *testing.T) {
+	nodes := startCluster(t, 3)
+	awaitMembers(t, nodes, 10*time.Second)
+	var wg sync.WaitGroup
+	errs := make([]error, len(nodes))
+	for i, n := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			errs[i] = n.c.Stop(ctx)
+			n.killed = true
+			n.srv.Stop()
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("stopping %s: %v", nodes[i].name, err)
+		}
+	}
+}
+
+// A node whose only peer crashed a moment ago stops without an error: its
+// leave broadcast has nobody to reach.
+func TestStopAfterPeerCrashReportsNoError(t *testing.T) {
+	nodes := startCluster(t, 2)
+	awaitMembers(t, nodes, 10*time.Second)
+	nodes[1].kill()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := nodes[0].c.Stop(ctx)
+	nodes[0].killed = true
+	nodes[0].srv.Stop()
+	if err != nil {
+		t.Fatalf("stopping after the peer crashed: %v", err)
+	}
+}
+
+// The cluster logs through the logger it is given and adds no key the
+// caller's logger may already carry: JSON log lines with a duplicate key
+// break log pipelines.
+func TestLogLinesHaveNoDuplicateKeys(t *testing.T) {
+	var buf logBuf
+	log := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})).With("node", "dup").With("component", "cluster")
+	n := startNode(t, "dup", "", func(c *Config) { c.Logger = log })
+	n.stop()
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) < 2 {
+		t.Fatalf("expected the start and stop lines, got %q", buf.String())
+	}
+	for _, line := range lines {
+		if k := duplicateKey(line); k != "" {
+			t.Errorf("key %q appears twice in %s", k, line)
+		}
+	}
+}
+
+// duplicateKey returns a top-level key that occurs twice in a JSON object.
+func duplicateKey(line string) string {
+	dec := json.NewDecoder(strings.NewReader(line))
+	if _, err := dec.Token(); err != nil {
+		return ""
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return ""
+		}
+		k, _ := tok.(string)
+		if seen[k] {
+			return k
+		}
+		seen[k] = true
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return ""
+		}
+	}
+	return ""
+}
+
+// Every timer of DefaultConfig is set: a zero Reconnect made the reconnect
+// loop run on the seed-retry tick alone.
+func TestDefaultConfigSetsEveryTimer(t *testing.T) {
+	c := DefaultConfig()
+	for name, d := range map[string]time.Duration{
+		"DeadGrace": c.DeadGrace, "BatchDelay": c.BatchDelay, "AntiEntropy": c.AntiEntropy,
+		"StreamIdle": c.StreamIdle, "CatchUpTimeout": c.CatchUpTimeout, "RetryMin": c.RetryMin,
+		"RetryMax": c.RetryMax, "JoinRetry": c.JoinRetry, "Reconnect": c.Reconnect,
+	} {
+		if d <= 0 {
+			t.Errorf("DefaultConfig().%s = %v, want a positive duration", name, d)
+		}
+	}
+}
