@@ -478,13 +478,26 @@ func (c *Cluster) Member(name string) (Member, bool) { return c.view.get(name) }
 // view's lock; fn must not block long. cancel stops the calls.
 func (c *Cluster) WatchMembers(fn func(Member)) (cancel func()) { return c.view.watch(fn) }
 
-// Ready reports whether the node has joined (or is alone with no seeds) and
-// finished its first anti-entropy round.
+// Ready reports whether the node has joined (reached a seed, was reached by
+// a peer, or is alone with no seeds) and finished its first anti-entropy
+// round.
 func (c *Cluster) Ready() bool {
 	c.mu.Lock()
 	started := c.state == stateStarted
 	c.mu.Unlock()
-	return started && c.joined.Load() && c.aeDone.Load()
+	if !started || !c.aeDone.Load() {
+		return false
+	}
+	if c.joined.Load() {
+		return true
+	}
+	// A node whose own seed join failed is joined all the same once a peer
+	// has joined it: being a member is what counts, not who dialled whom.
+	if c.view.livePeers() > 0 {
+		c.joined.Store(true)
+		return true
+	}
+	return false
 }
 
 // PeerConn returns the authenticated connection to a live peer, for

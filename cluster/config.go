@@ -163,16 +163,25 @@ func LocalConfig() Config {
 // every 250 ms, a silent node is declared dead after about 1 to 2 s. It keeps
 // one confirmation in the suspicion so a CPU-starved test machine does not
 // declare live nodes dead. LocalConfig uses it.
+//
+// A join spreads as a gossip broadcast that memberlist sends a bounded
+// number of times (RetransmitMult × log10(n+1), rounded up), and it
+// piggybacks the same broadcast on probes and acks: with a multiplier of 2,
+// a three-node cluster's two transmissions could both go to the joiner and
+// its seed, and the third node then learnt of the joiner only from the next
+// push/pull, 5 s later (1 start in about 75 measured; see
+// e2e.TestThreeNodeStartsConverge). Memberlist's default multiplier and a
+// 1 s push/pull bound that window.
 func LocalMemberlist(mc *memberlist.Config) {
 	mc.ProbeInterval = 250 * time.Millisecond // one probe per interval
 	mc.ProbeTimeout = 200 * time.Millisecond  // loopback RTT is far below, but the CPU may be busy
 	mc.SuspicionMult = 3                      // min suspicion 3 × interval = 750 ms, one confirmation
 	mc.GossipInterval = 50 * time.Millisecond // fast dissemination
-	mc.PushPullInterval = 5 * time.Second     // full state sync
+	mc.PushPullInterval = time.Second         // full state sync: the backstop when gossip lost a join (a few hundred bytes on loopback)
 	mc.TCPTimeout = time.Second               // push/pull and fallback probes
 	mc.GossipToTheDeadTime = 5 * time.Second  // keep telling the dead they are dead
 	mc.IndirectChecks = 2                     // ask two others before suspecting
-	mc.RetransmitMult = 2                     // small clusters
+	mc.RetransmitMult = 4                     // memberlist's default; see below
 	mc.DeadNodeReclaimTime = time.Millisecond // a restarted node may reuse its name at once
 }
 

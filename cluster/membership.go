@@ -359,6 +359,19 @@ func (v *view) peersStaying() bool {
 	return false
 }
 
+// livePeers counts the other members that are live.
+func (v *view) livePeers() int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	k := 0
+	for name, m := range v.members {
+		if name != v.self && m.State.live() {
+			k++
+		}
+	}
+	return k
+}
+
 func (v *view) get(name string) (Member, bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()

@@ -1,0 +1,100 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+)
+
+// rounds reads a round count from env var name, or returns def.
+func rounds(t *testing.T, name string, def int) int {
+	t.Helper()
+	if s := os.Getenv(name); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			t.Fatalf("%s=%q: want a positive number", name, s)
+		}
+		return n
+	}
+	return def
+}
+
+// Three nodes started at once, node2 and node3 joining node1 (as `make
+// cluster` does), converge: every node lists all three alive within 2 s of
+// the last one serving HTTP (HTTP serves after the node has joined).
+// MCPSWARM_CONVERGE_ROUNDS sets the number of starts (default 50).
+func TestThreeNodeStartsConverge(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts 150 processes")
+	}
+	bin := ensureBinary(t)
+	n := rounds(t, "MCPSWARM_CONVERGE_ROUNDS", 50)
+	var worst time.Duration
+	var took []time.Duration
+	for round := range n {
+		d, err := convergeOnce(t, bin, round)
+		if err != nil {
+			t.Fatalf("round %d of %d: %v", round+1, n, err)
+		}
+		took = append(took, d)
+		worst = max(worst, d)
+	}
+	slices.Sort(took)
+	t.Logf("%d three-node starts converged; median %v, worst %v", n, took[len(took)/2].Round(time.Millisecond), worst.Round(time.Millisecond))
+}
+
+// convergeOnce starts three fresh nodes at once and returns how long after
+// the last served HTTP every node listed all three alive.
+func convergeOnce(t *testing.T, bin string, round int) (time.Duration, error) {
+	names := []string{"node1", "node2", "node3"}
+	ms := make([]*member, 3)
+	for i, name := range names {
+		ms[i] = newMember(t, bin, name)
+	}
+	defer func() {
+		for _, m := range ms {
+			m.kill()
+		}
+	}()
+	for i, m := range ms {
+		if i == 0 {
+			m.start()
+		} else {
+			m.start(ms[0].Gossip)
+		}
+	}
+	for _, m := range ms {
+		if _, err := m.await(30*time.Second, m.isHealthy); err != nil {
+			return 0, fmt.Errorf("waiting for HTTP: %w", err)
+		}
+	}
+	began := time.Now()
+	var wg sync.WaitGroup
+	errs := make([]error, 3)
+	for i, m := range ms {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = m.await(2*time.Second, m.seesAlive(names...))
+		}()
+	}
+	wg.Wait()
+	took := time.Since(began)
+	for i, err := range errs {
+		if err != nil {
+			return took, fmt.Errorf("round %d, %s did not converge: %w\nlog of %s:\n%s", round+1, names[i], err, names[i], tail(ms[i].Log.String(), 60))
+		}
+	}
+	return took, nil
+}
+
+// isHealthy is a condition: /healthz answers.
+func (m *member) isHealthy(ctx context.Context) error {
+	_, err := m.readyz(ctx)
+	return err
+}
