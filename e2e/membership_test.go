@@ -98,3 +98,35 @@ func (m *member) isHealthy(ctx context.Context) error {
 	_, err := m.readyz(ctx)
 	return err
 }
+
+// A node whose own seed join failed at start (its seed was not up) and
+// which a peer then joined is a full member: /readyz answers 200 soon after,
+// not 503 for as long as its seed stays away.
+func TestNodeJoinedByPeerBecomesReady(t *testing.T) {
+	bin := ensureBinary(t)
+	absent := fmt.Sprintf("127.0.0.1:%d", stablePort(t)) // nobody listens here
+	a := newMember(t, bin, "nodeA")
+	a.start(absent)
+	if _, err := a.await(30*time.Second, a.isHealthy); err != nil {
+		t.Fatal(err)
+	}
+	r, err := a.readyz(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Status == 200 {
+		t.Fatalf("a node whose only seed is absent answered /readyz 200 before anyone joined it")
+	}
+	b := newMember(t, bin, "nodeB")
+	b.start(a.Gossip)
+	if _, err := b.await(30*time.Second, b.seesAlive("nodeA", "nodeB")); err != nil {
+		t.Fatal(err)
+	}
+	took, err := a.await(5*time.Second, a.isReady)
+	if err != nil {
+		t.Fatalf("nodeA, joined by nodeB, is not ready: %v", err)
+	}
+	t.Logf("nodeA ready %v after nodeB listed it", took.Round(time.Millisecond))
+	b.stop()
+	a.stop()
+}
