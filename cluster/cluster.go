@@ -69,6 +69,8 @@ type Cluster struct {
 	cancel     context.CancelFunc
 	wg         sync.WaitGroup
 	joined     atomic.Bool
+	known      *knownMembers
+	stopKnown  func()
 	aeDone     atomic.Bool
 }
 
@@ -230,8 +232,11 @@ func (c *Cluster) Start(ctx context.Context) error {
 		}
 		restored += n
 	}
+	c.known = loadKnown(c.store, c.cfg.Name, c.log)
+	c.stopKnown = c.view.watch(c.known.observe)
 	ml, err := memberlist.Create(c.memberlistConfig())
 	if err != nil {
+		c.stopKnown()
 		return fmt.Errorf("starting memberlist on %s: %w", c.cfg.GossipAddr, err)
 	}
 	c.ml = ml
@@ -271,33 +276,43 @@ func (c *Cluster) memberlistConfig() *memberlist.Config {
 	return mc
 }
 
-// joinOnce resolves the seeds and joins them; it reports whether the node
-// counts as joined (reached a seed, or has none but itself).
+// joinOnce resolves the seeds and joins them and the members this node
+// last knew (kept in its store); it reports whether the node counts as
+// joined (reached someone, or has no seeds: the first node). The members
+// last known never gate readiness: they may all be gone for good.
 func (c *Cluster) joinOnce(ctx context.Context) bool {
-	if len(c.cfg.Join) == 0 {
-		c.joined.Store(true)
-		return true
-	}
-	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	seeds, err := resolveSeeds(rctx, c.cfg.Join, c.resolver(), c.gossipAddr)
-	cancel()
-	if err != nil {
-		c.log.Warn("resolving seeds", slog.String("reason", err.Error()))
-	}
-	if len(seeds) == 0 {
-		if err == nil {
-			c.joined.Store(true) // only ourselves: the first node
+	var seeds []string
+	var rerr error
+	if len(c.cfg.Join) > 0 {
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		seeds, rerr = resolveSeeds(rctx, c.cfg.Join, c.resolver(), c.gossipAddr)
+		cancel()
+		if rerr != nil {
+			c.log.Warn("resolving seeds", slog.String("reason", rerr.Error()))
 		}
+	} else {
+		c.joined.Store(true)
+	}
+	if len(c.cfg.Join) > 0 && len(seeds) == 0 && rerr == nil {
+		c.joined.Store(true) // the seeds are only ourselves: the first node
+	}
+	known := slices.DeleteFunc(c.known.list(), func(a string) bool { return a == c.gossipAddr || slices.Contains(seeds, a) })
+	targets := append(slices.Clone(seeds), known...)
+	if len(targets) == 0 {
 		return c.joined.Load()
 	}
-	n, err := c.ml.Join(seeds)
+	n, err := c.ml.Join(targets)
 	if n > 0 {
 		c.joined.Store(true)
-		c.log.Info("joined cluster", slog.Int("reached", n), slog.Any("seeds", seeds))
+		c.log.Info("joined cluster", slog.Int("reached", n), slog.Any("seeds", seeds), slog.Any("last_known", known))
 		return true
 	}
-	c.log.Warn("joining seeds", slog.Any("seeds", seeds), slog.Any("reason", err))
-	return false
+	if len(seeds) > 0 {
+		c.log.Warn("joining seeds", slog.Any("seeds", seeds), slog.Any("last_known", known), slog.Any("reason", err))
+	} else {
+		c.log.Debug("rejoining the members last known", slog.Any("last_known", known), slog.Any("reason", err))
+	}
+	return c.joined.Load()
 }
 
 // joinLoop re-resolves and re-joins the seeds while the node is alone, and
@@ -313,7 +328,7 @@ func (c *Cluster) joinLoop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		if c.ml.NumMembers() <= 1 && len(c.cfg.Join) > 0 {
+		if c.ml.NumMembers() <= 1 && (len(c.cfg.Join) > 0 || len(c.known.list()) > 0) {
 			c.joinOnce(ctx)
 			continue
 		}
@@ -325,8 +340,9 @@ func (c *Cluster) joinLoop(ctx context.Context) {
 	}
 }
 
-// reconnect joins dead members' addresses and seeds that are not live
-// members.
+// reconnect joins dead members' addresses, and seeds and members last
+// known that are not live members: a member deleted after its grace is in
+// the view no more, but still in the store.
 func (c *Cluster) reconnect(ctx context.Context) {
 	live := map[string]bool{}
 	var addrs []string
@@ -349,6 +365,13 @@ func (c *Cluster) reconnect(ctx context.Context) {
 			}
 		}
 	}
+	for _, a := range c.known.list() {
+		if !live[a] && a != c.gossipAddr {
+			addrs = append(addrs, a)
+		}
+	}
+	slices.Sort(addrs)
+	addrs = slices.Compact(addrs)
 	if len(addrs) == 0 {
 		return
 	}
@@ -404,6 +427,7 @@ func (c *Cluster) shutdown(ctx context.Context, leave bool) error {
 		if err := c.ml.Shutdown(); err != nil {
 			errs = append(errs, fmt.Errorf("stopping memberlist: %w", err))
 		}
+		c.stopKnown()
 		c.cancel()
 		c.wg.Wait()
 		c.repl.closeLinks()

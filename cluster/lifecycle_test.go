@@ -3,7 +3,9 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
+	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -110,4 +112,58 @@ func TestDefaultConfigSetsEveryTimer(t *testing.T) {
 			t.Errorf("DefaultConfig().%s = %v, want a positive duration", name, d)
 		}
 	}
+}
+
+// A node restarted without seeds rejoins the members it last knew, kept in
+// its store, at start. Here b has no path back to a of its own (b's only
+// seed is absent and it does not reconnect to dead members): without the
+// record, a stays alone.
+func TestSeedlessRestartRejoinsLastKnownMembers(t *testing.T) {
+	dir := t.TempDir()
+	a := startNode(t, "a", dir)
+	absent := freeGossipAddr(t)
+	b := startNode(t, "b", "", func(c *Config) { c.Join = []string{absent}; c.Reconnect = time.Hour })
+	if _, err := b.c.ml.Join([]string{a.gossip()}); err != nil {
+		t.Fatalf("b joining a: %v", err)
+	}
+	awaitMembers(t, []*tnode{a, b}, 10*time.Second)
+	a.stop()
+	eventually(t, 10*time.Second, func() error {
+		if m, _ := b.c.Member("a"); m.State.live() {
+			return fmt.Errorf("b sees a as %v", m.State)
+		}
+		return nil
+	})
+	a2 := startNode(t, "a", dir)
+	began := time.Now()
+	awaitMembers(t, []*tnode{a2, b}, 10*time.Second)
+	t.Logf("restarted seedless node rejoined in %v", time.Since(began).Round(time.Millisecond))
+}
+
+// The record keeps live and failed peers (a failed one may come back) and
+// forgets one that left.
+func TestKnownMembersForgetsOnlyLeftPeers(t *testing.T) {
+	st := NewMemoryStorage()
+	k := loadKnown(st, "self", slog.New(slog.DiscardHandler))
+	k.observe(Member{Name: "self", GossipAddr: "127.0.0.1:1", State: StateAlive, Self: true})
+	k.observe(Member{Name: "p", GossipAddr: "127.0.0.1:2", State: StateAlive})
+	k.observe(Member{Name: "q", GossipAddr: "127.0.0.1:3", State: StateAlive})
+	k.observe(Member{Name: "p", GossipAddr: "127.0.0.1:2", State: StateDead})
+	k.observe(Member{Name: "q", GossipAddr: "127.0.0.1:3", State: StateLeft})
+	got := loadKnown(st, "self", slog.New(slog.DiscardHandler)).list()
+	if len(got) != 1 || got[0] != "127.0.0.1:2" {
+		t.Fatalf("recorded %v, want only the failed peer p at 127.0.0.1:2", got)
+	}
+}
+
+// freeGossipAddr returns a loopback address nobody listens on.
+func freeGossipAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	return addr
 }
