@@ -16,6 +16,15 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/mcpswarm/mcpswarm"
+	adminv1 "github.com/mcpswarm/mcpswarm/proto/mcpswarm/admin/v1"
 )
 
 // member is one mcpswarm process of a multi-node test. Its ports and data
@@ -264,4 +273,82 @@ func ensureBinary(t *testing.T) string {
 		return b
 	}
 	return buildNode(t)
+}
+
+// mcpClient is an initialized Streamable HTTP client of one node.
+func (m *member) mcpClient(t *testing.T) *client.Client {
+	t.Helper()
+	tr, err := transport.NewStreamableHTTP(m.BaseURL() + "/mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := client.NewClient(tr)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := c.Start(ctx); err != nil {
+		t.Fatalf("starting an MCP client of %s: %v", m.Name, err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	req := mcp.InitializeRequest{}
+	req.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	req.Params.ClientInfo = mcp.Implementation{Name: "e2e-membership", Version: "1"}
+	if _, err := c.Initialize(ctx, req); err != nil {
+		t.Fatalf("initializing on %s: %v", m.Name, err)
+	}
+	return c
+}
+
+// callTool calls name and returns the result's text; a transport error or
+// a tool error is returned as an error.
+func callTool(ctx context.Context, c *client.Client, name string, args map[string]any) (string, error) {
+	req := mcp.CallToolRequest{}
+	req.Params.Name = name
+	req.Params.Arguments = args
+	res, err := c.CallTool(ctx, req)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	for _, x := range res.Content {
+		if tc, ok := x.(mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	if res.IsError {
+		return b.String(), fmt.Errorf("%s answered a tool error: %s", name, b.String())
+	}
+	return b.String(), nil
+}
+
+// admin returns an admin API client of m, with the development key unless
+// key is given.
+func (m *member) admin(t *testing.T, key []byte) adminv1.AdminServiceClient {
+	t.Helper()
+	if key == nil {
+		key = mcpswarm.DevClusterKey()
+	}
+	conn, err := grpc.NewClient(m.GRPC,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithPerRPCCredentials(mcpswarm.AdminCredentials{Token: mcpswarm.AdminToken(key)}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	return adminv1.NewAdminServiceClient(conn)
+}
+
+// listsSession is a condition: the admin API of a lists session id.
+func listsSession(a adminv1.AdminServiceClient, id string) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		resp, err := a.ListSessions(ctx, &adminv1.ListSessionsRequest{})
+		if err != nil {
+			return err
+		}
+		for _, s := range resp.GetSessions() {
+			if s.GetId() == id {
+				return nil
+			}
+		}
+		return fmt.Errorf("session %s not listed among %d", id, len(resp.GetSessions()))
+	}
 }

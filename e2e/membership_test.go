@@ -130,3 +130,58 @@ func TestNodeJoinedByPeerBecomesReady(t *testing.T) {
 	b.stop()
 	a.stop()
 }
+
+// A node restarted at once without seeds (node1 of `make cluster`), after a
+// clean stop or a crash, rejoins the members it last knew, from its data
+// dir: a session started on it right after the restart is listed by the
+// other nodes within 1 s. MCPSWARM_RESTART_ROUNDS sets the restarts
+// (default 4).
+func TestSeedlessRestartRejoinsAtOnce(t *testing.T) {
+	bin := ensureBinary(t)
+	names := []string{"node1", "node2", "node3"}
+	ms := make([]*member, 3)
+	for i, name := range names {
+		ms[i] = newMember(t, bin, name)
+		if i == 0 {
+			ms[i].start()
+		} else {
+			ms[i].start(ms[0].Gossip)
+		}
+	}
+	for _, m := range ms {
+		if _, err := m.await(30*time.Second, m.seesAlive(names...)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n1 := ms[0]
+	for round := range rounds(t, "MCPSWARM_RESTART_ROUNDS", 4) {
+		// Odd rounds crash node1: its peers still hold it alive, and the
+		// new process answers their probes under the same name, so only a
+		// push/pull tells them about the new incarnation.
+		if round%2 == 1 {
+			n1.kill()
+		} else {
+			n1.stop()
+		}
+		n1.start() // no seeds: as node1 of `make cluster`
+		if _, err := n1.await(30*time.Second, n1.isHealthy); err != nil {
+			t.Fatal(err)
+		}
+		c := n1.mcpClient(t)
+		id := fmt.Sprintf("r%d", round)
+		if _, err := callTool(t.Context(), c, "swarm_start", map[string]any{"app": "counter", "id": id}); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		for _, m := range ms[1:] {
+			took, err := m.await(time.Second, listsSession(m.admin(t, nil), id))
+			if err != nil {
+				t.Fatalf("round %d: the restarted node's new session is not listed elsewhere: %v", round, err)
+			}
+			t.Logf("round %d: %s listed %s %v after swarm_start answered", round, m.Name, id, took.Round(time.Millisecond))
+		}
+		_ = c.Close()
+	}
+	for _, m := range ms {
+		m.stop()
+	}
+}
