@@ -8,6 +8,22 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
+// whileServing answers 503 with Retry-After until the node serves clients:
+// HTTP starts before the swarm has published the sessions restored from the
+// data dir, and a request in that window would act on a session the rest of
+// the node does not know yet. The same answer covers shutdown, once the
+// swarm has stopped publishing. Health, readiness and metrics stay outside.
+func (n *Node) whileServing(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !n.serving.Load() {
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "node "+n.cfg.Name+" is not serving yet (restoring its sessions) or is stopping; retry", http.StatusServiceUnavailable)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
 func promhttpHandler(reg *prometheus.Registry) http.Handler {
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})
 }

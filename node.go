@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -93,6 +94,10 @@ type Node struct {
 
 	parts   []component
 	started []component
+
+	// serving is set once the swarm has published the restored sessions
+	// and cleared when it stops: until then MCP requests get 503.
+	serving atomic.Bool
 
 	readyMu sync.Mutex
 	readyFn []func() error

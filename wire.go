@@ -299,7 +299,7 @@ func (n *Node) buildFront(ctx context.Context) (err error) {
 	adminv1.RegisterAdminServiceServer(n.grpc, &adminServer{n: n})
 	n.registerBase()
 	if network {
-		n.mux.Handle("/", front.Handler())
+		n.mux.Handle("/", n.whileServing(front.Handler()))
 		if err := n.mountUI(limiter); err != nil {
 			return err
 		}
@@ -307,6 +307,9 @@ func (n *Node) buildFront(ctx context.Context) (err error) {
 	n.onReady(func() error {
 		if !n.cluster.Ready() {
 			return errors.New("not yet joined and replicated")
+		}
+		if !n.serving.Load() {
+			return errors.New("sessions not yet restored and published")
 		}
 		return nil
 	})
@@ -334,12 +337,19 @@ func (n *Node) joinCluster(ctx context.Context) error {
 	return n.cluster.Start(ctx)
 }
 
+// startSwarm publishes the restored sessions and then lets MCP requests in
+// (see whileServing).
 func (n *Node) startSwarm(ctx context.Context) error {
 	n.journal.Start()
-	return n.swarm.StartPublishing(ctx)
+	if err := n.swarm.StartPublishing(ctx); err != nil {
+		return err
+	}
+	n.serving.Store(true)
+	return nil
 }
 
 func (n *Node) stopSwarm(context.Context) error {
+	n.serving.Store(false)
 	n.swarm.StopPublishing()
 	n.journal.Stop()
 	return nil
@@ -365,8 +375,10 @@ func (n *Node) mountUI(limiter *authz.RateLimiter) error {
 		return fmt.Errorf("building the web UI: %w", err)
 	}
 	n.ui = h
-	n.mux.Handle("/ui", h)
-	n.mux.Handle("/ui/", h)
+	// A page action acts on sessions as a tools/call does: it waits for
+	// the restored sessions too.
+	n.mux.Handle("/ui", n.whileServing(h))
+	n.mux.Handle("/ui/", n.whileServing(h))
 	return nil
 }
 

@@ -149,6 +149,9 @@ func (m *member) stop() {
 	if !m.running() {
 		return
 	}
+	// The client may hold connections it dialled and never used: the
+	// server counts them as new, and its shutdown waits up to 5 s for them.
+	httpClient.CloseIdleConnections()
 	_ = m.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-m.exited:

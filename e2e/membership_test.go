@@ -1,14 +1,23 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // rounds reads a round count from env var name, or returns def.
@@ -184,4 +193,119 @@ func TestSeedlessRestartRejoinsAtOnce(t *testing.T) {
 	for _, m := range ms {
 		m.stop()
 	}
+}
+
+// Requests that arrive while a restarted node restores its sessions never
+// end the node: until its sessions are restored and published it answers
+// MCP with 503 and Retry-After, and then serves them (here: swarm_stop of
+// each restored session, from the connection that started it).
+func TestRequestsDuringRestoreGet503(t *testing.T) {
+	bin := ensureBinary(t)
+	n := newMember(t, bin, "solo")
+	for round := range rounds(t, "MCPSWARM_RESTORE_ROUNDS", 3) {
+		n.start()
+		if _, err := n.await(30*time.Second, n.isReady); err != nil {
+			t.Fatal(err)
+		}
+		tr, err := transport.NewStreamableHTTP(n.BaseURL() + "/mcp")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := client.NewClient(tr, client.WithProtocolVersion(mcp.ProtocolVersion20251125))
+		if err := c.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		req := mcp.InitializeRequest{}
+		req.Params.ProtocolVersion = mcp.ProtocolVersion20251125
+		req.Params.ClientInfo = mcp.Implementation{Name: "e2e-restore", Version: "1"}
+		if _, err := c.Initialize(t.Context(), req); err != nil {
+			t.Fatal(err)
+		}
+		const sessions = 16 // the dev policy's cap per principal
+		for i := range sessions {
+			if _, err := callTool(t.Context(), c, "swarm_start", map[string]any{"app": "counter", "id": fmt.Sprintf("r%ds%d", round, i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		sid := tr.GetSessionId()
+		n.stop()
+		_ = c.Close() // after the stop: its DELETE must not end the session
+
+		// Every restored session gets its own client hammering swarm_stop
+		// from before the node listens until one succeeds.
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		counts := map[int]int{}
+		var failures []string
+		for i := range sessions {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				id := fmt.Sprintf("r%ds%d", round, i)
+				for ctx.Err() == nil {
+					code, retryAfter, body, err := postToolCall(ctx, n.BaseURL()+"/mcp", sid, "swarm_stop", map[string]any{"id": id})
+					mu.Lock()
+					if err == nil {
+						counts[code]++
+						if code == http.StatusServiceUnavailable && retryAfter == "" {
+							failures = append(failures, "a 503 without Retry-After")
+						}
+					}
+					mu.Unlock()
+					if err == nil && code == http.StatusOK {
+						if !strings.Contains(body, `"result"`) || strings.Contains(body, `"isError":true`) {
+							mu.Lock()
+							failures = append(failures, fmt.Sprintf("swarm_stop %s: %s", id, body))
+							mu.Unlock()
+						}
+						return
+					}
+					time.Sleep(2 * time.Millisecond)
+				}
+				mu.Lock()
+				failures = append(failures, "swarm_stop "+id+" never answered 200")
+				mu.Unlock()
+			}()
+		}
+		n.start()
+		wg.Wait()
+		cancel()
+		if !n.running() {
+			t.Fatalf("round %d: the node exited while serving requests during its restore", round)
+		}
+		for _, f := range failures {
+			t.Errorf("round %d: %s", round, f)
+		}
+		t.Logf("round %d: answers by status during restart: %v", round, counts)
+		n.stop()
+		if t.Failed() {
+			return
+		}
+	}
+}
+
+// postToolCall sends one tools/call on an existing Streamable HTTP session
+// and returns the status, the Retry-After header and the body.
+func postToolCall(ctx context.Context, url, sid, name string, args map[string]any) (int, string, string, error) {
+	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+		"params": map[string]any{"name": name, "arguments": args}})
+	if err != nil {
+		return 0, "", "", err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return 0, "", "", err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", sid)
+	req.Header.Set("MCP-Protocol-Version", mcp.ProtocolVersion20251125)
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return 0, "", "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	return resp.StatusCode, resp.Header.Get("Retry-After"), string(b), err
 }

@@ -174,6 +174,10 @@ func (s *Swarm) StartPublishing(context.Context) error {
 		if err == nil {
 			err = s.publishTools(info.ID, info.Principal)
 		}
+		if _, running := s.mgr.Get(info.ID); err != nil && !running {
+			// Stopped meanwhile (an admin call): its stop event unpublishes it.
+			continue
+		}
 		if err != nil {
 			return fmt.Errorf("publishing restored session %s: %w", info.ID, err)
 		}
