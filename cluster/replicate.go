@@ -239,6 +239,7 @@ func (r *replicator) reconcile() {
 		switch {
 		case m.State.live():
 			delete(r.graves, m.Origin)
+			r.readmit(m.Origin)
 			if m.GRPCAddr != "" {
 				r.ensureLink(m)
 			}
@@ -265,6 +266,22 @@ func (r *replicator) reconcile() {
 		}
 	}
 	r.updateLag()
+}
+
+// readmit accepts again the data of an origin whose entries were deleted
+// after its grace and which membership now reports alive with the same
+// epoch (a long partition healed): without it the maps refused its data for
+// their whole drop memory, about a minute with DefaultConfig.
+func (r *replicator) readmit(o crdt.Origin) {
+	back := false
+	r.eachRegistry(func(cm *crdt.Map) {
+		if cm.Readmit(o) {
+			back = true
+		}
+	})
+	if back {
+		r.log.Info("readmitting origin that came back after its grace", slog.String("origin", o.String()))
+	}
 }
 
 // expire deletes the entries of origins hidden for longer than DeadGrace.

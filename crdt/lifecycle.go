@@ -81,6 +81,24 @@ func (m *Map) Drop(o Origin) {
 	ch.emit()
 }
 
+// Readmit forgets that origin o itself was dropped, so its data is
+// accepted again; older epochs of its name stay refused. For an origin that
+// membership reports alive again with the same epoch: a node wrongly
+// declared dead, e.g. cut off by a partition for longer than the grace.
+// It reports whether o was dropped.
+func (m *Map) Readmit(o Origin) bool {
+	mk, ok := m.dropped[o.Name]
+	if !ok || mk.epoch != o.Epoch {
+		return false
+	}
+	if mk.epoch = o.Epoch - 1; mk.epoch == 0 {
+		delete(m.dropped, o.Name)
+	} else {
+		m.dropped[o.Name] = mk
+	}
+	return true
+}
+
 // Dropped reports whether data for origin o would be ignored because o, or
 // a newer epoch of its name, was dropped and is still remembered.
 func (m *Map) Dropped(o Origin) bool { return m.isDropped(o) }
