@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -38,6 +37,10 @@ type member struct {
 	Gossip  string
 	DataDir string
 	args    []string // extra flags
+	// wrap, when set, is the command the node runs under (ip netns exec NS).
+	wrap []string
+	// prod, when set, runs without --dev: args must give a key and policy.
+	prod bool
 
 	Log    *syncBuffer
 	cmd    *exec.Cmd
@@ -98,7 +101,7 @@ func (m *member) BaseURL() string { return "http://" + m.HTTP }
 // its own process group, which cleanup kills whatever the test did.
 func (m *member) start(join ...string) {
 	m.t.Helper()
-	args := []string{"serve", "--dev", "--name", m.Name,
+	args := []string{"serve", "--name", m.Name,
 		"--http", m.HTTP, "--grpc", m.GRPC, "--gossip", m.Gossip,
 		"--data-dir", m.DataDir, "--log-format", "json", "--log-level", "debug",
 		"--shutdown-timeout", "5s",
@@ -106,12 +109,16 @@ func (m *member) start(join ...string) {
 	if len(join) > 0 {
 		args = append(args, "--join", strings.Join(join, ","))
 	}
+	if !m.prod {
+		args = append(args, "--dev")
+	}
 	args = append(args, m.args...)
 	if m.Log == nil {
 		m.Log = &syncBuffer{}
 	}
 	fmt.Fprintf(m.Log, "=== start %s\n", strings.Join(args, " "))
-	m.cmd = exec.Command(m.bin, args...)
+	argv := append(append(slices.Clone(m.wrap), m.bin), args...)
+	m.cmd = exec.Command(argv[0], argv[1:]...)
 	m.cmd.Stdout, m.cmd.Stderr = m.Log, m.Log
 	m.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	m.exited = make(chan struct{})
@@ -223,12 +230,14 @@ func (m *member) await(d time.Duration, cond func(ctx context.Context) error) (t
 	began := time.Now()
 	ctx, cancel := context.WithTimeout(m.t.Context(), d)
 	defer cancel()
-	last := errors.New("never checked")
+	var last error
 	for {
-		if err := cond(ctx); err == nil {
+		err := cond(ctx)
+		if err == nil {
 			return time.Since(began), nil
-		} else {
-			last = err
+		}
+		if ctx.Err() == nil || last == nil {
+			last = err // not the check the deadline cut short
 		}
 		select {
 		case <-m.exited:
@@ -278,10 +287,15 @@ func ensureBinary(t *testing.T) string {
 	return buildNode(t)
 }
 
-// mcpClient is an initialized Streamable HTTP client of one node.
-func (m *member) mcpClient(t *testing.T) *client.Client {
+// mcpClient is an initialized Streamable HTTP client of one node; a token,
+// when given, is sent as a bearer token.
+func (m *member) mcpClient(t *testing.T, token ...string) *client.Client {
 	t.Helper()
-	tr, err := transport.NewStreamableHTTP(m.BaseURL() + "/mcp")
+	var opts []transport.StreamableHTTPCOption
+	if len(token) > 0 {
+		opts = append(opts, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token[0]}))
+	}
+	tr, err := transport.NewStreamableHTTP(m.BaseURL()+"/mcp", opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
