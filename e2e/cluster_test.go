@@ -369,3 +369,38 @@ func listsSession(a adminv1.AdminServiceClient, id string) func(ctx context.Cont
 		return fmt.Errorf("session %s not listed among %d", id, len(resp.GetSessions()))
 	}
 }
+
+// checkLogKeys fails the test for a JSON log line of m that repeats a
+// top-level key: log pipelines drop or mangle such lines.
+func (m *member) checkLogKeys(t *testing.T) {
+	t.Helper()
+	for _, line := range strings.Split(m.Log.String(), "\n") {
+		if !strings.HasPrefix(line, "{") {
+			continue
+		}
+		dec := json.NewDecoder(strings.NewReader(line))
+		if _, err := dec.Token(); err != nil {
+			t.Errorf("%s logged a line that is not JSON: %s", m.Name, line)
+			continue
+		}
+		seen := map[string]bool{}
+		for dec.More() {
+			tok, err := dec.Token()
+			if err != nil {
+				t.Errorf("%s logged a line that is not JSON: %s", m.Name, line)
+				break
+			}
+			k, _ := tok.(string)
+			if seen[k] {
+				t.Errorf("%s logged key %q twice: %s", m.Name, k, line)
+				break
+			}
+			seen[k] = true
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				t.Errorf("%s logged a line that is not JSON: %s", m.Name, line)
+				break
+			}
+		}
+	}
+}

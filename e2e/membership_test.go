@@ -116,6 +116,9 @@ func TestNodeJoinedByPeerBecomesReady(t *testing.T) {
 	absent := fmt.Sprintf("127.0.0.1:%d", stablePort(t)) // nobody listens here
 	a := newMember(t, bin, "nodeA")
 	a.start(absent)
+	b := newMember(t, bin, "nodeB")
+	// Every line, debug included, of a failed join, a join and a leave.
+	t.Cleanup(func() { a.checkLogKeys(t); b.checkLogKeys(t) })
 	if _, err := a.await(30*time.Second, a.isHealthy); err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +129,6 @@ func TestNodeJoinedByPeerBecomesReady(t *testing.T) {
 	if r.Status == 200 {
 		t.Fatalf("a node whose only seed is absent answered /readyz 200 before anyone joined it")
 	}
-	b := newMember(t, bin, "nodeB")
 	b.start(a.Gossip)
 	if _, err := b.await(30*time.Second, b.seesAlive("nodeA", "nodeB")); err != nil {
 		t.Fatal(err)
