@@ -248,9 +248,13 @@ func (c *Cluster) Start(ctx context.Context) error {
 	c.cancel = cancel
 	c.log.Info("cluster started", slog.String("origin", c.origin.String()), slog.String("gossip", c.gossipAddr),
 		slog.String("grpc", c.cfg.GRPCAddr), slog.Int("restored", restored))
-	c.wg.Add(2)
+	c.wg.Add(3)
 	go func() { defer c.wg.Done(); c.repl.run(runCtx) }()
 	c.joinOnce(ctx)
+	// A node restarted without seeds (or whose seeds are down) finds its
+	// cluster again through the members it last knew; in the background,
+	// so an address that went dark does not hold up the start.
+	go func() { defer c.wg.Done(); c.joinKnown() }()
 	go func() { defer c.wg.Done(); c.joinLoop(runCtx) }()
 	return nil
 }
@@ -276,43 +280,68 @@ func (c *Cluster) memberlistConfig() *memberlist.Config {
 	return mc
 }
 
-// joinOnce resolves the seeds and joins them and the members this node
-// last knew (kept in its store); it reports whether the node counts as
-// joined (reached someone, or has no seeds: the first node). The members
-// last known never gate readiness: they may all be gone for good.
+// joinOnce resolves the seeds and joins them; it reports whether the node
+// counts as joined (reached a seed, or has no seeds: the first node).
 func (c *Cluster) joinOnce(ctx context.Context) bool {
-	var seeds []string
-	var rerr error
-	if len(c.cfg.Join) > 0 {
-		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		seeds, rerr = resolveSeeds(rctx, c.cfg.Join, c.resolver(), c.gossipAddr)
-		cancel()
-		if rerr != nil {
-			c.log.Warn("resolving seeds", slog.String("reason", rerr.Error()))
-		}
-	} else {
+	if len(c.cfg.Join) == 0 {
 		c.joined.Store(true)
-	}
-	if len(c.cfg.Join) > 0 && len(seeds) == 0 && rerr == nil {
-		c.joined.Store(true) // the seeds are only ourselves: the first node
-	}
-	known := slices.DeleteFunc(c.known.list(), func(a string) bool { return a == c.gossipAddr || slices.Contains(seeds, a) })
-	targets := append(slices.Clone(seeds), known...)
-	if len(targets) == 0 {
-		return c.joined.Load()
-	}
-	n, err := c.ml.Join(targets)
-	if n > 0 {
-		c.joined.Store(true)
-		c.log.Info("joined cluster", slog.Int("reached", n), slog.Any("seeds", seeds), slog.Any("last_known", known))
 		return true
 	}
-	if len(seeds) > 0 {
-		c.log.Warn("joining seeds", slog.Any("seeds", seeds), slog.Any("last_known", known), slog.Any("reason", err))
-	} else {
-		c.log.Debug("rejoining the members last known", slog.Any("last_known", known), slog.Any("reason", err))
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	seeds, err := resolveSeeds(rctx, c.cfg.Join, c.resolver(), c.gossipAddr)
+	cancel()
+	if err != nil {
+		c.log.Warn("resolving seeds", slog.String("reason", err.Error()))
 	}
-	return c.joined.Load()
+	if len(seeds) == 0 {
+		if err == nil {
+			c.joined.Store(true) // only ourselves: the first node
+		}
+		return c.joined.Load()
+	}
+	n, err := c.ml.Join(seeds)
+	if n > 0 {
+		c.joined.Store(true)
+		c.log.Info("joined cluster", slog.Int("reached", n), slog.Any("seeds", seeds))
+		return true
+	}
+	c.log.Warn("joining seeds", slog.Any("seeds", seeds), slog.Any("reason", err))
+	return false
+}
+
+// joinKnown joins the members this node last knew (kept in its store) that
+// are not live members now, each on its own goroutine: an address that
+// went dark costs one memberlist TCP timeout, not one per address. They
+// never gate readiness: they may all be gone for good.
+func (c *Cluster) joinKnown() {
+	live := map[string]bool{c.gossipAddr: true}
+	for _, m := range c.view.list() {
+		if m.State.live() {
+			live[m.GossipAddr] = true
+		}
+	}
+	addrs := slices.DeleteFunc(c.known.list(), func(a string) bool { return live[a] })
+	c.joinEach(addrs, "rejoining the members last known")
+}
+
+// joinEach joins every address in parallel and waits for all of them.
+func (c *Cluster) joinEach(addrs []string, what string) {
+	if len(addrs) == 0 {
+		return
+	}
+	var wg sync.WaitGroup
+	var reached atomic.Int32
+	for _, a := range addrs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if n, _ := c.ml.Join([]string{a}); n > 0 {
+				reached.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	c.log.Debug(what, slog.Any("addrs", addrs), slog.Int("reached", int(reached.Load())))
 }
 
 // joinLoop re-resolves and re-joins the seeds while the node is alone, and
@@ -330,6 +359,7 @@ func (c *Cluster) joinLoop(ctx context.Context) {
 		}
 		if c.ml.NumMembers() <= 1 && (len(c.cfg.Join) > 0 || len(c.known.list()) > 0) {
 			c.joinOnce(ctx)
+			c.joinKnown()
 			continue
 		}
 		if time.Since(last) < c.cfg.Reconnect {
@@ -371,12 +401,7 @@ func (c *Cluster) reconnect(ctx context.Context) {
 		}
 	}
 	slices.Sort(addrs)
-	addrs = slices.Compact(addrs)
-	if len(addrs) == 0 {
-		return
-	}
-	n, err := c.ml.Join(addrs)
-	c.log.Debug("reconnecting", slog.Any("addrs", addrs), slog.Int("reached", n), slog.Any("reason", err))
+	c.joinEach(slices.Compact(addrs), "reconnecting")
 }
 
 func (c *Cluster) resolver() func(context.Context, string) ([]string, error) {
