@@ -175,7 +175,7 @@ func TestSeedlessRestartRejoinsAtOnce(t *testing.T) {
 			n1.stop()
 		}
 		n1.start() // no seeds: as node1 of `make cluster`
-		if _, err := n1.await(30*time.Second, n1.isHealthy); err != nil {
+		if _, err := n1.await(30*time.Second, n1.isReady); err != nil {
 			t.Fatal(err)
 		}
 		c := n1.mcpClient(t)
