@@ -138,7 +138,10 @@ func startNodeArgs(t *testing.T, bin string, extra ...string) *runningNode {
 	return n
 }
 
-// awaitHealthy polls /healthz until it answers 200, the process exits, or d passes.
+// awaitHealthy polls until the node serves MCP — /healthz answers 200 and
+// /mcp no longer answers 503 (a node answers 503 there until it has
+// published the sessions restored from its data dir) — the process exits,
+// or d passes.
 func (n *runningNode) awaitHealthy(ctx context.Context, d time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
@@ -152,7 +155,7 @@ func (n *runningNode) awaitHealthy(ctx context.Context, d time.Duration) error {
 		}
 		if resp, err := client.Do(req); err == nil {
 			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
+			if resp.StatusCode == http.StatusOK && n.servesMCP(ctx, client) {
 				return nil
 			}
 		}
@@ -164,6 +167,20 @@ func (n *runningNode) awaitHealthy(ctx context.Context, d time.Duration) error {
 		case <-tick.C:
 		}
 	}
+}
+
+// servesMCP reports whether a GET of /mcp answers anything but 503.
+func (n *runningNode) servesMCP(ctx context.Context, client *http.Client) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, n.MCPURL(), nil)
+	if err != nil {
+		return false
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode != http.StatusServiceUnavailable
 }
 
 // stop sends SIGTERM and waits for the exit; a non-zero exit fails the test,
