@@ -91,7 +91,15 @@ func runProfile(ctx context.Context, o options) error {
 			return fmt.Errorf("writing %s: %w", v.file, err)
 		}
 	}
-	fmt.Printf("wrote profiles to %s (%.0f calls/s during the profile)\n", o.profile, cl.Throughput)
+	// Keep the raw profiles and the binary for `go tool pprof -peek/-list`;
+	// they are not committed.
+	raw := filepath.Join(os.TempDir(), "bench-profile-raw")
+	if err := os.RemoveAll(raw); err == nil {
+		if err := os.Rename(tmp, raw); err != nil { // the deferred RemoveAll then finds nothing
+			slog.Warn("keeping the raw profiles", "err", err)
+		}
+	}
+	fmt.Printf("wrote profiles to %s (%.0f calls/s during the profile); raw profiles in %s\n", o.profile, cl.Throughput, raw)
 	return nil
 }
 
