@@ -82,11 +82,13 @@ func main() {
 
 // fleet is every server process of one run.
 type fleet struct {
-	mcpgo, gosdk, single, nodeA, nodeB *proc
+	mcpgo, gosdk, single, nodeA, nodeB *proc // the load series' servers
+	memMcpgo, memGosdk                 *proc // fresh peers for the memory figures
+	crowded                            *proc // an mcpswarm node left holding the idle connections and sessions
 }
 
 func (f *fleet) stop() {
-	for _, p := range []*proc{f.nodeB, f.nodeA, f.single, f.gosdk, f.mcpgo} {
+	for _, p := range []*proc{f.nodeB, f.nodeA, f.single, f.gosdk, f.mcpgo, f.crowded, f.memGosdk, f.memMcpgo} {
 		if p != nil {
 			p.stop()
 		}
@@ -106,24 +108,31 @@ func run(ctx context.Context, o options) error {
 	}
 	f := &fleet{}
 	defer f.stop()
-	if err := f.start(ctx, bins, tmp); err != nil {
+	rep := report{Started: t0.UTC(), Options: o.describe(), Machine: machine()}
+	// Memory is measured on fresh processes of their own, and the mcpswarm
+	// one then stays as the "crowded" node: idle connections and sessions
+	// left on the load series' servers would change what those measure.
+	if err := f.startMemory(ctx, bins, tmp); err != nil {
 		return err
 	}
-	rep := report{Started: t0.UTC(), Options: o.describe(), Machine: machine()}
-	for _, p := range []*proc{f.mcpgo, f.gosdk, f.single} {
+	for _, p := range []*proc{f.memMcpgo, f.memGosdk, f.crowded} {
 		rep.Startup = append(rep.Startup, startupFig{Server: p.name, Ms: float64(p.startup.Microseconds()) / 1000})
 	}
-
 	slog.Info("measuring idle memory", "connections", o.idle)
-	for _, p := range []*proc{f.mcpgo, f.gosdk, f.single} {
-		m, err := idleMemory(ctx, p, o.idle, p == f.single)
+	for _, p := range []*proc{f.memMcpgo, f.memGosdk, f.crowded} {
+		m, err := idleMemory(ctx, p, o.idle, p == f.crowded)
 		if err != nil {
 			return err
 		}
 		rep.Memory = append(rep.Memory, m)
 	}
+	f.memMcpgo.stop()
+	f.memGosdk.stop()
+	if err := f.start(ctx, bins, tmp); err != nil {
+		return err
+	}
 
-	all := allSeries(f)
+	all := allSeries(f, o.idle)
 	maxConc := 0
 	for _, c := range o.conc {
 		maxConc = max(maxConc, c)
@@ -191,22 +200,38 @@ func goBuild(ctx context.Context, dir, pkg, out string) error {
 	return nil
 }
 
+// startMemory runs fresh peers and one fresh mcpswarm node for the memory
+// figures.
+func (f *fleet) startMemory(ctx context.Context, b bins, tmp string) error {
+	var err error
+	if f.memMcpgo, err = startPeer(ctx, "mcp-go", b.mcpgo); err != nil {
+		return err
+	}
+	if f.memGosdk, err = startPeer(ctx, "go-sdk", b.gosdk); err != nil {
+		return err
+	}
+	f.crowded, _, err = startNode(ctx, b.mcpswarm, tmp, "benchcrowd", "")
+	return err
+}
+
+// startPeer starts a peer server on a fresh loopback port.
+func startPeer(ctx context.Context, name, bin string) (*proc, error) {
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	return startProc(ctx, name, bin, "http://"+addr, "-addr", addr)
+}
+
 // start runs every server: the peers, one mcpswarm node, and a two-node
 // cluster whose second node joins the first (both on the public dev key,
 // so a connection id minted by one is valid on the other).
 func (f *fleet) start(ctx context.Context, b bins, tmp string) error {
 	var err error
-	addr, err := freeAddr()
-	if err != nil {
+	if f.mcpgo, err = startPeer(ctx, "mcp-go", b.mcpgo); err != nil {
 		return err
 	}
-	if f.mcpgo, err = startProc(ctx, "mcp-go", b.mcpgo, "http://"+addr, "-addr", addr); err != nil {
-		return err
-	}
-	if addr, err = freeAddr(); err != nil {
-		return err
-	}
-	if f.gosdk, err = startProc(ctx, "go-sdk", b.gosdk, "http://"+addr, "-addr", addr); err != nil {
+	if f.gosdk, err = startPeer(ctx, "go-sdk", b.gosdk); err != nil {
 		return err
 	}
 	if f.single, _, err = startNode(ctx, b.mcpswarm, tmp, "bench1", ""); err != nil {

@@ -185,6 +185,13 @@ func (r *report) markdown(charts []string) string {
 			fmtRatio(r.ratio("forward", "click", c, mP50)), fmtRatio(r.ratio("forward", "click", c, mP99)),
 			fmtRatio(r.ratio("forward", "click", c, mCPU)))
 	}
+	w("\nThe same click on a node that also holds the memory test's idle connections and sessions (`crowded`), against a fresh node (`click`), same round:\n\n")
+	w("| clients | throughput | p50 | p99 | CPU per call |\n|---|---|---|---|---|\n")
+	for _, c := range r.Conc {
+		w("| %d | %s | %s | %s | %s |\n", c, fmtRatio(r.ratio("crowded", "click", c, mTput)),
+			fmtRatio(r.ratio("crowded", "click", c, mP50)), fmtRatio(r.ratio("crowded", "click", c, mP99)),
+			fmtRatio(r.ratio("crowded", "click", c, mCPU)))
+	}
 	w("\nMemory, by RSS (`/proc/PID/status` VmRSS) growth after opening idle MCP connections (initialize + initialized; " +
 		"the TCP connections are then closed) and then starting one `counter` session on each; one sample per server, " +
 		"so garbage not yet collected is part of the figure:\n\n")

@@ -20,7 +20,7 @@ type series struct {
 // baseline is the series every ratio is taken against.
 const baseline = "mcpgo"
 
-func allSeries(f *fleet) []series {
+func allSeries(f *fleet, idle int) []series {
 	plain := func(p *proc, tool string) func(context.Context, int) ([]worker, error) {
 		return func(ctx context.Context, n int) ([]worker, error) {
 			ws := make([]worker, n)
@@ -43,6 +43,8 @@ func allSeries(f *fleet) []series {
 		{key: "static", label: "mcpswarm static tool (swarm_list)", servers: []*proc{f.single}, connect: plain(f.single, "swarm_list")},
 		{key: "click", label: "mcpswarm click, local session", servers: []*proc{f.single}, connect: clicks(f.single, f.single, "w")},
 		{key: "forward", label: "mcpswarm click, forwarded (client on B, session on A)", servers: []*proc{f.nodeA, f.nodeB}, connect: clicks(f.nodeA, f.nodeB, "f")},
+		{key: "crowded", label: fmt.Sprintf("mcpswarm click, local session, on a node also holding %d idle connections with a session each", idle),
+			servers: []*proc{f.crowded}, connect: clicks(f.crowded, f.crowded, "w")},
 	}
 }
 
