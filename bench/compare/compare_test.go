@@ -124,3 +124,15 @@ func TestSpliceKeepsTheRestOfTheDocument(t *testing.T) {
 		t.Fatal("markers in the wrong order were accepted")
 	}
 }
+
+func TestCheckFailsOnAFailedOrSilentSeries(t *testing.T) {
+	ok := &report{Cells: []cell{{Series: "click", Conc: 1, Calls: 10}}}
+	if err := ok.check(); err != nil {
+		t.Fatalf("a clean run failed the check: %v", err)
+	}
+	for _, c := range []cell{{Series: "click", Conc: 1, Calls: 10, Errors: 1, FirstError: "tool error"}, {Series: "forward", Conc: 16}} {
+		if err := (&report{Cells: []cell{c}}).check(); err == nil || !strings.Contains(err.Error(), c.Series) {
+			t.Errorf("check(%+v) = %v, want an error naming the series", c, err)
+		}
+	}
+}

@@ -35,6 +35,7 @@ type options struct {
 	conc     []int         // concurrencies
 	idle     int           // idle connections / sessions opened for the memory figures
 	profile  string        // directory for CPU and allocation profiles (profile mode)
+	strict   bool          // fail when any series had a failed call or answered none (smoke runs, CI)
 }
 
 func main() {
@@ -52,7 +53,7 @@ func main() {
 	flag.StringVar(&o.profile, "profile", "", "profile mode: take CPU and allocation profiles of a node under the 16-client click load and write `go tool pprof -top` text into this directory")
 	flag.Parse()
 	if *quick {
-		o.rounds, o.dur, o.warm, o.idle, o.docsDir = 1, time.Second, 300*time.Millisecond, 100, ""
+		o.rounds, o.dur, o.warm, o.idle, o.docsDir, o.strict = 1, time.Second, 300*time.Millisecond, 100, "", true
 	}
 	for f := range strings.SplitSeq(conc, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
@@ -170,7 +171,13 @@ func run(ctx context.Context, o options) error {
 	rep.Conc = o.conc
 	rep.Elapsed = time.Since(t0).Round(time.Second).String()
 	rep.Machine.LoadAfter = loadavg()
-	return rep.write(o.docsDir)
+	if err := rep.write(o.docsDir); err != nil {
+		return err
+	}
+	if o.strict {
+		return rep.check()
+	}
+	return nil
 }
 
 // bins are the executables of one run.

@@ -274,6 +274,21 @@ func (r *report) targets() []target {
 	return ts
 }
 
+// check fails when a series answered no call or failed any, so a smoke
+// run catches a series that stopped working.
+func (r *report) check() error {
+	var bad []string
+	for _, c := range r.Cells {
+		if c.Calls == 0 || c.Errors > 0 {
+			bad = append(bad, fmt.Sprintf("%s at %d clients (round %d): %d calls, %d failed %s", c.Series, c.Conc, c.Round, c.Calls, c.Errors, c.FirstError))
+		}
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("%d measurements failed:\n%s", len(bad), strings.Join(bad, "\n"))
+	}
+	return nil
+}
+
 const (
 	beginMark = "<!-- bench-compare:begin (written by make bench-compare; edits inside are overwritten) -->"
 	endMark   = "<!-- bench-compare:end -->"
