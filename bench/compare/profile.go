@@ -69,8 +69,8 @@ func runProfile(ctx context.Context, o options) error {
 	}
 	header := fmt.Sprintf("# mcpswarm node (bench/profnode = serve --dev) under %d clients each clicking its own counter session, %d s.\n"+
 		"# Load during the profile: %.0f calls/s, p50 %.0f µs, p99 %.0f µs, %.0f µs server CPU per call, %d failed calls.\n"+
-		"# Made by: cd bench && go run ./compare -profile ../docs/bench  (%s, %d CPUs, load %s)\n",
-		clients, secs, cl.Throughput, cl.P50us, cl.P99us, cl.CPUus, cl.Errors, time.Now().UTC().Format("2006-01-02 15:04 UTC"), machine().CPUs, loadavg())
+		"# Made by: cd bench && go run ./compare -profile ../docs/bench  (%s, source %s, %d CPUs, load %s)\n",
+		clients, secs, cl.Throughput, cl.P50us, cl.P99us, cl.CPUus, cl.Errors, time.Now().UTC().Format("2006-01-02 15:04 UTC"), describeSource(ctx, o.benchDir), machine().CPUs, loadavg())
 	views := []struct {
 		file, prof string
 		args       []string
@@ -79,6 +79,9 @@ func runProfile(ctx context.Context, o options) error {
 		{"profile-cpu-cum.txt", "profile", []string{"-top", "-cum", "-nodecount=60"}},
 		{"profile-alloc-space.txt", "allocs", []string{"-top", "-sample_index=alloc_space", "-nodecount=40"}},
 		{"profile-alloc-objects.txt", "allocs", []string{"-top", "-sample_index=alloc_objects", "-nodecount=40"}},
+		// Who calls what inside the call path's own steps.
+		{"profile-cpu-peek.txt", "profile", []string{"-peek", peekFocus}},
+		{"profile-alloc-peek.txt", "allocs", []string{"-peek", peekFocus, "-sample_index=alloc_space"}},
 	}
 	for _, v := range views {
 		args := append([]string{"tool", "pprof"}, v.args...)
@@ -101,6 +104,19 @@ func runProfile(ctx context.Context, o options) error {
 	}
 	fmt.Printf("wrote profiles to %s (%.0f calls/s during the profile); raw profiles in %s\n", o.profile, cl.Throughput, raw)
 	return nil
+}
+
+// peekFocus names the steps of a click whose callers and callees the peek
+// views show.
+const peekFocus = `session\.\(\*actor\)\.(apply|render|commit)$|session\.\(\*Manager\)\.(save|emit)$|mcp\.\(\*connTable\)\.match$|swarm\.\(\*Conns\)\.records$|server\.\(\*StreamableHTTPServer\)\.handlePost$|mcp\.\(\*Server\)\.serveStreamable$`
+
+// describeSource names the commit the profiled node was built from.
+func describeSource(ctx context.Context, dir string) string {
+	out, err := exec.CommandContext(ctx, "git", "-C", dir, "describe", "--always", "--dirty").Output()
+	if err != nil {
+		return "unknown"
+	}
+	return strings.TrimSpace(string(out))
 }
 
 // fetch saves the body of url (bounded to 64 MiB) to path.
