@@ -178,12 +178,14 @@ func (r *report) markdown(charts []string) string {
 		}
 		w("\n")
 	}
-	w("Forwarded against local click (same round):\n\n")
-	w("| clients | throughput | p50 | p99 | CPU per call (A+B vs one node) |\n|---|---|---|---|---|\n")
+	w("Forwarded against local click (same round; CPU is A+B against one node):\n\n")
+	w("| clients | series | throughput | p50 | p99 | CPU per call |\n|---|---|---|---|---|---|\n")
 	for _, c := range r.Conc {
-		w("| %d | %s | %s | %s | %s |\n", c, fmtRatio(r.ratio("forward", "click", c, mTput)),
-			fmtRatio(r.ratio("forward", "click", c, mP50)), fmtRatio(r.ratio("forward", "click", c, mP99)),
-			fmtRatio(r.ratio("forward", "click", c, mCPU)))
+		for _, k := range []string{"forward", "spread"} {
+			w("| %d | %s | %s | %s | %s | %s |\n", c, k, fmtRatio(r.ratio(k, "click", c, mTput)),
+				fmtRatio(r.ratio(k, "click", c, mP50)), fmtRatio(r.ratio(k, "click", c, mP99)),
+				fmtRatio(r.ratio(k, "click", c, mCPU)))
+		}
 	}
 	w("\nThe same click on a node that also holds the memory test's idle connections and sessions (`crowded`), against a fresh node (`click`), same round:\n\n")
 	w("| clients | throughput | p50 | p99 | CPU per call |\n|---|---|---|---|---|\n")
@@ -245,9 +247,9 @@ func (r *report) targets() []target {
 		ts = append(ts, target{"local click CPU per call at 16 clients ≤ 1.5× bare", fmtRatio(c), c.Med <= 1.5})
 		s := r.ratio("static", baseline, 16, mTput)
 		ts = append(ts, target{"static tool throughput at 16 clients ≥ 0.9× bare", fmtRatio(s), s.Med >= 0.9})
-		f := r.ratio("forward", "click", 16, mTput)
-		ts = append(ts, target{"forwarded click throughput at 16 clients ≥ 0.6× local (all clients on B here)", fmtRatio(f), f.Med >= 0.6})
-		for _, k := range []string{"static", "click", "forward"} {
+		f := r.ratio("spread", "click", 16, mTput)
+		ts = append(ts, target{"forwarded click throughput at 16 clients, clients spread over both nodes, ≥ 0.6× local", fmtRatio(f), f.Med >= 0.6})
+		for _, k := range []string{"static", "click", "forward", "spread"} {
 			g := r.ratio(k, "gosdk", 16, mTput)
 			ts = append(ts, target{fmt.Sprintf("`%s` ahead of go-sdk at 16 clients (throughput)", k), fmtRatio(g), g.Med > 1})
 		}

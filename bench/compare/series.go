@@ -43,6 +43,8 @@ func allSeries(f *fleet, idle int) []series {
 		{key: "static", label: "mcpswarm static tool (swarm_list)", servers: []*proc{f.single}, connect: plain(f.single, "swarm_list")},
 		{key: "click", label: "mcpswarm click, local session", servers: []*proc{f.single}, connect: clicks(f.single, f.single, "w")},
 		{key: "forward", label: "mcpswarm click, forwarded (client on B, session on A)", servers: []*proc{f.nodeA, f.nodeB}, connect: clicks(f.nodeA, f.nodeB, "f")},
+		{key: "spread", label: "mcpswarm click, forwarded both ways (clients spread over A and B, each session on the other node)",
+			servers: []*proc{f.nodeA, f.nodeB}, connect: spreadClicks(f.nodeA, f.nodeB)},
 		{key: "crowded", label: fmt.Sprintf("mcpswarm click, local session, on a node also holding %d idle connections with a session each", idle),
 			servers: []*proc{f.crowded}, connect: clicks(f.crowded, f.crowded, "w")},
 	}
@@ -80,6 +82,28 @@ func clicks(owner, via *proc, prefix string) func(context.Context, int) ([]worke
 				time.Sleep(20 * time.Millisecond)
 			}
 			ws[i] = worker{c: c, tool: tool}
+		}
+		return ws, nil
+	}
+}
+
+// spreadClicks opens n clients alternately on a and b, each driving a
+// session it started on the other node (ids s<i>n0: session ids are at
+// most 7 lowercase letters or digits), so every call is forwarded and both
+// nodes serve fronts and sessions alike.
+func spreadClicks(a, b *proc) func(context.Context, int) ([]worker, error) {
+	return func(ctx context.Context, n int) ([]worker, error) {
+		ws := make([]worker, 0, n)
+		for i := range n {
+			owner, via := a, b
+			if i%2 == 1 {
+				owner, via = b, a
+			}
+			w, err := clicks(owner, via, fmt.Sprintf("s%dn", i))(ctx, 1)
+			if err != nil {
+				return nil, err
+			}
+			ws = append(ws, w...)
 		}
 		return ws, nil
 	}
