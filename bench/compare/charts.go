@@ -61,7 +61,12 @@ func (r *report) barChart(path, title, ylabel string, m metric) error {
 		labels[j] = strconv.Itoa(c)
 	}
 	p.NominalX(labels...)
-	return p.Save(7*vg.Inch, 3.6*vg.Inch, path)
+	// Room for the outer bars of the first and last groups, and on the
+	// right for the legend, which would otherwise cover bars.
+	p.X.Min = -0.6
+	p.X.Max = float64(len(r.Conc)) - 0.4 + 0.7
+	p.Y.Min = 0
+	return p.Save(8*vg.Inch, 3.6*vg.Inch, path)
 }
 
 func (s seriesInfo) key() string { return s.Key }
