@@ -228,7 +228,10 @@ func (r *report) markdown(charts []string) string {
 	for _, c := range charts {
 		w("![%s](bench/%s)\n\n", strings.TrimSuffix(c, ".svg"), c)
 	}
-	w("Raw cells: [compare.json](bench/compare.json). Quick smoke run: `make bench-compare QUICK=1` (prints, writes nothing).\n")
+	if len(charts) > 0 { // written to docs, not printed
+		w("Raw cells: [compare.json](bench/compare.json). Method and hot spots: [compare.md](bench/compare.md). " +
+			"Quick smoke run: `make bench-compare QUICK=1` (prints, writes nothing).\n")
+	}
 	return b.String()
 }
 
