@@ -34,8 +34,8 @@ race: ## the whole suite under the race detector
 bench: ## benchmarks (figures go to docs/BENCHMARKS.md)
 	$(GO) test -run '^$$' -bench . -benchmem -timeout 20m ./crdt/... ./session/... ./cluster/... ./mcp/... .
 
-bench-compare: build ## mcpswarm vs bare mcp-go and go-sdk, separate processes; writes docs/BENCHMARKS.md (QUICK=1: short run, prints only)
-	cd bench && $(GO) run ./compare -mcpswarm $(CURDIR)/$(BIN) -docs $(CURDIR)/docs $(if $(QUICK),-quick)
+bench-compare: build ## mcpswarm vs bare mcp-go and go-sdk, separate processes; writes docs/BENCHMARKS.md (QUICK=1: short run, prints only; BENCH_ARGS: more flags)
+	cd bench && $(GO) run ./compare -mcpswarm $(CURDIR)/$(BIN) -docs $(CURDIR)/docs $(if $(QUICK),-quick) $(BENCH_ARGS)
 
 e2e: build ## only the tests that start the real binary
 	$(GO) test $(TESTFLAGS) ./e2e/...

@@ -36,6 +36,7 @@ type options struct {
 	idle     int           // idle connections / sessions opened for the memory figures
 	profile  string        // directory for CPU and allocation profiles (profile mode)
 	strict   bool          // fail when any series had a failed call or answered none (smoke runs, CI)
+	nodeArgs []string      // extra `mcpswarm serve` flags for every node (e.g. a durability mode)
 }
 
 func main() {
@@ -50,11 +51,13 @@ func main() {
 	flag.DurationVar(&o.warm, "warm", 500*time.Millisecond, "unmeasured lead-in before each window")
 	flag.StringVar(&conc, "conc", "1,16,64", "comma-separated client counts")
 	flag.IntVar(&o.idle, "idle", 500, "idle connections (and sessions) opened for the memory figures")
+	nodeArgs := flag.String("node-args", "", "extra space-separated `mcpswarm serve` flags for every mcpswarm node, e.g. to measure another durability mode beside the default")
 	flag.StringVar(&o.profile, "profile", "", "profile mode: take CPU and allocation profiles of a node under the 16-client click load and write `go tool pprof -top` text into this directory")
 	flag.Parse()
 	if *quick {
 		o.rounds, o.dur, o.warm, o.idle, o.docsDir, o.strict = 1, time.Second, 300*time.Millisecond, 100, "", true
 	}
+	o.nodeArgs = strings.Fields(*nodeArgs)
 	for f := range strings.SplitSeq(conc, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || n < 1 || n > 1024 {
@@ -113,7 +116,7 @@ func run(ctx context.Context, o options) error {
 	// Memory is measured on fresh processes of their own, and the mcpswarm
 	// one then stays as the "crowded" node: idle connections and sessions
 	// left on the load series' servers would change what those measure.
-	if err := f.startMemory(ctx, bins, tmp); err != nil {
+	if err := f.startMemory(ctx, bins, tmp, o.nodeArgs); err != nil {
 		return err
 	}
 	for _, p := range []*proc{f.memMcpgo, f.memGosdk, f.crowded} {
@@ -129,7 +132,7 @@ func run(ctx context.Context, o options) error {
 	}
 	f.memMcpgo.stop()
 	f.memGosdk.stop()
-	if err := f.start(ctx, bins, tmp); err != nil {
+	if err := f.start(ctx, bins, tmp, o.nodeArgs); err != nil {
 		return err
 	}
 
@@ -209,7 +212,7 @@ func goBuild(ctx context.Context, dir, pkg, out string) error {
 
 // startMemory runs fresh peers and one fresh mcpswarm node for the memory
 // figures.
-func (f *fleet) startMemory(ctx context.Context, b bins, tmp string) error {
+func (f *fleet) startMemory(ctx context.Context, b bins, tmp string, extra []string) error {
 	var err error
 	if f.memMcpgo, err = startPeer(ctx, "mcp-go", b.mcpgo); err != nil {
 		return err
@@ -217,7 +220,7 @@ func (f *fleet) startMemory(ctx context.Context, b bins, tmp string) error {
 	if f.memGosdk, err = startPeer(ctx, "go-sdk", b.gosdk); err != nil {
 		return err
 	}
-	f.crowded, _, err = startNode(ctx, b.mcpswarm, tmp, "benchcrowd", "")
+	f.crowded, _, err = startNode(ctx, b.mcpswarm, tmp, "benchcrowd", "", extra)
 	return err
 }
 
@@ -233,7 +236,7 @@ func startPeer(ctx context.Context, name, bin string) (*proc, error) {
 // start runs every server: the peers, one mcpswarm node, and a two-node
 // cluster whose second node joins the first (both on the public dev key,
 // so a connection id minted by one is valid on the other).
-func (f *fleet) start(ctx context.Context, b bins, tmp string) error {
+func (f *fleet) start(ctx context.Context, b bins, tmp string, extra []string) error {
 	var err error
 	if f.mcpgo, err = startPeer(ctx, "mcp-go", b.mcpgo); err != nil {
 		return err
@@ -241,14 +244,14 @@ func (f *fleet) start(ctx context.Context, b bins, tmp string) error {
 	if f.gosdk, err = startPeer(ctx, "go-sdk", b.gosdk); err != nil {
 		return err
 	}
-	if f.single, _, err = startNode(ctx, b.mcpswarm, tmp, "bench1", ""); err != nil {
+	if f.single, _, err = startNode(ctx, b.mcpswarm, tmp, "bench1", "", extra); err != nil {
 		return err
 	}
 	var gossipA string
-	if f.nodeA, gossipA, err = startNode(ctx, b.mcpswarm, tmp, "benchA", ""); err != nil {
+	if f.nodeA, gossipA, err = startNode(ctx, b.mcpswarm, tmp, "benchA", "", extra); err != nil {
 		return err
 	}
-	if f.nodeB, _, err = startNode(ctx, b.mcpswarm, tmp, "benchB", gossipA); err != nil {
+	if f.nodeB, _, err = startNode(ctx, b.mcpswarm, tmp, "benchB", gossipA, extra); err != nil {
 		return err
 	}
 	return nil
@@ -256,7 +259,7 @@ func (f *fleet) start(ctx context.Context, b bins, tmp string) error {
 
 // startNode starts `mcpswarm serve --dev` on fresh loopback ports and
 // returns it with its gossip address.
-func startNode(ctx context.Context, bin, tmp, name, join string) (*proc, string, error) {
+func startNode(ctx context.Context, bin, tmp, name, join string, extra []string) (*proc, string, error) {
 	var addrs [3]string
 	for i := range addrs {
 		a, err := freeAddr()
@@ -270,13 +273,18 @@ func startNode(ctx context.Context, bin, tmp, name, join string) (*proc, string,
 	if join != "" {
 		args = append(args, "--join", join)
 	}
+	args = append(args, extra...)
 	p, err := startProc(ctx, "mcpswarm "+name, bin, "http://"+addrs[0], args...)
 	return p, addrs[2], err
 }
 
 func (o options) describe() string {
-	return fmt.Sprintf("%d rounds × %v windows (after %v warm-up) at %v clients; %d idle connections",
+	d := fmt.Sprintf("%d rounds × %v windows (after %v warm-up) at %v clients; %d idle connections",
 		o.rounds, o.dur, o.warm, o.conc, o.idle)
+	if len(o.nodeArgs) > 0 {
+		d += fmt.Sprintf("; mcpswarm nodes started with `%s`", strings.Join(o.nodeArgs, " "))
+	}
+	return d
 }
 
 // machineInfo says where the figures come from.
