@@ -112,7 +112,7 @@ func run(ctx context.Context, o options) error {
 	}
 	f := &fleet{}
 	defer f.stop()
-	rep := report{Started: t0.UTC(), Options: o.describe(), Machine: machine()}
+	rep := report{Started: t0.UTC(), Source: describeSource(ctx, o.benchDir), Options: o.describe(), Machine: machine()}
 	// Memory is measured on fresh processes of their own, and the mcpswarm
 	// one then stays as the "crowded" node: idle connections and sessions
 	// left on the load series' servers would change what those measure.

@@ -12,6 +12,7 @@ import (
 // report is everything one run measured.
 type report struct {
 	Started time.Time    `json:"started"`
+	Source  string       `json:"source"` // git describe of the tree mcpswarm was built from
 	Elapsed string       `json:"elapsed"`
 	Options string       `json:"options"`
 	Machine machineInfo  `json:"machine"`
@@ -145,10 +146,10 @@ func (r *report) markdown(charts []string) string {
 	var b strings.Builder
 	w := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 	w("## Side by side: mcpswarm against the servers users would pick instead\n\n")
-	w("Written by `make bench-compare` (`bench/compare`) on %s: %s. %d CPUs (%s), %s; "+
+	w("Written by `make bench-compare` (`bench/compare`) on %s from source %s: %s. %d CPUs (%s), %s; "+
 		"1-minute load %s before, %s after; the run took %s. The machine is shared, so read the **ratios**: each is taken "+
 		"between two series measured moments apart in the same round, and shown as the median over rounds with the range.\n\n",
-		r.Started.Format("2006-01-02 15:04 UTC"), r.Options, r.Machine.CPUs, r.Machine.CPUModel, r.Machine.GoVersion,
+		r.Started.Format("2006-01-02 15:04 UTC"), r.Source, r.Options, r.Machine.CPUs, r.Machine.CPUModel, r.Machine.GoVersion,
 		r.Machine.LoadBefore, r.Machine.LoadAfter, r.Elapsed)
 	w("Every server is its own process on loopback, driven by the same Go client code (one keep-alive connection and one MCP " +
 		"connection per client, protocol 2025-11-25, each client calling in a loop). CPU per call is the servers' own " +
