@@ -17,7 +17,7 @@ PROTOC_GEN_GO_VERSION  := v1.36.12
 PROTOC_GEN_GRPC_VERSION := v1.6.0
 STATICCHECK_VERSION    := v0.8.2
 
-.PHONY: build run test race bench proto proto-check lint e2e conformance cluster clean tools
+.PHONY: build run test race bench bench-compare proto proto-check lint e2e conformance cluster clean tools
 
 build: ## build bin/mcpswarm
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/node
@@ -33,6 +33,9 @@ race: ## the whole suite under the race detector
 
 bench: ## benchmarks (figures go to docs/BENCHMARKS.md)
 	$(GO) test -run '^$$' -bench . -benchmem -timeout 20m ./crdt/... ./session/... ./cluster/... ./mcp/... .
+
+bench-compare: build ## mcpswarm vs bare mcp-go and go-sdk, separate processes; writes docs/BENCHMARKS.md (QUICK=1: short run, prints only; BENCH_ARGS: more flags)
+	cd bench && $(GO) run ./compare -mcpswarm $(CURDIR)/$(BIN) -docs $(CURDIR)/docs $(if $(QUICK),-quick) $(BENCH_ARGS)
 
 e2e: build ## only the tests that start the real binary
 	$(GO) test $(TESTFLAGS) ./e2e/...

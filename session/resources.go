@@ -1,7 +1,6 @@
 package session
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -87,36 +86,58 @@ func project(ps []Projection, m Model) (out map[string]json.RawMessage, err erro
 }
 
 // contextDoc assembles the context resource. It splices the already
-// encoded widgets and projections in rather than re-encoding them.
+// encoded widgets and projections in rather than re-encoding them, and
+// writes names as JSON strings directly when they need no escaping (tool
+// names and projection keys are validated ids), so a render does not
+// allocate per tool.
 func contextDoc(sess json.RawMessage, projected map[string]json.RawMessage, widgets json.RawMessage, tools []Tool) []byte {
-	var b bytes.Buffer
-	b.WriteString(`{"session":`)
-	b.Write(sess)
-	b.WriteString(`,"projections":{`)
-	for i, k := range slices.Sorted(maps.Keys(projected)) {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		key, _ := json.Marshal(strings.TrimPrefix(k, "model/"))
-		b.Write(key)
-		b.WriteByte(':')
-		b.Write(projected[k])
-	}
-	b.WriteString(`},"widgets":`)
 	if len(widgets) == 0 {
 		widgets = json.RawMessage("null")
 	}
-	b.Write(widgets)
-	b.WriteString(`,"tools":[`)
+	size := len(sess) + len(widgets) + 64
+	for k, v := range projected {
+		size += len(k) + len(v) + 4
+	}
+	for _, t := range tools {
+		size += len(t.Name) + 3
+	}
+	b := make([]byte, 0, size)
+	b = append(b, `{"session":`...)
+	b = append(b, sess...)
+	b = append(b, `,"projections":{`...)
+	for i, k := range slices.Sorted(maps.Keys(projected)) {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, strings.TrimPrefix(k, "model/"))
+		b = append(b, ':')
+		b = append(b, projected[k]...)
+	}
+	b = append(b, `},"widgets":`...)
+	b = append(b, widgets...)
+	b = append(b, `,"tools":[`...)
 	for i, t := range tools {
 		if i > 0 {
-			b.WriteByte(',')
+			b = append(b, ',')
 		}
-		name, _ := json.Marshal(t.Name)
-		b.Write(name)
+		b = appendJSONString(b, t.Name)
 	}
-	b.WriteString("]}")
-	return b.Bytes()
+	return append(b, "]}"...)
+}
+
+// appendJSONString appends s encoded exactly as encoding/json encodes it:
+// directly when it is printable ASCII that json escapes nowhere, through
+// json.Marshal otherwise.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s) // a string always encodes
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 // sessionDoc is the session part of the context resource.

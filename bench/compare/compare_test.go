@@ -1,0 +1,138 @@
+package main
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseStatCPU(t *testing.T) {
+	// A command name with spaces and a ')' must not shift the fields.
+	line := "4242 (my (odd) name) S 1 4242 4242 0 -1 4194560 1234 0 0 0 250 75 0 0 20 0 9 0 100 0 0\n"
+	got, err := parseStatCPU([]byte(line))
+	if err != nil || got != 325 {
+		t.Fatalf("parseStatCPU = %d, %v; want 325 (utime 250 + stime 75)", got, err)
+	}
+	if _, err := parseStatCPU([]byte("4242 (x) S 1 2")); err == nil {
+		t.Fatal("a truncated stat line parsed without error")
+	}
+	if _, err := parseStatCPU([]byte("no name here")); err == nil {
+		t.Fatal("a stat line without a command name parsed without error")
+	}
+}
+
+func TestParseStatusRSS(t *testing.T) {
+	got, err := parseStatusRSS([]byte("Name:\tx\nVmPeak:\t 9 kB\nVmRSS:\t   12345 kB\nThreads: 3\n"))
+	if err != nil || got != 12345 {
+		t.Fatalf("parseStatusRSS = %d, %v; want 12345", got, err)
+	}
+	if _, err := parseStatusRSS([]byte("Name:\tx\n")); err == nil {
+		t.Fatal("a status without VmRSS parsed without error")
+	}
+}
+
+func TestReadResultJSON(t *testing.T) {
+	res, err := readResult("application/json", strings.NewReader(`{"jsonrpc":"2.0","id":7,"result":{"ok":true}}`), 7)
+	if err != nil || string(res) != `{"ok":true}` {
+		t.Fatalf("readResult = %s, %v", res, err)
+	}
+	_, err = readResult("application/json", strings.NewReader(`{"jsonrpc":"2.0","id":7,"error":{"code":-32602,"message":"tool not found"}}`), 7)
+	var re *rpcError
+	if !errors.As(err, &re) || re.Code != -32602 {
+		t.Fatalf("a JSON-RPC error read as %v", err)
+	}
+}
+
+func TestReadResultSSESkipsNotifications(t *testing.T) {
+	body := "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{}}\n\n" +
+		"id: 2\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{\"n\":1}}\n\n"
+	res, err := readResult("text/event-stream", strings.NewReader(body), 3)
+	if err != nil || string(res) != `{"n":1}` {
+		t.Fatalf("readResult = %s, %v", res, err)
+	}
+	// The last event may end without a blank line.
+	res, err = readResult("text/event-stream; charset=utf-8", strings.NewReader("data: {\"jsonrpc\":\"2.0\",\"id\":4,\"result\":{}}"), 4)
+	if err != nil || string(res) != `{}` {
+		t.Fatalf("readResult without a final blank line = %s, %v", res, err)
+	}
+	if _, err := readResult("text/event-stream", strings.NewReader("data: {\"jsonrpc\":\"2.0\",\"id\":9,\"result\":{}}\n\n"), 4); err == nil {
+		t.Fatal("a stream answering another id was taken as the answer")
+	}
+	if _, err := readResult("text/html", strings.NewReader("<p>"), 1); err == nil {
+		t.Fatal("an HTML answer was accepted")
+	}
+}
+
+func TestPercentileAndMedian(t *testing.T) {
+	var ds []time.Duration
+	for i := 100; i >= 1; i-- {
+		ds = append(ds, time.Duration(i)*time.Microsecond)
+	}
+	if got := percentile(ds, 0.5); got != 50*time.Microsecond {
+		t.Errorf("p50 of 1..100 µs = %v, want 50µs", got)
+	}
+	if got := percentile(ds, 0.99); got != 99*time.Microsecond {
+		t.Errorf("p99 of 1..100 µs = %v, want 99µs", got)
+	}
+	if got := percentile(nil, 0.5); got != 0 {
+		t.Errorf("p50 of nothing = %v", got)
+	}
+	if got := median([]float64{3, 1, 2}); got != 2 {
+		t.Errorf("median(3,1,2) = %v", got)
+	}
+	if got := median([]float64{4, 1, 2, 3}); got != 2.5 {
+		t.Errorf("median(4,1,2,3) = %v", got)
+	}
+}
+
+func TestRatioIsTakenRoundByRound(t *testing.T) {
+	// Round 1 ran on a machine twice as busy: the per-round ratio stays
+	// 0.5 although the medians of the raw figures would say otherwise.
+	r := &report{Conc: []int{16}, Cells: []cell{
+		{Round: 0, Conc: 16, Series: "mcpgo", Throughput: 1000},
+		{Round: 0, Conc: 16, Series: "click", Throughput: 500},
+		{Round: 1, Conc: 16, Series: "mcpgo", Throughput: 400},
+		{Round: 1, Conc: 16, Series: "click", Throughput: 200},
+		{Round: 2, Conc: 16, Series: "mcpgo", Throughput: 1000},
+		{Round: 2, Conc: 16, Series: "click", Throughput: 600},
+	}}
+	got := r.ratio("click", "mcpgo", 16, mTput)
+	if got.Med != 0.5 || got.Lo != 0.5 || got.Hi != 0.6 {
+		t.Fatalf("ratio = %+v, want median 0.5 over 0.5–0.6", got)
+	}
+}
+
+func TestSpliceKeepsTheRestOfTheDocument(t *testing.T) {
+	doc := "# Benchmarks\n\nhand-written\n"
+	once, err := splice(doc, "first\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(once, doc) || !strings.Contains(once, "first\n") {
+		t.Fatalf("first splice lost text:\n%s", once)
+	}
+	twice, err := splice(once+"\ntrailing\n", "second\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(twice, "first") || !strings.Contains(twice, "second\n") ||
+		!strings.HasPrefix(twice, doc) || !strings.HasSuffix(twice, "trailing\n") {
+		t.Fatalf("second splice:\n%s", twice)
+	}
+	if _, err := splice(endMark+"\n"+beginMark, "x"); err == nil {
+		t.Fatal("markers in the wrong order were accepted")
+	}
+}
+
+func TestCheckFailsOnAFailedOrSilentSeries(t *testing.T) {
+	ok := &report{Cells: []cell{{Series: "click", Conc: 1, Calls: 10}}}
+	if err := ok.check(); err != nil {
+		t.Fatalf("a clean run failed the check: %v", err)
+	}
+	for _, c := range []cell{{Series: "click", Conc: 1, Calls: 10, Errors: 1, FirstError: "tool error"}, {Series: "forward", Conc: 16}} {
+		if err := (&report{Cells: []cell{c}}).check(); err == nil || !strings.Contains(err.Error(), c.Series) {
+			t.Errorf("check(%+v) = %v, want an error naming the series", c, err)
+		}
+	}
+}
