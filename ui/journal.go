@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcpswarm/mcpswarm/cluster"
 	"github.com/mcpswarm/mcpswarm/crdt"
+	"golang.org/x/time/rate"
 )
 
 // RegistryName is the replicated registry holding the action journal.
@@ -60,6 +61,10 @@ type Journal struct {
 	watchers map[int]func(session string)
 	nextW    int
 	stopped  bool
+	// dropped counts entries a full queue refused since the last warning;
+	// warnEvery keeps a sustained overload from logging once per call.
+	dropped   int
+	warnEvery rate.Sometimes
 }
 
 // NewJournal declares the journal's registry on c; call it before c starts.
@@ -71,7 +76,8 @@ func NewJournal(c *cluster.Cluster, node string, log *slog.Logger) (*Journal, er
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	j := &Journal{reg: reg, node: node, log: log, watchers: map[int]func(string){}}
+	j := &Journal{reg: reg, node: node, log: log, watchers: map[int]func(string){},
+		warnEvery: rate.Sometimes{First: 1, Interval: 10 * time.Second}}
 	reg.OnChange(j.onChange)
 	return j, nil
 }
@@ -164,7 +170,11 @@ func (j *Journal) enqueue(e entry) {
 	select {
 	case j.queue <- e:
 	default:
-		j.log.Warn("UI action journal queue full; dropping an entry", "session", e.action.Session+e.forget)
+		j.dropped++
+		j.warnEvery.Do(func() {
+			j.log.Warn("UI action journal queue full; dropping entries", "dropped", j.dropped, "last_session", e.action.Session+e.forget)
+			j.dropped = 0
+		})
 	}
 }
 
