@@ -68,6 +68,8 @@ type swarmEnv struct {
 	// apps registers extra apps on every node, startable with the demos.
 	apps      func(*session.Registry) error
 	startable []string
+	// conformance registers the conformance suite's fixture on every node.
+	conformance bool
 	// quiet stops node logs reaching t.Logf once the test is over:
 	// memberlist's probe goroutine may log a last line while it shuts down.
 	quiet *atomic.Bool
@@ -106,6 +108,7 @@ func (e *swarmEnv) start(name string, join ...string) *mcpswarm.Node {
 	cfg.ClusterKeyFile = e.keyFile
 	cfg.Join = join
 	cfg.TLS = e.tls
+	cfg.Conformance = e.conformance
 	cfg.DeadGrace = 3 * time.Second
 	cfg.ShutdownTimeout = 5 * time.Second
 	log := slog.New(slog.NewTextHandler(testWriter{e.t, name, e.quiet}, &slog.HandlerOptions{Level: slog.LevelWarn}))

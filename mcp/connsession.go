@@ -34,6 +34,9 @@ type viewSession struct {
 	// notifications sent through this session go there (see postStream).
 	post  *postStream
 	notes chan mcp.JSONRPCNotification
+	// asks, with post, sends sampling and roots requests on the POST's
+	// own stream (clientreq.go).
+	asks *clientRequests
 }
 
 // NotificationChannel returns the request's own channel on a Streamable
@@ -173,22 +176,6 @@ func (v *viewSession) SetClientCapabilities(caps mcp.ClientCapabilities) {
 func (v *viewSession) RequestElicitation(ctx context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
 	if e, ok := v.ClientSession.(server.SessionWithElicitation); ok {
 		return e.RequestElicitation(ctx, req)
-	}
-	return nil, errNotSupported
-}
-
-// RequestSampling forwards to the wrapped session.
-func (v *viewSession) RequestSampling(ctx context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-	if s, ok := v.ClientSession.(server.SessionWithSampling); ok {
-		return s.RequestSampling(ctx, req)
-	}
-	return nil, errNotSupported
-}
-
-// ListRoots forwards to the wrapped session.
-func (v *viewSession) ListRoots(ctx context.Context, req mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
-	if r, ok := v.ClientSession.(server.SessionWithRoots); ok {
-		return r.ListRoots(ctx, req)
 	}
 	return nil, errNotSupported
 }

@@ -224,15 +224,8 @@ func (s *Server) serveStreamable(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
-		if env.isResponse() && !env.isPingAnswer() && sid != "" && s.cfg.ForwardResponse != nil && !s.parked.hasConn(sid) {
-			handled, err := s.cfg.ForwardResponse(r.Context(), sid, body)
-			if err != nil {
-				s.log.Warn("forwarding a client response failed", "conn", sid, "err", err)
-				http.Error(w, "Failed to deliver response", http.StatusBadGateway)
-				return
-			}
-			if handled {
-				w.WriteHeader(http.StatusAccepted)
+		if env.isResponse() && !env.isPingAnswer() && sid != "" {
+			if !s.routeResponse(w, r, sid, env, body) {
 				return
 			}
 		}
@@ -255,6 +248,7 @@ func (s *Server) serveStreamable(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if r.Method == http.MethodGet {
+			w = tagWriter{ResponseWriter: w, node: s.cfg.Node}
 			s.streams.holdGET(sid)
 			if s.cfg.StreamChanged != nil {
 				s.cfg.StreamChanged(sid, true)
@@ -272,7 +266,7 @@ func (s *Server) serveStreamable(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.Method == http.MethodPost {
-		ps := newPostStream(w)
+		ps := newPostStream(w, s.cfg.Node)
 		defer ps.close()
 		w, r = ps, r.WithContext(withPostStream(r.Context(), ps))
 	}
@@ -282,6 +276,47 @@ func (s *Server) serveStreamable(w http.ResponseWriter, r *http.Request) {
 			s.cfg.Conns.Delete(sid)
 		}
 	}
+}
+
+// routeResponse takes a client's JSON-RPC response to a server-to-client
+// request where the request waits. A relay id names the node: this one
+// gets the numeric id back and mcp-go delivers it; another one gets it over
+// the cluster. An untagged id (sent before relay ids, or by a client that
+// rewrote it) goes to this node when it has parked a call of the
+// connection, else to the first node that takes it. It reports whether
+// mcp-go should still serve the request; if not, it has answered.
+func (s *Server) routeResponse(w http.ResponseWriter, r *http.Request, sid string, env envelope, body []byte) bool {
+	if mine, status, out := s.deliverLocal(sid, env, body); mine {
+		if out == nil {
+			if status == http.StatusAccepted {
+				w.WriteHeader(status)
+			} else {
+				http.Error(w, "No pending request for this response", status)
+			}
+			return false
+		}
+		r.Body = io.NopCloser(bytes.NewReader(out))
+		r.ContentLength = int64(len(out))
+		return true
+	}
+	_, _, tagged := parseRelayID(env.ID)
+	if s.cfg.ForwardResponse == nil || (!tagged && s.parked.hasConn(sid)) {
+		return true
+	}
+	// The answer must reach the waiting call even if the client stops
+	// waiting for this POST's 202 (mcp-go's client cancels it as soon as the
+	// call it answered returns).
+	handled, err := s.cfg.ForwardResponse(context.WithoutCancel(r.Context()), sid, body)
+	if err != nil {
+		s.log.Warn("forwarding a client response failed", "conn", sid, "err", err)
+		http.Error(w, "Failed to deliver response", http.StatusBadGateway)
+		return false
+	}
+	if handled {
+		w.WriteHeader(http.StatusAccepted)
+		return false
+	}
+	return true
 }
 
 // HoldsStream reports whether this node holds connection id's GET stream
@@ -301,6 +336,17 @@ func (s *Server) DeliverResponse(ctx context.Context, connID string, body []byte
 	id := identity{transport: authz.TransportStreamableHTTP, prechecked: true}
 	if claims.Principal != "" {
 		id.authed, id.principal = true, authz.Principal{Subject: claims.Principal, Authenticated: true}
+	}
+	if env, rerr := checkMessage(body, s.cfg.MaxBatch, s.cfg.MaxDepth); rerr == nil && env.isResponse() {
+		if mine, status, out := s.deliverLocal(connID, env, body); mine {
+			if out == nil {
+				if status != http.StatusAccepted {
+					return status, fmt.Errorf("delivering a forwarded response: %w", errNoAnswer)
+				}
+				return status, nil
+			}
+			body = out
+		}
 	}
 	req, err := http.NewRequestWithContext(withIdentity(ctx, id), http.MethodPost, "http://localhost/mcp", bytes.NewReader(body))
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync"
@@ -28,6 +29,9 @@ type postStreamKey struct{}
 // and may answer before forwarding the last notifications).
 type postStream struct {
 	w http.ResponseWriter
+	// node names this node in the ids of server-to-client requests
+	// written here (see relayid.go).
+	node string
 
 	mu          sync.Mutex
 	sources     []chan mcp.JSONRPCNotification
@@ -38,8 +42,8 @@ type postStream struct {
 	ticking     bool
 }
 
-func newPostStream(w http.ResponseWriter) *postStream {
-	return &postStream{w: w, stop: make(chan struct{})}
+func newPostStream(w http.ResponseWriter, node string) *postStream {
+	return &postStream{w: w, node: node, stop: make(chan struct{})}
 }
 
 func withPostStream(ctx context.Context, p *postStream) context.Context {
@@ -72,9 +76,11 @@ func (p *postStream) Write(b []byte) (int, error) {
 		p.drainLocked()
 	}
 	p.wroteHeader = true
-	n, err := p.w.Write(b)
+	if _, err := p.w.Write(tagRequestIDs(b, p.node)); err != nil {
+		return 0, err
+	}
 	p.midEvent = !bytes.HasSuffix(b, []byte("\n\n")) && p.sseLocked()
-	return n, err
+	return len(b), nil
 }
 
 // Flush flushes the response.
@@ -94,6 +100,44 @@ func (p *postStream) Unwrap() http.ResponseWriter { return p.w }
 
 func (p *postStream) sseLocked() bool {
 	return p.w.Header().Get("Content-Type") == "text/event-stream"
+}
+
+// send writes one server-to-client JSON-RPC message as an SSE event now
+// (after any queued notification), starting the SSE response if needed.
+func (p *postStream) send(msg []byte) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return errors.New("the request's stream has ended")
+	}
+	if p.midEvent {
+		return errors.New("the request's stream is busy mid-event")
+	}
+	p.drainLocked()
+	if p.closed {
+		return errors.New("the request's stream has ended")
+	}
+	if !p.wroteHeader {
+		p.startSSELocked()
+	}
+	if _, err := fmt.Fprintf(p.w, "event: message\ndata: %s\n\n", msg); err != nil {
+		p.closed = true
+		return fmt.Errorf("writing to the request's stream: %w", err)
+	}
+	if f, ok := p.w.(http.Flusher); ok {
+		f.Flush()
+	}
+	return nil
+}
+
+// startSSELocked starts the response as an SSE stream.
+func (p *postStream) startSSELocked() {
+	h := p.w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Connection", "keep-alive")
+	p.w.WriteHeader(http.StatusOK)
+	p.wroteHeader = true
 }
 
 // source returns a new notification channel for the request's session.
@@ -148,12 +192,7 @@ func (p *postStream) drainLocked() {
 				continue
 			}
 			if !p.wroteHeader {
-				h := p.w.Header()
-				h.Set("Content-Type", "text/event-stream")
-				h.Set("Cache-Control", "no-cache")
-				h.Set("Connection", "keep-alive")
-				p.w.WriteHeader(http.StatusOK)
-				p.wroteHeader = true
+				p.startSSELocked()
 			}
 			if _, err := fmt.Fprintf(p.w, "event: message\ndata: %s\n\n", data); err != nil {
 				p.closed = true

@@ -29,6 +29,7 @@ type Server struct {
 	states  *stateSealer
 	conns   *connTable
 	parked  *parking
+	asks    *clientRequests
 	streams *sseStreams
 	metrics *metrics
 	static  map[string]server.ServerTool
@@ -63,7 +64,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{
 		cfg: cfg, log: cfg.Logger, ids: ids, states: states,
-		conns: newConnTable(cfg.NotifyHere, subscribedVia(cfg.Conns)), parked: newParking(), streams: newSSEStreams(), metrics: m,
+		conns: newConnTable(cfg.NotifyHere, subscribedVia(cfg.Conns)), parked: newParking(), asks: newClientRequests(cfg.Node), streams: newSSEStreams(), metrics: m,
 	}
 
 	hooks := &server.Hooks{}
@@ -177,6 +178,7 @@ func (s *Server) wrapContext(ctx context.Context, _ *http.Request) context.Conte
 	}
 	vs := newViewSession(cs)
 	vs.post = postStreamFrom(ctx)
+	vs.asks = s.asks
 	return s.mcp.WithContext(ctx, vs)
 }
 

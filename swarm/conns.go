@@ -162,16 +162,48 @@ func (c *Conns) records(id string) []connRecord {
 func (c *Conns) Get(id string) (mcp.ConnInfo, bool) { return merge(c.records(id)) }
 
 // Put implements mcp.ConnRegistry: what changed against the merged view is
-// stamped into this node's record. It never blocks on disk or network: the
-// record is written by the swarm's publisher.
+// stamped into this node's record, written, and applied by every live peer
+// before Put returns (read-your-writes from any node), within the swarm's
+// AckTimeout.
 func (c *Conns) Put(info mcp.ConnInfo) {
 	known, _ := c.Get(info.ID)
 	c.update(info.ID, func(r *connRecord) { stamp(r, known, info, time.Now()) })
+	c.commit(info.ID)
 }
 
-// Delete implements mcp.ConnRegistry: a revocation every node honours.
+// Delete implements mcp.ConnRegistry: a revocation every node honours,
+// applied by every live peer before Delete returns (as Put).
 func (c *Conns) Delete(id string) {
 	c.update(id, func(r *connRecord) { r.Revoked, r.StreamNode = true, "" })
+	c.commit(id)
+}
+
+// commit writes this node's record of id now and waits, within the
+// AckTimeout, until every live peer has applied it. A peer that misses the
+// bound is logged and counted; it catches up by anti-entropy.
+func (c *Conns) commit(id string) {
+	if id == "" {
+		return
+	}
+	c.mu.Lock()
+	b, err := json.Marshal(c.mine[id])
+	delete(c.dirty, id)
+	c.mu.Unlock()
+	if err == nil {
+		err = c.reg.Put(id, b)
+	}
+	if err != nil {
+		c.s.log.Warn("publishing connection record", "conn", id, "err", err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.s.ackTimeout)
+	defer cancel()
+	start := time.Now()
+	err = c.reg.AwaitPeers(ctx)
+	c.s.met.connAck(time.Since(start), err == nil)
+	if err != nil {
+		c.s.log.Warn("connection state not applied by every live peer in time", "conn", id, "err", err)
+	}
 }
 
 // List returns every live connection the cluster knows (revoked ones
@@ -318,11 +350,26 @@ func (c *Conns) restore() {
 	})
 }
 
-// ForwardResponse hands a client's JSON-RPC response (an elicitation
-// answer) that reached this node to the node that parked the call: the
-// connection's home node first, then every other live member, until one
-// accepts it.
+// ForwardResponse hands a client's JSON-RPC response (to sampling,
+// roots or elicitation) that reached this node to the node that sent the
+// request: the one its relay id names (see mcp.ResponseNode); for an
+// untagged id, the connection's home node first, then every other live
+// member, until one accepts it.
 func (c *Conns) ForwardResponse(ctx context.Context, connID string, body []byte) (bool, error) {
+	ctx, cancel := c.s.bounded(ctx)
+	defer cancel()
+	if node, ok := mcp.ResponseNode(body); ok {
+		// The request's id names the node that sent it: only that node
+		// can take the answer.
+		resp, err := c.s.deliver(ctx, node, connID, KindElicitationResponse, body)
+		if err != nil {
+			return false, fmt.Errorf("handing the response for connection %s to %s: %w", connID, node, err)
+		}
+		if code := resp.GetHttpStatus(); code < 200 || code >= 300 {
+			return false, fmt.Errorf("handing the response for connection %s to %s: it answered %d", connID, node, code)
+		}
+		return true, nil
+	}
 	info, _ := c.Get(connID)
 	var order []string
 	if info.Node != "" && info.Node != c.s.self {
