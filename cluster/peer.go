@@ -35,6 +35,8 @@ type batch struct {
 	since  time.Time         // oldest write
 	size   int               // encoded bytes
 	count  int               // deltas
+	// position marks a heartbeat: tos is the position it announced.
+	position bool
 }
 
 // link is this node's client side of one peer: the connection, the push
@@ -121,6 +123,14 @@ func (l *link) ack(reg string, seq uint64) {
 	l.mu.Lock()
 	l.acked[reg] = max(l.acked[reg], seq)
 	l.mu.Unlock()
+	l.r.acknowledged()
+}
+
+// ackedSeq is the own sequence of registry reg the peer is known to hold.
+func (l *link) ackedSeq(reg string) uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.acked[reg]
 }
 
 // result records the outcome of a call to the peer; SuspectAfter failures
@@ -218,7 +228,7 @@ func (r *replicator) stream(l *link) (bool, error) {
 	// blocked by flow control returns once ctx is cancelled.
 	watchdog := time.AfterFunc(cfg.StreamIdle, cancel)
 	defer watchdog.Stop()
-	var inflight []*batch // nil entries are positions
+	var inflight []*batch // in send order; heartbeats are position batches
 	// The stream declares each origin and registry once (the opening
 	// position declares this node's origin and every registry) and then
 	// names them by ref. Batches are shared by all links, so each stream
@@ -237,7 +247,7 @@ func (r *replicator) stream(l *link) (bool, error) {
 		r.c.metrics.deltasSent.Add(float64(nonEmpty(wire.GetDeltas())))
 		return nil
 	}
-	if err := sendReq(nil, r.position()); err != nil {
+	if err := sendReq(r.positionBatch()); err != nil {
 		return false, err
 	}
 	established := false
@@ -264,7 +274,7 @@ func (r *replicator) stream(l *link) (bool, error) {
 				return established, err
 			}
 		case <-hb.C:
-			if err := sendReq(nil, r.position()); err != nil {
+			if err := sendReq(r.positionBatch()); err != nil {
 				return established, err
 			}
 		case a := <-acks:
@@ -309,12 +319,32 @@ func (r *replicator) acked(l *link, b *batch, resp *peerv1.ReplicateResponse) {
 	if b == nil {
 		return
 	}
+	if b.position {
+		// A position without a gap: the peer holds at least that much.
+		for reg, to := range b.tos {
+			if !gapped[reg] {
+				l.ack(reg, to)
+			}
+		}
+		return
+	}
 	for reg, to := range b.tos {
 		if !gapped[reg] {
 			l.ack(reg, to)
 		}
 	}
 	r.c.metrics.convergence.Observe(time.Since(b.since).Seconds())
+}
+
+// positionBatch wraps a position so its acknowledgement records what the
+// peer holds.
+func (r *replicator) positionBatch() (*batch, *peerv1.ReplicateRequest) {
+	req := r.position()
+	b := &batch{req: req, position: true, tos: map[string]uint64{}}
+	for _, d := range req.GetDeltas() {
+		b.tos[d.GetRegistry()] = d.GetTo()
+	}
+	return b, req
 }
 
 // position is a request carrying, per registry, an empty delta at this

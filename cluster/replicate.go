@@ -29,6 +29,9 @@ type replicator struct {
 
 	events chan func() // work to run on the loop
 
+	ackMu sync.Mutex
+	ackCh chan struct{} // closed at the next acknowledgement (acked.go)
+
 	linksMu sync.Mutex
 	links   map[string]*link // by member name; written by the loop only
 

@@ -11,6 +11,7 @@ import (
 type metrics struct {
 	forwards *prometheus.CounterVec
 	latency  prometheus.Histogram
+	ackWait  *prometheus.HistogramVec
 }
 
 func newMetrics(reg prometheus.Registerer, s *Swarm) (*metrics, error) {
@@ -27,6 +28,11 @@ func newMetrics(reg prometheus.Registerer, s *Swarm) (*metrics, error) {
 			Help:    "Time of a forwarded call, from the entry node's request to the owner's answer.",
 			Buckets: prometheus.ExponentialBuckets(0.0002, 2, 16),
 		}),
+		ackWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "mcpswarm_swarm_conn_ack_seconds",
+			Help:    "Time a change to connection state waited for every live peer to apply it, by outcome (acked, lagging).",
+			Buckets: prometheus.ExponentialBuckets(0.0002, 2, 16),
+		}, []string{"outcome"}),
 	}
 	gauges := []prometheus.Collector{
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -46,7 +52,7 @@ func newMetrics(reg prometheus.Registerer, s *Swarm) (*metrics, error) {
 			Help: "Connection records in this node's replica (every node's, revocations included).",
 		}, func() float64 { return float64(s.conns.reg.Len()) }),
 	}
-	for _, c := range append(gauges, m.forwards, m.latency) {
+	for _, c := range append(gauges, m.forwards, m.latency, m.ackWait) {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -73,4 +79,17 @@ func (m *metrics) forwarded(began time.Time, err error) {
 		outcome = "error"
 	}
 	m.forwards.WithLabelValues(outcome).Inc()
+}
+
+// connAck records how long a change to connection state waited for every
+// live peer, and whether they all applied it in time.
+func (m *metrics) connAck(d time.Duration, acked bool) {
+	if m == nil {
+		return
+	}
+	outcome := "acked"
+	if !acked {
+		outcome = "lagging"
+	}
+	m.ackWait.WithLabelValues(outcome).Observe(d.Seconds())
 }

@@ -31,6 +31,10 @@ var ErrDraining = errors.New("draining")
 // ErrExists is returned when a session id is already taken in the swarm.
 var ErrExists = errors.New("session id already exists in the swarm")
 
+// DefaultAckTimeout bounds the wait for every live peer to apply a change
+// to connection state.
+const DefaultAckTimeout = 2 * time.Second
+
 // Config wires a Swarm.
 type Config struct {
 	// Cluster replicates the registries; its registries are declared by New,
@@ -48,6 +52,10 @@ type Config struct {
 	// ConnMaxAge is how long a connection record is kept after its last
 	// change: the session ids' maximum age (default mcp.DefaultSessionMaxAge).
 	ConnMaxAge time.Duration
+	// AckTimeout bounds how long a change to connection state waits for
+	// every live peer to apply it before it is answered (default 2 s). A
+	// peer that misses it catches up by anti-entropy.
+	AckTimeout time.Duration
 }
 
 // Swarm is the cluster-wide view and router for one node.
@@ -77,6 +85,7 @@ type Swarm struct {
 	draining bool
 
 	connMaxAge time.Duration
+	ackTimeout time.Duration
 
 	clientMsgs func(ctx context.Context, conn, kind string, msg []byte) (int, []byte, error)
 
@@ -113,6 +122,10 @@ func New(cfg Config) (*Swarm, error) {
 	}
 	if s.timeout <= 0 {
 		s.timeout = 10 * time.Second
+	}
+	s.ackTimeout = cfg.AckTimeout
+	if s.ackTimeout <= 0 {
+		s.ackTimeout = DefaultAckTimeout
 	}
 	s.connMaxAge = cfg.ConnMaxAge
 	if s.connMaxAge <= 0 {

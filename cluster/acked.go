@@ -1,0 +1,103 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// membershipRecheck is how often a waiting AwaitPeers re-reads membership.
+const membershipRecheck = 50 * time.Millisecond
+
+// Acknowledged replication: a write the client is told about must be
+// readable on every node the client may reach next. A peer acknowledges a
+// push (or a position heartbeat without a gap) only after it has applied
+// what it covers, so "every live peer acknowledged this registry up to my
+// sequence" means every live peer serves the write.
+
+// LaggingError names the live peers that had not acknowledged a write when
+// the wait ended.
+type LaggingError struct {
+	Registry string
+	Seq      uint64
+	Peers    []string
+	Cause    error
+}
+
+func (e *LaggingError) Error() string {
+	return fmt.Sprintf("%s up to %d not acknowledged by %s: %v", e.Registry, e.Seq, strings.Join(e.Peers, ", "), e.Cause)
+}
+
+func (e *LaggingError) Unwrap() error { return e.Cause }
+
+// AwaitPeers waits until every live peer (alive or draining) has applied
+// every write this node made to the registry before the call, or ctx ends;
+// then it returns a *LaggingError naming the peers still behind. A peer
+// that joins or dies meanwhile is counted as the membership is when the
+// wait is checked.
+func (r *Registry) AwaitPeers(ctx context.Context) error {
+	seq := r.seq(r.c.origin)
+	return r.c.repl.awaitAcked(ctx, r.name, seq)
+}
+
+// ackSignal returns a channel closed at the next acknowledgement.
+func (r *replicator) ackSignal() <-chan struct{} {
+	r.ackMu.Lock()
+	defer r.ackMu.Unlock()
+	if r.ackCh == nil {
+		r.ackCh = make(chan struct{})
+	}
+	return r.ackCh
+}
+
+// acknowledged wakes every waiter of awaitAcked.
+func (r *replicator) acknowledged() {
+	r.ackMu.Lock()
+	ch := r.ackCh
+	r.ackCh = nil
+	r.ackMu.Unlock()
+	if ch != nil {
+		close(ch)
+	}
+}
+
+// lagging lists the live peers whose link has not acknowledged registry
+// reg up to seq.
+func (r *replicator) lagging(reg string, seq uint64) []string {
+	var out []string
+	for _, m := range r.c.Members() {
+		if m.Self || (m.State != StateAlive && m.State != StateDraining) {
+			continue
+		}
+		r.linksMu.Lock()
+		l := r.links[m.Name]
+		r.linksMu.Unlock()
+		if l == nil || l.origin != m.Origin || l.ackedSeq(reg) < seq {
+			out = append(out, m.Name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (r *replicator) awaitAcked(ctx context.Context, reg string, seq uint64) error {
+	tick := time.NewTicker(membershipRecheck)
+	defer tick.Stop()
+	for {
+		wake := r.ackSignal()
+		behind := r.lagging(reg, seq)
+		if len(behind) == 0 {
+			return nil
+		}
+		select {
+		case <-wake:
+		case <-tick.C:
+			// Membership may have moved (a peer died or its link was
+			// re-dialled): re-count.
+		case <-ctx.Done():
+			return &LaggingError{Registry: reg, Seq: seq, Peers: behind, Cause: ctx.Err()}
+		}
+	}
+}
