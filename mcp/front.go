@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -270,12 +271,20 @@ func (s *Server) serveStreamable(w http.ResponseWriter, r *http.Request) {
 		defer ps.close()
 		w, r = ps, r.WithContext(withPostStream(r.Context(), ps))
 	}
-	s.stream.ServeHTTP(w, r)
 	if r.Method == http.MethodDelete && s.cfg.Conns != nil {
+		// The revocation must be in force on every node before the client
+		// hears the DELETE succeeded: hold mcp-go's answer until then.
+		rec := &statusRecorder{header: http.Header{}, status: http.StatusOK}
+		s.stream.ServeHTTP(rec, r)
 		if sid := r.Header.Get(headerSessionID); s.ids.Terminated(sid) {
 			s.cfg.Conns.Delete(sid)
 		}
+		maps.Copy(w.Header(), rec.header)
+		w.WriteHeader(rec.status)
+		_, _ = w.Write(rec.body.Bytes())
+		return
 	}
+	s.stream.ServeHTTP(w, r)
 }
 
 // routeResponse takes a client's JSON-RPC response to a server-to-client
