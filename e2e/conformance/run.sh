@@ -6,6 +6,8 @@
 #   CONFORMANCE_RUNS    consecutive runs, all of which must pass (default: $RUNS, else 1)
 #   CONFORMANCE_TARGET  node: bin/mcpswarm serve --dev --conformance (default)
 #                       bare: the fixture on a bare mcp-go server (e2e/conformance/bareserver)
+#                       cluster: three such nodes (node2, node3 joining node1) behind a
+#                       round-robin balancer with no stickiness (e2e/balancer)
 #   CONFORMANCE_SUITE   all | active | pending (default all: active plus pending scenarios)
 #   CONFORMANCE_PACKAGE stable: @modelcontextprotocol/conformance 0.1.16 (default)
 #                       next: 0.2.0-alpha.12 (npm alias conformance-next)
@@ -47,14 +49,18 @@ die() { echo "conformance: $*" >&2; exit 1; }
 
 work=$(mktemp -d)
 server_pid=""
+pids=() # every process started here: the server (or nodes and balancer)
 cleanup() {
 	local status=$?
-	if [[ -n "$server_pid" ]] && kill -0 "$server_pid" 2>/dev/null; then
-		kill -TERM "$server_pid" 2>/dev/null || true
-		for _ in $(seq 100); do kill -0 "$server_pid" 2>/dev/null || break; sleep 0.05; done
-		kill -KILL "$server_pid" 2>/dev/null || true
-		wait "$server_pid" 2>/dev/null || true
-	fi
+	local p
+	for p in "${pids[@]}"; do
+		kill -TERM "$p" 2>/dev/null || true
+	done
+	for p in "${pids[@]}"; do
+		for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.05; done
+		kill -KILL "$p" 2>/dev/null || true
+		wait "$p" 2>/dev/null || true
+	done
 	rm -rf "$work"
 	exit "$status"
 }
@@ -83,14 +89,41 @@ node)
 		--http "127.0.0.1:$http_port" --grpc "127.0.0.1:$grpc_port" --gossip "127.0.0.1:$gossip_port" \
 		--data-dir "$work/data" ${SERVER_ARGS:-} >"$log" 2>&1 &
 	server_pid=$!
+	pids+=("$server_pid")
+	;;
+cluster)
+	bin="${MCPSWARM_BIN:-$root/bin/mcpswarm}"
+	if [[ -z "${MCPSWARM_BIN:-}" ]]; then
+		go build -o "$bin" ./cmd/node || die "building bin/mcpswarm failed"
+	fi
+	go build -o "$work/balancer" ./e2e/balancer/cmd || die "building the balancer failed"
+	backends=()
+	first_gossip=""
+	for n in 1 2 3; do
+		h=$(free_port)
+		g=$(free_port)
+		join=()
+		[[ -n "$first_gossip" ]] && join=(--join "$first_gossip")
+		# shellcheck disable=SC2086
+		"$bin" serve --dev --conformance --name "node$n" \
+			--http "127.0.0.1:$h" --grpc "127.0.0.1:$(free_port)" --gossip "127.0.0.1:$g" "${join[@]}" \
+			--data-dir "$work/node$n" ${SERVER_ARGS:-} >"$out/node$n.log" 2>&1 &
+		pids+=("$!")
+		[[ -z "$first_gossip" ]] && first_gossip="127.0.0.1:$g"
+		backends+=(-backend "127.0.0.1:$h")
+	done
+	"$work/balancer" -listen "127.0.0.1:$http_port" "${backends[@]}" >"$log" 2>&1 &
+	server_pid=$!
+	pids+=("$server_pid")
 	;;
 bare)
 	go build -o "$work/bareserver" ./e2e/conformance/bareserver || die "building the bare server failed"
 	# shellcheck disable=SC2086
 	"$work/bareserver" -http "127.0.0.1:$http_port" ${SERVER_ARGS:-} >"$log" 2>&1 &
 	server_pid=$!
+	pids+=("$server_pid")
 	;;
-*) die "CONFORMANCE_TARGET must be node or bare, got '$target'" ;;
+*) die "CONFORMANCE_TARGET must be node, cluster or bare, got '$target'" ;;
 esac
 
 base="http://127.0.0.1:$http_port"
@@ -104,6 +137,21 @@ for _ in $(seq 600); do # up to 30 s
 	sleep 0.05
 done
 [[ -n "$ready" ]] || { tail -n 30 "$log" >&2; die "no answer from $base/healthz within 30 s"; }
+if [[ "$target" == cluster ]]; then
+	# Every node must list all three members alive before the suite starts.
+	joined=""
+	for _ in $(seq 600); do # up to 30 s
+		ok=0
+		for b in "${backends[@]}"; do
+			[[ "$b" == -backend ]] && continue
+			alive=$(curl -fs --max-time 1 "http://$b/readyz" 2>/dev/null | grep -o '"state":"alive"' | wc -l || true)
+			[[ "$alive" -eq 3 ]] && ok=$((ok + 1))
+		done
+		if [[ "$ok" -eq 3 ]]; then joined=1; break; fi
+		sleep 0.05
+	done
+	[[ -n "$joined" ]] || { tail -n 30 "$out"/node*.log >&2; die "the three nodes were not ready within 30 s"; }
+fi
 echo "conformance: $target server ready at $base/mcp (pid $server_pid, log $log)"
 
 xf_args=()
@@ -142,10 +190,12 @@ for i in $(seq "$runs"); do
 		echo "conformance: run $i/$runs FAILED: $(grep '^summary:' "$dir/verdict.txt")"
 		grep '^FAILED ' "$dir/verdict.txt" | sed 's/^/  /'
 	fi
-	if ! kill -0 "$server_pid" 2>/dev/null; then
-		tail -n 30 "$log" >&2
-		die "the $target server died during run $i"
-	fi
+	for p in "${pids[@]}"; do
+		if ! kill -0 "$p" 2>/dev/null; then
+			tail -n 30 "$log" >&2
+			die "the $target server (pid $p) died during run $i"
+		fi
+	done
 done
 
 echo "conformance: $((runs - failed_runs))/$runs runs passed against $target (package $package, $selection); results in $out"
