@@ -124,7 +124,7 @@ func (s *Server) askModern(ctx context.Context, req mcp.CallToolRequest, c authz
 		tok := s.states.seal(c.Principal.Subject, tool, args)
 		return server.NewInputRequestBuilder(tok).Elicit(approveKey, approvalParams(tool, d.Prompt)).ToolResult(), false
 	}
-	if err := s.states.open(state, c.Principal.Subject, tool, args); err != nil {
+	if err := s.states.open(ctx, state, c.Principal.Subject, tool, args); err != nil {
 		s.log.Warn("request state refused", "tool", tool, "principal", c.Principal.Subject, "err", err)
 		code := "invalid_request_state"
 		switch {

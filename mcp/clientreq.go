@@ -15,8 +15,12 @@ import (
 
 // mcp-go sends sampling/createMessage and roots/list only on the GET stream
 // of the node the request runs on, so behind a load balancer (the GET held
-// by another node) they would wait forever. A request that arrived on a
-// POST therefore sends them itself, on that POST's own stream (the
+// by another node) they would wait forever; and it parks elicitation/create
+// on the request's session object while it delivers answers to whichever
+// session object it registered for the id (a GET stream's, on a node that
+// holds one), so an answer can miss the waiting call. A request that
+// arrived on a POST therefore sends all three itself, on that POST's own
+// stream (the
 // Streamable HTTP transport's place for server requests that relate to the
 // client's request), under a relay id "mcpswarm/<node>/s<n>", and waits
 // here for the answer, which the cluster routes to this node.
@@ -182,6 +186,29 @@ func (v *viewSession) ListRoots(ctx context.Context, req mcp.ListRootsRequest) (
 	var res mcp.ListRootsResult
 	if err := json.Unmarshal(raw, &res); err != nil {
 		return nil, fmt.Errorf("decoding the roots answer: %w", err)
+	}
+	return &res, nil
+}
+
+// RequestElicitation sends elicitation/create on the request's own POST
+// stream when it has one, else through mcp-go.
+func (v *viewSession) RequestElicitation(ctx context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	if v.post == nil || v.asks == nil {
+		if e, ok := v.ClientSession.(interface {
+			RequestElicitation(context.Context, mcp.ElicitationRequest) (*mcp.ElicitationResult, error)
+		}); ok {
+			return e.RequestElicitation(ctx, req)
+		}
+		return nil, errNotSupported
+	}
+	v.UpgradeToSSEWhenReceiveNotification()
+	raw, err := v.asks.ask(ctx, v.post, v.SessionID(), string(mcp.MethodElicitationCreate), req.Params)
+	if err != nil {
+		return nil, err
+	}
+	var res mcp.ElicitationResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, fmt.Errorf("decoding the elicitation answer: %w", err)
 	}
 	return &res, nil
 }

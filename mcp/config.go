@@ -81,10 +81,11 @@ type Config struct {
 	// node for a stream that node (the one that minted the id) holds; it
 	// returns the HTTP status that node answered (see Server.DeliverSSE).
 	ForwardSSE func(ctx context.Context, node, connID string, body []byte) (int, error)
-	// SpendState, when set, records a 2026-07-28 requestState nonce for the
-	// whole cluster and reports whether some node had spent it already, so
-	// a state is accepted once across nodes, not once per node.
-	SpendState func(nonce string, expires time.Time) (already bool)
+	// SpendState, when set, records a 2026-07-28 requestState nonce of a
+	// state for tool for the whole cluster and reports whether it had been
+	// spent already, so a state is accepted once across nodes, not once per
+	// node (the cluster lets one arbiter decide).
+	SpendState func(ctx context.Context, tool, nonce string, expires time.Time) (already bool)
 	// Revoked, when set, reports session ids ended by a DELETE on any node;
 	// they are refused here too.
 	Revoked func(connID string) bool

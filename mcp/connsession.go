@@ -1,7 +1,6 @@
 package mcp
 
 import (
-	"context"
 	"errors"
 	"sync"
 
@@ -170,14 +169,6 @@ func (v *viewSession) SetClientCapabilities(caps mcp.ClientCapabilities) {
 	if c, ok := v.ClientSession.(server.SessionWithClientInfo); ok {
 		c.SetClientCapabilities(caps)
 	}
-}
-
-// RequestElicitation forwards to the wrapped session.
-func (v *viewSession) RequestElicitation(ctx context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
-	if e, ok := v.ClientSession.(server.SessionWithElicitation); ok {
-		return e.RequestElicitation(ctx, req)
-	}
-	return nil, errNotSupported
 }
 
 // UpgradeToSSEWhenReceiveNotification forwards to the wrapped session.

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"context"
 	"crypto/cipher"
 	"crypto/rand"
 	"crypto/sha256"
@@ -49,7 +50,7 @@ type stateSealer struct {
 	used map[string]time.Time
 	// spent, when set, records a nonce cluster-wide and reports whether
 	// any node had already recorded it (Config.SpendState).
-	spent func(nonce string, expires time.Time) (already bool)
+	spent func(ctx context.Context, tool, nonce string, expires time.Time) (already bool)
 }
 
 func newStateSealer(key []byte, ttl time.Duration) (*stateSealer, error) {
@@ -86,7 +87,7 @@ func (s *stateSealer) seal(principal, tool string, args map[string]any) string {
 }
 
 // open verifies token against the call and consumes it.
-func (s *stateSealer) open(token, principal, tool string, args map[string]any) error {
+func (s *stateSealer) open(ctx context.Context, token, principal, tool string, args map[string]any) error {
 	rest, ok := strings.CutPrefix(token, statePrefix)
 	if !ok || len(rest) > 8192 {
 		return ErrStateInvalid
@@ -122,7 +123,7 @@ func (s *stateSealer) open(token, principal, tool string, args map[string]any) e
 	if _, dup := s.used[st.Nonce]; dup {
 		return ErrStateReplayed
 	}
-	if s.spent != nil && s.spent(st.Nonce, exp) {
+	if s.spent != nil && s.spent(ctx, tool, st.Nonce, exp) {
 		return ErrStateReplayed
 	}
 	s.used[st.Nonce] = exp

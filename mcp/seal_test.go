@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -98,13 +99,13 @@ func TestRequestState(t *testing.T) {
 		{"replayed", tok, "alice", "s.w.click", args, ErrStateReplayed},
 	}
 	for _, c := range cases {
-		if err := s.open(c.tok, c.principal, c.tool, c.args); !errors.Is(err, c.want) {
+		if err := s.open(context.Background(), c.tok, c.principal, c.tool, c.args); !errors.Is(err, c.want) {
 			t.Errorf("%s: got %v, want %v", c.name, err, c.want)
 		}
 	}
 	old := s.seal("alice", "t", nil)
 	s.now = func() time.Time { return time.Now().Add(2 * time.Minute) }
-	if err := s.open(old, "alice", "t", nil); !errors.Is(err, ErrStateExpired) {
+	if err := s.open(context.Background(), old, "alice", "t", nil); !errors.Is(err, ErrStateExpired) {
 		t.Errorf("expired: %v", err)
 	}
 }

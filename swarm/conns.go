@@ -138,6 +138,18 @@ func (c *Conns) onChange(ch crdt.Change) {
 		c.others[ch.Key] = map[crdt.Origin]connRecord{}
 	}
 	c.others[ch.Key][ch.Origin] = r
+	if r.Revoked && !c.mine[ch.Key].Revoked {
+		// Keep the revocation in this node's own record too (and so in
+		// its bbolt file): it must outlive the node that took the DELETE.
+		mine := c.mine[ch.Key]
+		mine.Revoked, mine.StreamNode, mine.Touched = true, "", time.Now()
+		c.mine[ch.Key] = mine
+		c.dirty[ch.Key] = true
+		select {
+		case c.kick <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // SetStreamHolder tells Conns how to ask the front whether this node holds

@@ -300,6 +300,13 @@ func (h ownerHandler) DeliverClientMessage(ctx context.Context, req *peerv1.Deli
 		code, body := h.s.adopt(ctx, req.GetMessage())
 		return &peerv1.DeliverClientMessageResponse{HttpStatus: int32(code), Body: body}, nil
 	}
+	if req.GetKind() == KindSpendState {
+		code, err := h.s.nonces.arbitrate(req.GetMessage())
+		if err != nil {
+			return nil, status.Error(codes.InvalidArgument, err.Error())
+		}
+		return &peerv1.DeliverClientMessageResponse{HttpStatus: int32(code)}, nil
+	}
 	h.s.mu.Lock()
 	fn := h.s.clientMsgs
 	h.s.mu.Unlock()

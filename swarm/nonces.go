@@ -1,7 +1,14 @@
 package swarm
 
 import (
+	"context"
 	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/mcpswarm/mcpswarm/cluster"
@@ -10,21 +17,127 @@ import (
 
 const regNonces = "nonces"
 
-// Nonces makes single-use tokens single-use across the cluster: the node
-// that accepts one records it in the replicated "nonces" registry, and
-// every node refuses one any node has recorded. Entries carry their expiry
-// and their writer removes them once expired.
+// KindSpendState asks a node to arbitrate a single-use request state.
+const KindSpendState = "spend_state"
+
+// Nonces makes single-use tokens single-use across the cluster. One node
+// decides for each token (its arbiter: the owner of the session the gated
+// tool belongs to, which runs the call anyway; for a tool of no session,
+// the first live member by name), under a lock, so two nodes presented the
+// same token at once cannot both accept it. The arbiter records the token
+// in the replicated "nonces" registry and waits until every live peer has
+// it; every node copies a token it learns into its own partition (and so
+// its bbolt file), so the token stays spent whichever nodes die. Entries
+// carry their expiry and their writer removes them once expired.
 type Nonces struct {
 	s   *Swarm
 	reg *cluster.Registry
 	now func() time.Time
+
+	mu sync.Mutex // serialises this node's decisions
+
+	cmu    sync.Mutex
+	copies map[string][]byte // other nodes' tokens to copy here
 }
 
-// Spend records nonce (valid until expires) and reports whether any node
-// had recorded it before. Two nodes accepting the same nonce within one
-// replication delay (a few milliseconds) both succeed; everything later is
-// refused.
-func (n *Nonces) Spend(nonce string, expires time.Time) (already bool) {
+func newNonces(s *Swarm, reg *cluster.Registry) *Nonces {
+	n := &Nonces{s: s, reg: reg, now: time.Now, copies: map[string][]byte{}}
+	reg.OnChange(n.onChange)
+	return n
+}
+
+// onChange queues a token another node recorded for copying into this
+// node's partition, so it outlives that node. The swarm's publisher writes
+// the copies (a registry callback must not write to the registry).
+func (n *Nonces) onChange(ch crdt.Change) {
+	if ch.Origin == n.s.cl.Origin() || len(ch.New) != 8 {
+		return
+	}
+	n.cmu.Lock()
+	n.copies[ch.Key] = append([]byte(nil), ch.New...)
+	n.cmu.Unlock()
+	n.s.wakePublisher()
+}
+
+// flushCopies writes the queued copies this node does not hold yet.
+func (n *Nonces) flushCopies() {
+	n.cmu.Lock()
+	batch := n.copies
+	n.copies = map[string][]byte{}
+	n.cmu.Unlock()
+	own := n.s.cl.Origin()
+	for key, val := range batch {
+		if _, ok := n.reg.Get(own, key); ok {
+			continue
+		}
+		if err := n.reg.Put(key, val); err != nil {
+			n.s.log.Warn("copying a spent request state", "err", err)
+		}
+	}
+}
+
+// arbiter names the node that decides for a state of tool.
+func (n *Nonces) arbiter(tool string) string {
+	if id, _, ok := strings.Cut(tool, "."); ok {
+		if loc, found := n.s.locate(id); found && !n.reg.Hidden(loc.origin) {
+			return loc.origin.Name
+		}
+	}
+	var names []string
+	for _, m := range n.s.cl.Members() {
+		if m.State == cluster.StateAlive || m.State == cluster.StateDraining {
+			names = append(names, m.Name)
+		}
+	}
+	if len(names) == 0 {
+		return n.s.self
+	}
+	return slices.Min(names)
+}
+
+type spendRequest struct {
+	Nonce   string `json:"nonce"`
+	Expires int64  `json:"expires"`
+}
+
+// Spend records nonce of a state for tool (valid until expires) and
+// reports whether it had been spent before, asking the arbiter. It fails
+// closed: when the arbiter cannot be asked, the state counts as spent.
+func (n *Nonces) Spend(ctx context.Context, tool, nonce string, expires time.Time) (already bool) {
+	node := n.arbiter(tool)
+	if node == n.s.self {
+		return n.decide(nonce, expires)
+	}
+	body, _ := json.Marshal(spendRequest{Nonce: nonce, Expires: expires.Unix()})
+	ctx, cancel := n.s.bounded(ctx)
+	defer cancel()
+	resp, err := n.s.deliver(ctx, node, "", KindSpendState, body)
+	if err != nil {
+		n.s.log.Warn("asking the arbiter of a request state; refusing it", "arbiter", node, "err", err)
+		return true
+	}
+	return resp.GetHttpStatus() != http.StatusOK
+}
+
+// arbitrate answers another node's KindSpendState: 200 when the state was
+// fresh (and is now spent), 409 when it was spent already.
+func (n *Nonces) arbitrate(body []byte) (int, error) {
+	var req spendRequest
+	if err := json.Unmarshal(body, &req); err != nil || req.Nonce == "" || len(req.Nonce) > 128 {
+		return http.StatusBadRequest, fmt.Errorf("decoding a request state to arbitrate: %v", err)
+	}
+	if n.decide(req.Nonce, time.Unix(req.Expires, 0)) {
+		return http.StatusConflict, nil
+	}
+	return http.StatusOK, nil
+}
+
+// decide is the arbiter's decision: spent if any node recorded it;
+// otherwise recorded here and applied by every live peer before it counts
+// as fresh.
+func (n *Nonces) decide(nonce string, expires time.Time) (already bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
 	if len(n.reg.Lookup(nonce)) > 0 {
 		return true
 	}
@@ -34,6 +147,11 @@ func (n *Nonces) Spend(nonce string, expires time.Time) (already bool) {
 		// Fail closed: a nonce that cannot be recorded is not accepted.
 		n.s.log.Warn("recording a spent request state", "err", err)
 		return true
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), n.s.ackTimeout)
+	defer cancel()
+	if err := n.reg.AwaitPeers(ctx); err != nil {
+		n.s.log.Warn("spent request state not applied by every live peer in time", "err", err)
 	}
 	n.sweep()
 	return false

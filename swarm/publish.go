@@ -22,6 +22,11 @@ func (s *Swarm) markDirty(id string, record, tools bool) {
 	d.tools = d.tools || tools
 	s.pending[id] = d
 	s.mu.Unlock()
+	s.wakePublisher()
+}
+
+// wakePublisher makes the publisher run a round soon.
+func (s *Swarm) wakePublisher() {
 	select {
 	case s.kick <- struct{}{}:
 	default:
@@ -54,6 +59,7 @@ func (s *Swarm) publishLoop(ctx context.Context) {
 			timer.Stop()
 			s.flush()
 			s.conns.flush()
+			s.nonces.flushCopies()
 			return
 		case <-kick:
 			kick = nil
@@ -63,6 +69,7 @@ func (s *Swarm) publishLoop(ctx context.Context) {
 			due = nil
 			s.flush()
 			s.conns.flush()
+			s.nonces.flushCopies()
 			kick, connKick = s.kick, s.conns.kick
 			continue
 		}

@@ -147,7 +147,7 @@ func New(cfg Config) (*Swarm, error) {
 	if err != nil {
 		return nil, fmt.Errorf("declaring nonces registry: %w", err)
 	}
-	s.nonces = &Nonces{s: s, reg: nonceReg, now: time.Now}
+	s.nonces = newNonces(s, nonceReg)
 	if s.met, err = newMetrics(cfg.Registerer, s); err != nil {
 		return nil, fmt.Errorf("registering swarm metrics: %w", err)
 	}

@@ -1,0 +1,103 @@
+package mcpswarm_test
+
+import (
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// A DELETE's revocation outlives the node that took it: once that node is
+// dead (its own records hidden), the id stays refused on the others.
+func TestRevocationSurvivesTheRevokersDeath(t *testing.T) {
+	e := newSwarmEnv(t)
+	nodes := e.cluster(3)
+	c := connect(t, nodes[0], connOpts{token: aliceToken})
+	if st := postStatus(t, nodes[2], c.id); st != http.StatusOK {
+		t.Fatalf("the live id answered %d on node3", st)
+	}
+	del, _ := http.NewRequest(http.MethodDelete, "http://"+nodes[1].HTTPAddr()+"/mcp", nil)
+	del.Header.Set("Mcp-Session-Id", c.id)
+	del.Header.Set("Mcp-Protocol-Version", mcp.ProtocolVersion20251125)
+	del.Header.Set("Authorization", "Bearer "+aliceToken)
+	resp, err := http.DefaultClient.Do(del)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("DELETE on node2 answered %d", resp.StatusCode)
+	}
+	// Read-your-writes: refused everywhere as soon as the DELETE answered.
+	for _, n := range nodes {
+		if st := postStatus(t, n, c.id); st != http.StatusNotFound {
+			t.Fatalf("right after the DELETE, %s answered %d", n.HTTPAddr(), st)
+		}
+	}
+	e.kill("node2")
+	for _, n := range []int{0, 2} {
+		eventually(t, 20*time.Second, "the others see node2 dead", func() bool { return nodes[n].AliveMembers() == 2 })
+	}
+	deadline := time.Now().Add(time.Second)
+	for time.Now().Before(deadline) {
+		for _, n := range []int{0, 2} {
+			if st := postStatus(t, nodes[n], c.id); st != http.StatusNotFound {
+				t.Fatalf("after the revoker died, node%d answered %d for the revoked id", n+1, st)
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// One 2026-07-28 approval presented to two nodes at the same moment runs
+// the gated tool once: the session's owner arbitrates.
+func TestModernApprovalSentToTwoNodesAtOnceRunsOnce(t *testing.T) {
+	e := newSwarmEnv(t)
+	nodes := e.cluster(3)
+	alice := connect(t, nodes[0], connOpts{token: aliceToken})
+	if res := alice.call("swarm_start", map[string]any{"app": "login", "id": "askdup"}); res.IsError {
+		t.Fatal(textOf(res))
+	}
+	eventually(t, 5*time.Second, "every node knows askdup", func() bool {
+		for _, n := range nodes {
+			if metricValue(t, n, "mcpswarm_swarm_sessions_visible") < 1 {
+				return false
+			}
+		}
+		return true
+	})
+	approve := map[string]any{"approve": map[string]any{"action": "accept", "content": map[string]any{"approve": true}}}
+	for round := range 5 {
+		first := modernCall(t, nodes[0], "askdup.submit.click", "", nil)
+		state, _ := first["requestState"].(string)
+		if first["resultType"] != "input_required" || state == "" {
+			t.Fatalf("round %d: the Ask did not answer input_required: %v", round, first)
+		}
+		var wg sync.WaitGroup
+		results := make([]map[string]any, 2)
+		start := make(chan struct{})
+		for i, n := range nodes[1:] {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				results[i] = modernCall(t, n, "askdup.submit.click", state, approve)
+			}()
+		}
+		close(start)
+		wg.Wait()
+		// A state refused as replayed did not run; anything else (success,
+		// or the app's own answer once signed in) got past the arbiter.
+		ran := 0
+		for _, r := range results {
+			if sc, _ := r["structuredContent"].(map[string]any); sc["error"] != "request_state_replayed" {
+				ran++
+			}
+		}
+		if ran != 1 {
+			t.Fatalf("round %d: the approval ran %d times (results %v)", round, ran, results)
+		}
+	}
+}
