@@ -97,6 +97,8 @@ type runningNode struct {
 	cmd     *exec.Cmd
 	exited  chan struct{}
 	waitErr error
+	// killedOnPurpose: the test killed it; its exit status means nothing.
+	killedOnPurpose bool
 }
 
 // MCPURL is the node's Streamable HTTP endpoint.
@@ -186,6 +188,9 @@ func (n *runningNode) servesMCP(ctx context.Context, client *http.Client) bool {
 // stop sends SIGTERM and waits for the exit; a non-zero exit fails the test,
 // and a process still running after 20 s is killed.
 func (n *runningNode) stop(t *testing.T) {
+	if n.killedOnPurpose {
+		return
+	}
 	select {
 	case <-n.exited:
 	default:
