@@ -1,6 +1,7 @@
 package mcpswarm_test
 
 import (
+	"fmt"
 	"net/http"
 	"sync"
 	"testing"
@@ -99,5 +100,21 @@ func TestModernApprovalSentToTwoNodesAtOnceRunsOnce(t *testing.T) {
 		if ran != 1 {
 			t.Fatalf("round %d: the approval ran %d times (results %v)", round, ran, results)
 		}
+	}
+}
+
+// BenchmarkInitializeAcknowledged measures initialize, whose connection
+// record is applied by every live peer before it is answered, on a lone
+// node (nothing to wait for: the baseline) and on node1 of three.
+func BenchmarkInitializeAcknowledged(b *testing.B) {
+	for _, k := range []int{1, 3} {
+		b.Run(fmt.Sprintf("nodes=%d", k), func(b *testing.B) {
+			e := newSwarmEnv(b)
+			nodes := e.cluster(k)
+			b.ResetTimer()
+			for range b.N {
+				connect(b, nodes[0], connOpts{token: aliceToken})
+			}
+		})
 	}
 }

@@ -93,7 +93,7 @@ func (c *clientRequests) ask(ctx context.Context, ps *postStream, conn, method s
 		}
 		return a.result, nil
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return nil, fmt.Errorf("waiting for the client's answer to %s: %w", method, context.Cause(ctx))
 	}
 }
 

@@ -350,7 +350,7 @@ func (s *Server) DeliverResponse(ctx context.Context, connID string, body []byte
 		if mine, status, out := s.deliverLocal(connID, env, body); mine {
 			if out == nil {
 				if status != http.StatusAccepted {
-					return status, fmt.Errorf("delivering a forwarded response: %w", errNoAnswer)
+					return status, fmt.Errorf("delivering a forwarded response (id %s): %w", env.ID, errNoAnswer)
 				}
 				return status, nil
 			}
