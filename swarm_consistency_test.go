@@ -3,6 +3,7 @@ package mcpswarm_test
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -61,14 +62,11 @@ func TestModernApprovalSentToTwoNodesAtOnceRunsOnce(t *testing.T) {
 	if res := alice.call("swarm_start", map[string]any{"app": "login", "id": "askdup"}); res.IsError {
 		t.Fatal(textOf(res))
 	}
-	eventually(t, 5*time.Second, "every node knows askdup", func() bool {
-		for _, n := range nodes {
-			if metricValue(t, n, "mcpswarm_swarm_sessions_visible") < 1 {
-				return false
-			}
-		}
-		return true
-	})
+	for _, n := range nodes[1:] {
+		eventually(t, 10*time.Second, "node "+n.HTTPAddr()+" offers askdup.submit.click", func() bool {
+			return modernCall(t, n, "askdup.submit.click", "", nil)["resultType"] == "input_required"
+		})
+	}
 	approve := map[string]any{"approve": map[string]any{"action": "accept", "content": map[string]any{"approve": true}}}
 	for round := range 5 {
 		first := modernCall(t, nodes[0], "askdup.submit.click", "", nil)
@@ -89,16 +87,23 @@ func TestModernApprovalSentToTwoNodesAtOnceRunsOnce(t *testing.T) {
 		}
 		close(start)
 		wg.Wait()
-		// A state refused as replayed did not run; anything else (success,
-		// or the app's own answer once signed in) got past the arbiter.
-		ran := 0
+		// A state refused as replayed did not run; the app's answer (a click
+		// applied, or refused once signed in) means it got past the arbiter.
+		ran, replayed := 0, 0
 		for _, r := range results {
-			if sc, _ := r["structuredContent"].(map[string]any); sc["error"] != "request_state_replayed" {
+			sc, _ := r["structuredContent"].(map[string]any)
+			text := fmt.Sprint(r["content"])
+			switch {
+			case sc["error"] == "request_state_replayed":
+				replayed++
+			case strings.Contains(text, "click applied") || strings.Contains(text, "no longer offers"):
 				ran++
+			default:
+				t.Fatalf("round %d: unexpected answer %v", round, r)
 			}
 		}
-		if ran != 1 {
-			t.Fatalf("round %d: the approval ran %d times (results %v)", round, ran, results)
+		if ran != 1 || replayed != 1 {
+			t.Fatalf("round %d: the approval ran %d times, refused as replayed %d times (results %v)", round, ran, replayed, results)
 		}
 	}
 }

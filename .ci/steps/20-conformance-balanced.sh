@@ -7,9 +7,9 @@
 #
 # BALANCED_RUNS consecutive runs per suite (default 3), all of which must pass.
 #
-# Opt-in (MCPSWARM_CI_BALANCED=1) until the remaining flake is fixed: about
-# one run in five of the stable suite loses one elicitation scenario through
-# the balancer (the client's tools/call stream is cut; see
+# Opt-in (MCPSWARM_CI_BALANCED=1) until the remaining flake is fixed: 3 to 5
+# runs in 10 lose one scenario with a server-to-client request through the
+# balancer (the client's tools/call stream is cut; see
 # docs/ARCHITECTURE.md, "Consistency contract"), and a step that fails one CI
 # run in five would block every landing.
 set -euo pipefail
