@@ -5,8 +5,10 @@
 package balancer
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -64,8 +66,26 @@ func (rr *RoundRobin) pick() int {
 	return i
 }
 
-// ServeHTTP forwards r to the next backend.
+// maxBody bounds a buffered request body.
+const maxBody = 8 << 20
+
+// ServeHTTP forwards r to the next backend. The request body is read
+// whole first, as nginx does by default (proxy_request_buffering): with the
+// body streamed through, Go's transport now and then cut the backend's
+// streaming answer ("use of closed network connection" mid-body) when the
+// backend answered before the client's body was fully relayed.
 func (rr *RoundRobin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Body != nil && r.Body != http.NoBody {
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+		if err != nil {
+			http.Error(w, "balancer: reading the request body: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+		r.Header.Del("Transfer-Encoding")
+		r.TransferEncoding = nil
+	}
 	rr.proxies[rr.pick()].ServeHTTP(w, r)
 }
 

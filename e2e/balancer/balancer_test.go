@@ -84,3 +84,37 @@ func TestNewRefusesBadBackends(t *testing.T) {
 		t.Fatal("a URL accepted as host:port")
 	}
 }
+
+// A POST body reaches the backend whole, with its length, and a body past
+// the bound is refused.
+func TestBodiesAreBufferedAndBounded(t *testing.T) {
+	got := make(chan string, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got <- fmt.Sprintf("%d %s", r.ContentLength, b)
+	}))
+	t.Cleanup(srv.Close)
+	rr, err := New([]string{strings.TrimPrefix(srv.URL, "http://")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	front := httptest.NewServer(rr)
+	t.Cleanup(front.Close)
+	// A reader of unknown length makes the client send it chunked.
+	resp, err := http.Post(front.URL, "application/json", io.MultiReader(strings.NewReader(`{"a":`), strings.NewReader(`1}`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if s := <-got; s != `7 {"a":1}` {
+		t.Fatalf("the backend got %q", s)
+	}
+	resp, err = http.Post(front.URL, "application/json", strings.NewReader(strings.Repeat("x", maxBody+1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("an oversized body answered %d", resp.StatusCode)
+	}
+}
