@@ -133,10 +133,13 @@ func (s *Server) deliverLocal(conn string, env envelope, body []byte) (mine bool
 		}
 		return true, 0, out
 	}
-	if s.asks.answer(conn, local, env) {
-		return true, http.StatusAccepted, nil
+	if !s.asks.answer(conn, local, env) {
+		// A late answer (the call stopped waiting: timeout, cancellation)
+		// or a repeated one. Accept and drop it: a 404 would tell the
+		// client its whole session is gone.
+		s.log.Debug("dropping an answer no request waits for", "conn", conn, "id", string(env.ID))
 	}
-	return true, http.StatusNotFound, nil
+	return true, http.StatusAccepted, nil
 }
 
 // RequestSampling sends sampling/createMessage on the request's own POST
