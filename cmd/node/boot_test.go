@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // syncBuffer is a bytes.Buffer the process writes while the test reads.
@@ -83,8 +84,14 @@ func TestValidPolicyBoots(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	waitHTTP(t, "http://"+httpAddr+"/healthz")
-	if !strings.Contains(stderr.String(), `"policy":"production"`) {
-		t.Fatalf("the loaded policy is not logged:\n%s", stderr.String())
+	// /healthz can answer before the line naming the policy is flushed to
+	// the pipe: wait for the line rather than reading once.
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(stderr.String(), `"policy":"production"`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the loaded policy is not logged within 10s:\n%s", stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
