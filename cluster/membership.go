@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/memberlist"
 
 	"github.com/mcpswarm/mcpswarm/crdt"
+	"github.com/mcpswarm/mcpswarm/internal/watch"
 )
 
 // MemberState is what the view says about a member.
@@ -143,8 +144,7 @@ type view struct {
 	failing  map[string]bool    // names whose gRPC calls fail
 	draining map[string]bool    // names whose metadata says draining
 	leaving  map[string]bool    // names whose metadata announces a leave
-	watchers map[int]func(Member)
-	nextID   int
+	watchers watch.Set[Member]
 	out      serialQueue[Member]
 	changed  chan struct{} // cap 1: wakes the replication loop
 }
@@ -156,7 +156,6 @@ func newView(self string, meta nodeMeta, log *slog.Logger, met *metrics) *view {
 		failing:  map[string]bool{},
 		draining: map[string]bool{},
 		leaving:  map[string]bool{},
-		watchers: map[int]func(Member){},
 		changed:  make(chan struct{}, 1),
 	}
 }
@@ -280,22 +279,7 @@ func (v *view) countLocked() {
 
 // flush delivers queued member changes to watchers, outside v.mu.
 func (v *view) flush() {
-	v.out.drain(func(m Member) {
-		v.mu.Lock()
-		fns := make([]func(Member), 0, len(v.watchers))
-		ids := make([]int, 0, len(v.watchers))
-		for id := range v.watchers {
-			ids = append(ids, id)
-		}
-		slices.Sort(ids)
-		for _, id := range ids {
-			fns = append(fns, v.watchers[id])
-		}
-		v.mu.Unlock()
-		for _, fn := range fns {
-			fn(m)
-		}
-	})
+	v.out.drain(func(m Member) { v.watchers.Notify(m) })
 }
 
 // setFailing records whether gRPC calls to name fail and reports whether the
@@ -394,18 +378,7 @@ func (v *view) list() []Member {
 	return out
 }
 
-func (v *view) watch(fn func(Member)) func() {
-	v.mu.Lock()
-	id := v.nextID
-	v.nextID++
-	v.watchers[id] = fn
-	v.mu.Unlock()
-	return func() {
-		v.mu.Lock()
-		delete(v.watchers, id)
-		v.mu.Unlock()
-	}
-}
+func (v *view) watch(fn func(Member)) func() { return v.watchers.Add(fn) }
 
 // logWriter turns memberlist's "[LEVEL] memberlist: ..." lines into slog
 // records, marked subsystem=memberlist: the node's logger already carries a

@@ -11,9 +11,9 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
+	"github.com/mcpswarm/mcpswarm/internal/watch"
 	"github.com/sony/gobreaker/v2"
 )
 
@@ -63,10 +63,7 @@ type Manager struct {
 	perPrin  map[string]int
 	closed   bool
 
-	subMu  sync.RWMutex
-	subs   map[uint64]func(Event)
-	subSeq uint64
-	nsubs  atomic.Int32
+	subs watch.Set[Event]
 }
 
 // NewManager validates cfg and returns a Manager with no sessions.
@@ -114,7 +111,7 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	}
 	return &Manager{
 		cfg: cfg, log: cfg.Logger, startable: startable,
-		sessions: map[string]*actor{}, perPrin: map[string]int{}, subs: map[uint64]func(Event){},
+		sessions: map[string]*actor{}, perPrin: map[string]int{},
 	}, nil
 }
 
@@ -511,42 +508,11 @@ func (m *Manager) Restore(ctx context.Context) error {
 
 // Subscribe registers fn for every event until cancel is called. fn is
 // called from session goroutines and must not block.
-func (m *Manager) Subscribe(fn func(Event)) (cancel func()) {
-	m.subMu.Lock()
-	m.subSeq++
-	key := m.subSeq
-	m.subs[key] = fn
-	m.nsubs.Add(1)
-	m.subMu.Unlock()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			m.subMu.Lock()
-			delete(m.subs, key)
-			m.nsubs.Add(-1)
-			m.subMu.Unlock()
-		})
-	}
-}
+func (m *Manager) Subscribe(fn func(Event)) (cancel func()) { return m.subs.Add(fn) }
 
-func (m *Manager) hasSubscribers() bool { return m.nsubs.Load() > 0 }
+func (m *Manager) hasSubscribers() bool { return m.subs.Len() > 0 }
 
-func (m *Manager) emit(evs ...Event) {
-	if len(evs) == 0 || !m.hasSubscribers() {
-		return
-	}
-	m.subMu.RLock()
-	fns := make([]func(Event), 0, len(m.subs))
-	for _, fn := range m.subs {
-		fns = append(fns, fn)
-	}
-	m.subMu.RUnlock()
-	for _, ev := range evs {
-		for _, fn := range fns {
-			fn(ev)
-		}
-	}
-}
+func (m *Manager) emit(evs ...Event) { m.subs.Notify(evs...) }
 
 // persist saves snap in the Store; when it returns nil the snapshot is as
 // durable as the Store promises.

@@ -248,30 +248,9 @@ func (s *Swarm) Members() []mcp.Member {
 }
 
 // Watch implements mcp.Backend.
-func (s *Swarm) Watch(fn func(mcp.Event)) (cancel func()) {
-	s.mu.Lock()
-	id := s.nextW
-	s.nextW++
-	s.watchers[id] = fn
-	s.mu.Unlock()
-	return func() {
-		s.mu.Lock()
-		delete(s.watchers, id)
-		s.mu.Unlock()
-	}
-}
+func (s *Swarm) Watch(fn func(mcp.Event)) (cancel func()) { return s.watchers.Add(fn) }
 
-func (s *Swarm) emit(ev mcp.Event) {
-	s.mu.Lock()
-	fns := make([]func(mcp.Event), 0, len(s.watchers))
-	for _, fn := range s.watchers {
-		fns = append(fns, fn)
-	}
-	s.mu.Unlock()
-	for _, fn := range fns {
-		fn(ev)
-	}
-}
+func (s *Swarm) emit(ev mcp.Event) { s.watchers.Notify(ev) }
 
 var _ mcp.Backend = (*Swarm)(nil)
 var _ mcp.ResourceLister = (*Swarm)(nil)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcpswarm/mcpswarm/cluster"
 	"github.com/mcpswarm/mcpswarm/crdt"
+	"github.com/mcpswarm/mcpswarm/internal/watch"
 	"github.com/mcpswarm/mcpswarm/mcp"
 	"github.com/mcpswarm/mcpswarm/session"
 )
@@ -80,8 +81,7 @@ type Swarm struct {
 	// rev counts local resource changes per session, published in the
 	// session record.
 	rev      map[string]map[string]uint64
-	watchers map[int]func(mcp.Event)
-	nextW    int
+	watchers watch.Set[mcp.Event]
 	draining bool
 
 	connMaxAge time.Duration
@@ -112,7 +112,6 @@ func New(cfg Config) (*Swarm, error) {
 		timeout:     cfg.ForwardTimeout,
 		unavailable: map[string]sessionRecord{},
 		rev:         map[string]map[string]uint64{},
-		watchers:    map[int]func(mcp.Event){},
 		pending:     map[string]dirty{},
 		idx:         newIndex(),
 		kick:        make(chan struct{}, 1),

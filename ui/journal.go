@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcpswarm/mcpswarm/cluster"
 	"github.com/mcpswarm/mcpswarm/crdt"
+	"github.com/mcpswarm/mcpswarm/internal/watch"
 	"golang.org/x/time/rate"
 )
 
@@ -58,8 +59,7 @@ type Journal struct {
 
 	mu       sync.Mutex
 	seq      uint64
-	watchers map[int]func(session string)
-	nextW    int
+	watchers watch.Set[string]
 	stopped  bool
 	// dropped counts entries a full queue refused since the last warning;
 	// warnEvery keeps a sustained overload from logging once per call.
@@ -76,8 +76,7 @@ func NewJournal(c *cluster.Cluster, node string, log *slog.Logger) (*Journal, er
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	j := &Journal{reg: reg, node: node, log: log, watchers: map[int]func(string){},
-		warnEvery: rate.Sometimes{First: 1, Interval: 10 * time.Second}}
+	j := &Journal{reg: reg, node: node, log: log, warnEvery: rate.Sometimes{First: 1, Interval: 10 * time.Second}}
 	reg.OnChange(j.onChange)
 	return j, nil
 }
@@ -210,31 +209,12 @@ func (j *Journal) Actions(session string, limit int) []Action {
 
 // Watch calls fn with the session id of every journal change until cancel.
 // fn must not block.
-func (j *Journal) Watch(fn func(session string)) (cancel func()) {
-	j.mu.Lock()
-	id := j.nextW
-	j.nextW++
-	j.watchers[id] = fn
-	j.mu.Unlock()
-	return func() {
-		j.mu.Lock()
-		delete(j.watchers, id)
-		j.mu.Unlock()
-	}
-}
+func (j *Journal) Watch(fn func(session string)) (cancel func()) { return j.watchers.Add(fn) }
 
 func (j *Journal) onChange(ch crdt.Change) {
 	sid, _, ok := strings.Cut(ch.Key, "/")
 	if !ok {
 		return
 	}
-	j.mu.Lock()
-	fns := make([]func(string), 0, len(j.watchers))
-	for _, fn := range j.watchers {
-		fns = append(fns, fn)
-	}
-	j.mu.Unlock()
-	for _, fn := range fns {
-		fn(sid)
-	}
+	j.watchers.Notify(sid)
 }
