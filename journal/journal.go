@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/mcpswarm/mcpswarm/internal/coalesce"
 )
 
 // Mode says when Put and Delete return; see the package documentation.
@@ -119,7 +121,7 @@ type Journal struct {
 	closing bool   // Close has begun: writes refuse
 	closed  bool   // the file is closed
 
-	kick chan struct{}
+	kick coalesce.Signal
 	stop chan struct{}
 	done chan struct{}
 }
@@ -147,7 +149,7 @@ func Open(dir string, opt Options) (*Journal, error) {
 		opt.Logger = slog.Default()
 	}
 	j := &Journal{dir: dir, opt: opt, log: opt.Logger, index: map[string]loc{},
-		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+		kick: coalesce.NewSignal(), stop: make(chan struct{}), done: make(chan struct{})}
 	j.idle = sync.NewCond(&j.mu)
 	if err := j.open(); err != nil {
 		return nil, fmt.Errorf("opening journal %s: %w", dir, err)
@@ -402,32 +404,16 @@ func (j *Journal) writeAt(buf []byte) error {
 	return nil
 }
 
-func (j *Journal) wake() {
-	select {
-	case j.kick <- struct{}{}:
-	default:
-	}
-}
+func (j *Journal) wake() { j.kick.Kick() }
 
 // run is the background round of Process mode: it fsyncs what writes
 // appended, and compacts. (Sync writers commit and compact themselves.)
 func (j *Journal) run() {
 	defer close(j.done)
-	for {
-		select {
-		case <-j.kick:
-		case <-j.stop:
-			j.flush()
-			j.maybeCompact()
-			return
-		}
-		select {
-		case <-time.After(j.opt.RoundDelay):
-		case <-j.stop:
-		}
+	coalesce.Run(j.stop, j.kick, j.opt.RoundDelay, func() {
 		j.flush()
 		j.maybeCompact()
-	}
+	})
 }
 
 // flush fsyncs what Process writes appended since the last round.

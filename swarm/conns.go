@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcpswarm/mcpswarm/cluster"
 	"github.com/mcpswarm/mcpswarm/crdt"
+	"github.com/mcpswarm/mcpswarm/internal/coalesce"
 	"github.com/mcpswarm/mcpswarm/mcp"
 )
 
@@ -107,12 +108,14 @@ type Conns struct {
 	// others holds the other nodes' visible records, decoded.
 	others map[string]map[crdt.Origin]connRecord
 	dirty  map[string]bool
-	kick   chan struct{}
+	// kick wakes the swarm's publisher, which writes sessions and
+	// connection records in the same rounds.
+	kick coalesce.Signal
 }
 
 func newConns(s *Swarm, reg *cluster.Registry) *Conns {
 	c := &Conns{s: s, reg: reg, mine: map[string]connRecord{}, others: map[string]map[crdt.Origin]connRecord{},
-		dirty: map[string]bool{}, kick: make(chan struct{}, 1)}
+		dirty: map[string]bool{}, kick: s.kick}
 	reg.OnChange(c.onChange)
 	return c
 }
@@ -145,10 +148,7 @@ func (c *Conns) onChange(ch crdt.Change) {
 		mine.Revoked, mine.StreamNode, mine.Touched = true, "", time.Now()
 		c.mine[ch.Key] = mine
 		c.dirty[ch.Key] = true
-		select {
-		case c.kick <- struct{}{}:
-		default:
-		}
+		c.kick.Kick()
 	}
 }
 
@@ -294,10 +294,7 @@ func (c *Conns) update(id string, fn func(*connRecord)) {
 	c.mine[id] = r
 	c.dirty[id] = true
 	c.mu.Unlock()
-	select {
-	case c.kick <- struct{}{}:
-	default:
-	}
+	c.kick.Kick()
 }
 
 // flush writes this node's changed records to the registry.

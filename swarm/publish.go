@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/mcpswarm/mcpswarm/internal/coalesce"
 	"github.com/mcpswarm/mcpswarm/mcp"
 	"github.com/mcpswarm/mcpswarm/session"
 )
@@ -27,10 +28,7 @@ func (s *Swarm) markDirty(id string, record, tools bool) {
 
 // wakePublisher makes the publisher run a round soon.
 func (s *Swarm) wakePublisher() {
-	select {
-	case s.kick <- struct{}{}:
-	default:
-	}
+	s.kick.Kick()
 }
 
 // publishDelay is how long the publisher gathers changes before it
@@ -38,46 +36,31 @@ func (s *Swarm) wakePublisher() {
 // a session updated ten times within it is written once.
 const publishDelay = 2 * time.Millisecond
 
-// publishLoop writes what markDirty recorded, coalescing bursts: a session
-// that changed ten times since the last round is written once, with its
-// state as it is now. Like raft's node.run, a nil channel switches a case
-// off: the timer runs only while something waits to be written.
+// publishLoop writes what markDirty and the connection table recorded,
+// coalescing bursts (see package coalesce): a session that changed ten
+// times since the last round is written once, with its state as it is now.
+// Beside it, a sweep forgets old connection records once a minute.
 func (s *Swarm) publishLoop(ctx context.Context) {
 	defer close(s.loopDone)
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	sweep := time.NewTicker(time.Minute)
-	defer sweep.Stop()
-	var due <-chan time.Time
-	kick, connKick := s.kick, s.conns.kick
-	for {
-		select {
-		case now := <-sweep.C:
-			s.conns.sweep(now, s.connMaxAge)
-			continue
-		case <-ctx.Done():
-			timer.Stop()
-			s.flush()
-			s.conns.flush()
-			s.nonces.flushCopies()
-			return
-		case <-kick:
-			kick = nil
-		case <-connKick:
-			connKick = nil
-		case <-due:
-			due = nil
-			s.flush()
-			s.conns.flush()
-			s.nonces.flushCopies()
-			kick, connKick = s.kick, s.conns.kick
-			continue
+	sweepDone := make(chan struct{})
+	go func() {
+		defer close(sweepDone)
+		sweep := time.NewTicker(time.Minute)
+		defer sweep.Stop()
+		for {
+			select {
+			case now := <-sweep.C:
+				s.conns.sweep(now, s.connMaxAge)
+			case <-ctx.Done():
+				return
+			}
 		}
-		if due == nil {
-			timer.Reset(publishDelay)
-			due = timer.C
-		}
-	}
+	}()
+	coalesce.Run(ctx.Done(), s.kick, publishDelay, func() {
+		s.flush()
+		s.conns.flush()
+	})
+	<-sweepDone
 }
 
 // flush publishes or unpublishes every dirty session according to whether

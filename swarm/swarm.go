@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcpswarm/mcpswarm/cluster"
 	"github.com/mcpswarm/mcpswarm/crdt"
+	"github.com/mcpswarm/mcpswarm/internal/coalesce"
 	"github.com/mcpswarm/mcpswarm/internal/watch"
 	"github.com/mcpswarm/mcpswarm/mcp"
 	"github.com/mcpswarm/mcpswarm/session"
@@ -90,7 +91,7 @@ type Swarm struct {
 	clientMsgs func(ctx context.Context, conn, kind string, msg []byte) (int, []byte, error)
 
 	pending  map[string]dirty
-	kick     chan struct{}
+	kick     coalesce.Signal
 	loopDone chan struct{}
 	stopLoop context.CancelFunc
 
@@ -114,7 +115,7 @@ func New(cfg Config) (*Swarm, error) {
 		rev:         map[string]map[string]uint64{},
 		pending:     map[string]dirty{},
 		idx:         newIndex(),
-		kick:        make(chan struct{}, 1),
+		kick:        coalesce.NewSignal(),
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
