@@ -45,6 +45,11 @@ func (g adminGuard) check(ctx context.Context, method string) error {
 		return nil
 	}
 	md, _ := metadata.FromIncomingContext(ctx)
+	return g.checkMD(md)
+}
+
+// checkMD checks the admin token among a call's headers.
+func (g adminGuard) checkMD(md metadata.MD) error {
 	vals := md.Get("authorization")
 	if len(vals) != 1 || !strings.HasPrefix(vals[0], "Bearer ") {
 		return status.Error(codes.Unauthenticated, "admin API needs the admin token derived from the cluster key")

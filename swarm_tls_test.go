@@ -5,6 +5,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -12,6 +13,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -79,7 +81,7 @@ func TestTLSClusterReplicatesAndForwards(t *testing.T) {
 		t.Fatalf("forwarded call over TLS: %s", textOf(res))
 	}
 
-	tc, err := mcpswarm.ClientTLS(e.tls.CA)
+	tc, err := mcpswarm.ClientTLS(e.tls.CA, e.tls.Cert, e.tls.Key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,6 +96,20 @@ func TestTLSClusterReplicatesAndForwards(t *testing.T) {
 	defer cancel()
 	if m, err := adminv1.NewAdminServiceClient(cc).ListMembers(ctx, &adminv1.ListMembersRequest{}); err != nil || len(m.GetMembers()) != 2 {
 		t.Fatalf("admin over TLS: %v %v", m, err)
+	}
+	// A client that verifies the node but presents no certificate ends in
+	// the handshake, even holding the admin token (issue #13: the server
+	// used to accept it and buffer its messages).
+	noCert := &tls.Config{RootCAs: tc.RootCAs, MinVersion: tls.VersionTLS13}
+	anon := adminv1.NewAdminServiceClient(dial(t, nodes[0].GRPCAddr(), grpc.WithTransportCredentials(credentials.NewTLS(noCert)),
+		grpc.WithPerRPCCredentials(mcpswarm.AdminCredentials{Token: mcpswarm.AdminToken(key), Secure: true})))
+	if _, err := anon.ListMembers(ctx, &adminv1.ListMembersRequest{}); err == nil {
+		t.Fatal("a TLS client without a certificate reached the admin API")
+	} else if !strings.Contains(err.Error(), "certificate") {
+		t.Errorf("refusal does not say a certificate is missing: %v", err)
+	}
+	if _, err := mcpswarm.ClientTLS(e.tls.CA, "", ""); err == nil {
+		t.Error("ClientTLS without a client certificate returned a config a TLS node would refuse")
 	}
 	// A plaintext client cannot even complete a call.
 	plain := adminv1.NewAdminServiceClient(dial(t, nodes[0].GRPCAddr(), grpc.WithPerRPCCredentials(mcpswarm.AdminCredentials{Token: mcpswarm.AdminToken(key)})))

@@ -22,8 +22,9 @@ type TLSFiles struct {
 func (f TLSFiles) Enabled() bool { return f.Cert != "" || f.Key != "" || f.CA != "" }
 
 // configs loads the files into the server and client TLS configurations.
-// Peers must present a certificate signed by the CA; the admin CLI may use
-// one too, but it is authenticated by the admin token either way.
+// Every client must present a certificate signed by the CA (peers and the
+// admin CLI alike): a connection without one ends in the handshake, before
+// gRPC reads a byte, and the admin token is checked on top.
 func (f TLSFiles) configs() (server, client *tls.Config, err error) {
 	if f.Cert == "" || f.Key == "" || f.CA == "" {
 		return nil, nil, &FieldError{Flag: "tls-cert", Err: errors.New("TLS needs --tls-cert, --tls-key and --tls-ca together")}
@@ -39,7 +40,7 @@ func (f TLSFiles) configs() (server, client *tls.Config, err error) {
 	server = &tls.Config{
 		Certificates: []tls.Certificate{cert},
 		ClientCAs:    pool,
-		ClientAuth:   tls.VerifyClientCertIfGiven,
+		ClientAuth:   tls.RequireAndVerifyClientCert,
 		MinVersion:   tls.VersionTLS13,
 	}
 	client = &tls.Config{
@@ -64,11 +65,20 @@ func loadCA(path string) (*x509.CertPool, error) {
 }
 
 // ClientTLS returns the TLS configuration an admin client uses to reach a
-// node whose gRPC listener runs TLS: it trusts the CA at caPath.
-func ClientTLS(caPath string) (*tls.Config, error) {
+// node whose gRPC listener runs TLS: it trusts the CA at caPath and
+// presents the certificate at certPath (signed by that CA), which the node
+// requires of every client.
+func ClientTLS(caPath, certPath, keyPath string) (*tls.Config, error) {
 	pool, err := loadCA(caPath)
 	if err != nil {
 		return nil, err
 	}
-	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS13}, nil
+	if certPath == "" || keyPath == "" {
+		return nil, errors.New("a node running TLS requires a client certificate: give --tls-cert and --tls-key too")
+	}
+	cert, err := tls.LoadX509KeyPair(certPath, keyPath)
+	if err != nil {
+		return nil, fmt.Errorf("loading client key pair: %w", err)
+	}
+	return &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS13}, nil
 }

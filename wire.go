@@ -291,6 +291,9 @@ func (n *Node) buildFront(ctx context.Context) (err error) {
 		grpc.ChainUnaryInterceptor(admin.unary),
 		grpc.ChainStreamInterceptor(admin.stream),
 	)
+	// The gate authenticates each stream from its headers before grpc-go
+	// reads its message, and bounds streams, handshakes and idle conns.
+	opts = append(opts, newGRPCGate(n.key, admin).options()...)
 	if n.tlsServer != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(n.tlsServer)))
 	}

@@ -45,6 +45,8 @@ func adminRun(call adminCall, streaming bool) func(context.Context, []string, en
 		keyFile := fs.String("cluster-key-file", "", "cluster key file (env MCPSWARM_CLUSTER_KEY_FILE)")
 		dev := fs.Bool("dev", false, "use the public development key (nodes started with --dev and no key file)")
 		tlsCA := fs.String("tls-ca", "", "CA bundle to verify a node whose gRPC listener runs TLS (env MCPSWARM_TLS_CA)")
+		tlsCert := fs.String("tls-cert", "", "client certificate signed by the CA, which a TLS node requires (env MCPSWARM_TLS_CERT)")
+		tlsKey := fs.String("tls-key", "", "private key of --tls-cert (env MCPSWARM_TLS_KEY)")
 		asJSON := fs.Bool("json", false, "print JSON")
 		timeout := fs.Duration("timeout", 10*time.Second, "deadline for the call (not for watch)")
 		if err := fs.Parse(args); err != nil {
@@ -74,7 +76,7 @@ func adminRun(call adminCall, streaming bool) func(context.Context, []string, en
 		}
 		tc := insecure.NewCredentials()
 		if *tlsCA != "" {
-			cfg, err := mcpswarm.ClientTLS(*tlsCA)
+			cfg, err := mcpswarm.ClientTLS(*tlsCA, *tlsCert, *tlsKey)
 			if err != nil {
 				fmt.Fprintf(env.stderr, "mcpswarm: --tls-ca: %v\n", err)
 				return 2

@@ -1,0 +1,132 @@
+package mcpswarm
+
+import (
+	"context"
+	"crypto/hmac"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/tap"
+
+	"github.com/mcpswarm/mcpswarm/cluster"
+)
+
+// Bounds of the gRPC listener against callers that hold no credential. They
+// are constants, not settings: peers and the admin CLI never come near them.
+const (
+	// grpcMaxStreams bounds the concurrent streams of one connection. A
+	// peer's forwarded calls queue client-side beyond it; they never fail.
+	grpcMaxStreams = 512
+	// grpcOpenStreams bounds the concurrent streams, over the whole
+	// server, of the methods anyone may call (health and reflection). Each
+	// may buffer one message of up to the peer message limit, so the worst
+	// an anonymous caller can hold is grpcOpenStreams × that limit.
+	grpcOpenStreams = 16
+	// grpcOpenDeadline ends an anonymous stream that has not finished,
+	// so a half-sent message cannot be held for longer.
+	grpcOpenDeadline = 30 * time.Second
+	// grpcHandshake bounds the TLS handshake and the HTTP/2 preface.
+	grpcHandshake = 10 * time.Second
+	// grpcIdle closes a connection that carried no stream for this long;
+	// peers redial transparently.
+	grpcIdle = 5 * time.Minute
+)
+
+// openMethodPrefixes are the services any caller may use without a
+// credential: the standard health check (Kubernetes probes) and reflection.
+var openMethodPrefixes = []string{
+	"/grpc.health.v1.Health/",
+	"/grpc.reflection.v1.ServerReflection/",
+	"/grpc.reflection.v1alpha.ServerReflection/",
+}
+
+// grpcGate authenticates every stream from its headers, before grpc-go
+// reads any of its messages: a stream without the peer credential or admin
+// token is refused while its message is still unread, so a caller without
+// credentials cannot make the server buffer anything of size.
+type grpcGate struct {
+	clusterKey []byte
+	admin      adminGuard
+	open       chan struct{} // semaphore of anonymous streams
+}
+
+func newGRPCGate(clusterKey []byte, admin adminGuard) *grpcGate {
+	return &grpcGate{clusterKey: clusterKey, admin: admin, open: make(chan struct{}, grpcOpenStreams)}
+}
+
+// tap is the server's InTapHandle. It runs in the transport's reader, so
+// it must be quick: one HMAC or one constant-time compare.
+func (g *grpcGate) tap(ctx context.Context, info *tap.Info) (context.Context, error) {
+	m := info.FullMethodName
+	switch {
+	case strings.HasPrefix(m, "/mcpswarm.peer.v1."):
+		if !g.peerOK(info.Header) {
+			return nil, status.Error(codes.Unauthenticated, "peer API needs the peer credential derived from the cluster key")
+		}
+		return ctx, nil
+	case strings.HasPrefix(m, adminMethodPrefix):
+		if err := g.admin.checkMD(info.Header); err != nil {
+			return nil, err
+		}
+		return ctx, nil
+	}
+	for _, p := range openMethodPrefixes {
+		if strings.HasPrefix(m, p) {
+			return g.admitOpen(ctx)
+		}
+	}
+	return nil, status.Errorf(codes.Unimplemented, "unknown method %s", m)
+}
+
+// admitOpen takes one of the anonymous stream slots for the life of the
+// stream, and gives the stream a deadline.
+func (g *grpcGate) admitOpen(ctx context.Context) (context.Context, error) {
+	select {
+	case g.open <- struct{}{}:
+	default:
+		return nil, status.Errorf(codes.ResourceExhausted, "more than %d concurrent unauthenticated calls; retry later", grpcOpenStreams)
+	}
+	ctx, cancel := context.WithTimeout(ctx, grpcOpenDeadline)
+	// The stream's context ends when the stream does (or at the deadline),
+	// which releases the slot exactly once.
+	context.AfterFunc(ctx, func() { cancel(); <-g.open })
+	return ctx, nil
+}
+
+// peerOK checks the peer credential the cluster's interceptors check again
+// later: the HMAC of the claimed name under the cluster's peer key.
+func (g *grpcGate) peerOK(md metadata.MD) bool {
+	names, creds := md.Get(cluster.MDPeerName), md.Get(cluster.MDPeerCredential)
+	if len(names) != 1 || len(creds) != 1 || len(names[0]) > 64 {
+		return false
+	}
+	pc, err := cluster.PeerCredentials(g.clusterKey, names[0])
+	if err != nil {
+		return false
+	}
+	want, err := pc.GetRequestMetadata(context.Background())
+	if err != nil {
+		return false
+	}
+	return hmac.Equal([]byte(want[cluster.MDPeerCredential]), []byte(creds[0]))
+}
+
+// options are the server options that bound what a connection can hold.
+// They come after the cluster's, so where both set a field these win.
+func (g *grpcGate) options() []grpc.ServerOption {
+	return []grpc.ServerOption{
+		grpc.InTapHandle(g.tap),
+		grpc.MaxConcurrentStreams(grpcMaxStreams),
+		grpc.ConnectionTimeout(grpcHandshake),
+		grpc.KeepaliveParams(keepalive.ServerParameters{
+			MaxConnectionIdle: grpcIdle,
+			Time:              30 * time.Second,
+			Timeout:           10 * time.Second,
+		}),
+	}
+}
