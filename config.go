@@ -60,6 +60,8 @@ type Config struct {
 	Keepalive time.Duration
 	// MaxBodyBytes bounds one MCP request body.
 	MaxBodyBytes int64
+	// HTTP bounds the HTTP listener's connections (timeouts and caps).
+	HTTP HTTPLimits
 	// TLS, when set, puts the gRPC listener and peer connections under
 	// mutual TLS; otherwise they run in plaintext with the peer credential.
 	TLS TLSFiles
@@ -83,6 +85,7 @@ func DefaultConfig() Config {
 		Keepalive:       15 * time.Second,
 		MaxBodyBytes:    4 << 20,
 		Durability:      journal.Sync,
+		HTTP:            DefaultHTTPLimits(),
 	}
 }
 
@@ -142,6 +145,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxBodyBytes < 1024 || c.MaxBodyBytes > 64<<20 {
 		return fieldErr("max-body", "must be between 1 KiB and 64 MiB, got %d bytes", c.MaxBodyBytes)
+	}
+	if err := c.HTTP.validate(); err != nil {
+		return err
 	}
 	return nil
 }

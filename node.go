@@ -346,7 +346,7 @@ func (n *Node) bind() component {
 				n.httpLn = nil
 				return err
 			}
-			return nil
+			return n.limitListeners()
 		},
 		stop: func(context.Context) error {
 			// Normally closed by serve's stop; this covers a failed start.
@@ -397,12 +397,7 @@ func (n *Node) serveHTTP() component {
 	return component{
 		name: "http",
 		start: func(context.Context) error {
-			n.http = &http.Server{
-				Handler:           n.mux,
-				ReadHeaderTimeout: 10 * time.Second,
-				MaxHeaderBytes:    64 << 10,
-				ErrorLog:          slog.NewLogLogger(n.log.Handler(), slog.LevelWarn),
-			}
+			n.http = n.newHTTPServer()
 			go func() {
 				if err := n.http.Serve(n.httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
 					n.serveErr <- fmt.Errorf("http: %w", err)
@@ -435,8 +430,8 @@ func (n *Node) registerBase() {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = io.WriteString(w, "ok\n")
 	})
-	n.mux.HandleFunc("GET /readyz", n.serveReadyz)
-	n.mux.Handle("GET /metrics", promhttpHandler(n.metrics))
+	n.mux.Handle("GET /readyz", mcp.HostChecked(http.HandlerFunc(n.serveReadyz)))
+	n.mux.Handle("GET /metrics", mcp.HostChecked(promhttpHandler(n.metrics)))
 	healthpb.RegisterHealthServer(n.grpc, n.health)
 	reflection.Register(n.grpc)
 }

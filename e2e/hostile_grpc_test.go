@@ -1,11 +1,7 @@
 package e2e
 
 import (
-	"bufio"
 	"fmt"
-	"net/http"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 )
@@ -13,25 +9,7 @@ import (
 // heapInuse reads go_memstats_heap_inuse_bytes from the node's /metrics.
 func heapInuse(t *testing.T, n *runningNode) int64 {
 	t.Helper()
-	client := &http.Client{Timeout: 10 * time.Second}
-	resp, err := client.Get(n.BaseURL + "/metrics")
-	if err != nil {
-		t.Fatalf("scraping /metrics: %v", err)
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "go_memstats_heap_inuse_bytes "); ok {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				t.Fatalf("parsing heap_inuse %q: %v", v, err)
-			}
-			return int64(f)
-		}
-	}
-	t.Fatalf("/metrics has no go_memstats_heap_inuse_bytes (scan: %v)", sc.Err())
-	return 0
+	return int64(metricValue(t, n, "go_memstats_heap_inuse_bytes "))
 }
 
 const mib = 1 << 20
