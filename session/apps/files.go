@@ -82,6 +82,10 @@ func (Files) Update(m session.Model, msg session.Msg) (session.Model, error) {
 	return f, nil
 }
 
+// MaxFiles bounds the files of a Files session: "New file" adds one per
+// click, and each is held in the model, saved and replicated (issue #13).
+const MaxFiles = 200
+
 func (f FilesModel) menu(item string) (FilesModel, error) {
 	switch item {
 	case "Open":
@@ -96,6 +100,9 @@ func (f FilesModel) menu(item string) (FilesModel, error) {
 		}
 		if dir == "." {
 			dir = ""
+		}
+		if len(f.Files) >= MaxFiles {
+			return f, fmt.Errorf("new file: the tree holds its maximum of %d files (MaxFiles); delete one first", MaxFiles)
 		}
 		f.Created++
 		p := path.Join(dir, fmt.Sprintf("untitled-%d.txt", f.Created))

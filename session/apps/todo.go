@@ -39,6 +39,14 @@ func todoFilters() []string { return []string{"All", "Active", "Done"} }
 // maxTodoSlots bounds how many items the view shows (and so the tool set).
 const maxTodoSlots = 20
 
+// Bounds of a todo list's model (issue #13): every item is held in memory,
+// saved and replicated, so a list is capped at MaxTodoItems items of
+// MaxTodoTitleBytes each, about 50 KiB per session.
+const (
+	MaxTodoItems      = 100
+	MaxTodoTitleBytes = 512
+)
+
 // Init implements session.App.
 func (Todo) Init() (session.Model, error) { return TodoModel{Items: []TodoItem{}, NextID: 1}, nil }
 
@@ -58,6 +66,12 @@ func (Todo) Update(m session.Model, msg session.Msg) (session.Model, error) {
 		title := strings.TrimSpace(t.Draft)
 		if title == "" {
 			return nil, fmt.Errorf("adding a todo: the title is empty")
+		}
+		if len(title) > MaxTodoTitleBytes {
+			return nil, fmt.Errorf("adding a todo: the title is %d bytes; a title holds at most %d (MaxTodoTitleBytes)", len(title), MaxTodoTitleBytes)
+		}
+		if len(t.Items) >= MaxTodoItems {
+			return nil, fmt.Errorf("adding a todo: the list holds its maximum of %d items (MaxTodoItems); delete one first", MaxTodoItems)
 		}
 		t.Items = append(t.Items, TodoItem{ID: t.NextID, Title: title})
 		t.NextID++
