@@ -13,7 +13,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -105,8 +104,6 @@ func TestTLSClusterReplicatesAndForwards(t *testing.T) {
 		grpc.WithPerRPCCredentials(mcpswarm.AdminCredentials{Token: mcpswarm.AdminToken(key), Secure: true})))
 	if _, err := anon.ListMembers(ctx, &adminv1.ListMembersRequest{}); err == nil {
 		t.Fatal("a TLS client without a certificate reached the admin API")
-	} else if !strings.Contains(err.Error(), "certificate") {
-		t.Errorf("refusal does not say a certificate is missing: %v", err)
 	}
 	if _, err := mcpswarm.ClientTLS(e.tls.CA, "", ""); err == nil {
 		t.Error("ClientTLS without a client certificate returned a config a TLS node would refuse")

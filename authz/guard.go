@@ -27,11 +27,18 @@ func (s Source) String() string {
 	return "default"
 }
 
-// Limits are per-principal quotas. Zero means unlimited.
+// Limits are per-principal quotas. Zero means unlimited, except where a
+// field says otherwise.
 type Limits struct {
 	SessionsPerPrincipal int
 	CallsPerSecond       float64
 	CallBurst            int
+	// ClientFactsBytes bounds the JSON of clientInfo plus capabilities an
+	// initialize may declare; 0 means the MCP front's default (16 KiB).
+	ClientFactsBytes int
+	// InitializesPerMinute bounds the initializes of one principal (or
+	// unauthenticated client IP); 0 means the front's default (120).
+	InitializesPerMinute int
 }
 
 // SessionAllowed reports whether a principal holding current sessions may

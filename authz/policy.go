@@ -298,7 +298,7 @@ func (r *nodeReader) roleMap(n *yaml.Node) (map[string][]string, error) {
 }
 
 func (r *nodeReader) limits(n *yaml.Node) (Limits, error) {
-	fields, err := r.mapping(n, "limits", "sessions_per_principal", "calls_per_second", "call_burst")
+	fields, err := r.mapping(n, "limits", "sessions_per_principal", "calls_per_second", "call_burst", "client_facts_bytes", "initializes_per_minute")
 	if err != nil {
 		return Limits{}, err
 	}
@@ -311,6 +311,10 @@ func (r *nodeReader) limits(n *yaml.Node) (Limits, error) {
 			l.CallsPerSecond, err = r.nonNegFloat(f.value, "limits.calls_per_second")
 		case "call_burst":
 			l.CallBurst, err = r.nonNegInt(f.value, "limits.call_burst")
+		case "client_facts_bytes":
+			l.ClientFactsBytes, err = r.nonNegInt(f.value, "limits.client_facts_bytes")
+		case "initializes_per_minute":
+			l.InitializesPerMinute, err = r.nonNegInt(f.value, "limits.initializes_per_minute")
 		}
 		if err != nil {
 			return Limits{}, err

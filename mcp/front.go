@@ -139,6 +139,14 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, envel
 		writeRPCError(w, http.StatusBadRequest, rerr)
 		return nil, envelope{}, false
 	}
+	if rerr, status := s.init.check(r, env); rerr != nil {
+		s.metrics.rejected("initialize_limit")
+		if status == http.StatusTooManyRequests {
+			w.Header().Set("Retry-After", "60")
+		}
+		writeRPCError(w, status, rerr)
+		return nil, envelope{}, false
+	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
 	return body, env, true

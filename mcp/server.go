@@ -28,6 +28,7 @@ type Server struct {
 	ids     *SessionIDs
 	states  *stateSealer
 	conns   *connTable
+	init    *initGate
 	parked  *parking
 	asks    *clientRequests
 	streams *sseStreams
@@ -63,7 +64,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("configuring the mcp front: %w", err)
 	}
 	s := &Server{
-		cfg: cfg, log: cfg.Logger, ids: ids, states: states,
+		cfg: cfg, log: cfg.Logger, ids: ids, states: states, init: newInitGate(cfg.Guard.Limits),
 		conns: newConnTable(cfg.NotifyHere, subscribedVia(cfg.Conns)), parked: newParking(), asks: newClientRequests(cfg.Node), streams: newSSEStreams(), metrics: m,
 	}
 
