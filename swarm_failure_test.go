@@ -58,7 +58,7 @@ func TestOwnerDeathHidesSessionsAndRestartRestoresThem(t *testing.T) {
 	}
 
 	// The id stays taken while its owner is away.
-	if res := alice1.call("swarm_start", map[string]any{"app": "counter", "id": "ct"}); !res.IsError || !strings.Contains(textOf(res), "already exists") {
+	if res := alice1.call("swarm_start", map[string]any{"app": "counter", "id": "ct"}); !res.IsError || !strings.Contains(textOf(res), "already yours") {
 		t.Fatalf("starting ct elsewhere while its owner is away answered %q", textOf(res))
 	}
 

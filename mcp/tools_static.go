@@ -188,6 +188,9 @@ func (s *Server) toolStart(ctx context.Context, c authz.Context, req mcp.CallToo
 		}
 	}
 	if err != nil {
+		if res := s.takenID(c, id, err); res != nil {
+			return res
+		}
 		return toolError(fmt.Sprintf("starting %s: %v", app, err), nil)
 	}
 	s.log.Info("session started", "session", info.ID, "app", info.App, "principal", c.Principal.Subject)
