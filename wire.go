@@ -282,6 +282,9 @@ func (n *Node) buildFront(ctx context.Context) (err error) {
 		return err
 	}
 	n.logGuard()
+	for _, w := range authz.BootWarnings(authz.BootConfig{Guard: &n.guard, NetworkTransports: network, Dev: n.cfg.Dev, ListenAddrs: n.listenAddrs()}) {
+		n.log.Warn(w)
+	}
 
 	admin := adminGuard{token: []byte(AdminToken(n.key))}
 	// The cluster's options carry the message limits, keepalives and the

@@ -114,3 +114,20 @@ func IsLoopback(addr string) (bool, error) {
 	}
 	return ip.Unmap().IsLoopback(), nil
 }
+
+// BootWarnings lists what CheckBoot lets through but an operator should
+// hear about at start, one sentence each: today, network transports on a
+// non-loopback address with no authentication, where every client is the
+// same anonymous principal (issue #13: an allow-all policy with no tokens
+// started on 0.0.0.0 with only an INFO line).
+func BootWarnings(c BootConfig) []string {
+	if !c.NetworkTransports || c.Dev || c.Guard == nil || c.Guard.Authenticator != nil {
+		return nil
+	}
+	for _, addr := range c.ListenAddrs {
+		if loop, err := IsLoopback(addr); err != nil || !loop {
+			return []string{fmt.Sprintf("NO AUTHENTICATION on network address %s: policy %q has no tokens: or jwt: section, so every client is one anonymous principal that shares sessions, limits and whatever the policy allows; add tokens or jwt, or bind a loopback address", addr, c.Guard.Name)}
+		}
+	}
+	return nil
+}
