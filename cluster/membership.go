@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/memberlist"
 
@@ -383,7 +384,10 @@ func (v *view) watch(fn func(Member)) func() { return v.watchers.Add(fn) }
 // logWriter turns memberlist's "[LEVEL] memberlist: ..." lines into slog
 // records, marked subsystem=memberlist: the node's logger already carries a
 // component key, and JSON lines must not repeat a key.
-type logWriter struct{ log *slog.Logger }
+type logWriter struct {
+	log     *slog.Logger
+	limiter *logLimiter // at most one line per template per window
+}
 
 func (w logWriter) Write(p []byte) (int, error) {
 	line := strings.TrimSpace(string(p))
@@ -395,11 +399,21 @@ func (w logWriter) Write(p []byte) (int, error) {
 		}
 	}
 	line = strings.TrimPrefix(line, "memberlist: ")
-	w.log.Log(context.Background(), level, line, slog.String("subsystem", "memberlist"))
+	ok, suppressed := w.limiter.allow(line, time.Now())
+	if !ok {
+		return len(p), nil
+	}
+	attrs := []any{slog.String("subsystem", "memberlist")}
+	if suppressed > 0 {
+		attrs = append(attrs, slog.Int("suppressed_similar", suppressed))
+	}
+	w.log.Log(context.Background(), level, line, attrs...)
 	return len(p), nil
 }
 
-func newStdLogger(l *slog.Logger) *log.Logger { return log.New(logWriter{l}, "", 0) }
+func newStdLogger(l *slog.Logger) *log.Logger {
+	return log.New(logWriter{log: l, limiter: newLogLimiter(10 * time.Second)}, "", 0)
+}
 
 // resolveSeeds expands "dns:NAME" entries and drops our own address.
 func resolveSeeds(ctx context.Context, seeds []string, resolve func(context.Context, string) ([]string, error), selfAddr string) ([]string, error) {
