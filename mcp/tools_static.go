@@ -170,6 +170,9 @@ func (s *Server) toolStart(ctx context.Context, c authz.Context, req mcp.CallToo
 		return toolError(fmt.Sprintf("invalid session id %q: use 1-7 lowercase letters or digits starting with a letter (not swarm or agent)", id),
 			map[string]any{"error": "invalid_session_id", "id": id})
 	}
+	if res := s.sessionCap(c); res != nil {
+		return res
+	}
 	var (
 		info SessionInfo
 		err  error
