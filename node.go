@@ -91,6 +91,7 @@ type Node struct {
 	front     *mcp.Server
 	journal   *ui.Journal
 	ui        *ui.Handler
+	orphans   *orphanSweep
 
 	parts   []component
 	started []component
@@ -266,6 +267,7 @@ func (n *Node) Kill() {
 	if n.grpc != nil {
 		n.grpc.Stop()
 	}
+	n.orphans.stop()
 	if n.swarm != nil {
 		n.swarm.StopPublishing()
 	}

@@ -350,12 +350,14 @@ func (n *Node) startSwarm(ctx context.Context) error {
 	if err := n.swarm.StartPublishing(ctx); err != nil {
 		return err
 	}
+	n.orphans = startOrphanSweep(n.swarm, orphanSweepEvery, n.log.With("component", "swarm"))
 	n.serving.Store(true)
 	return nil
 }
 
 func (n *Node) stopSwarm(context.Context) error {
 	n.serving.Store(false)
+	n.orphans.stop()
 	n.swarm.StopPublishing()
 	n.journal.Stop()
 	return nil
