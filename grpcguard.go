@@ -3,13 +3,19 @@ package mcpswarm
 import (
 	"context"
 	"crypto/hmac"
+	"fmt"
+	"log/slog"
 	"strings"
+	"sync"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/tap"
 
@@ -53,10 +59,22 @@ type grpcGate struct {
 	clusterKey []byte
 	admin      adminGuard
 	open       chan struct{} // semaphore of anonymous streams
+	refused    *prometheus.CounterVec
+	log        *slog.Logger
+
+	mu       sync.Mutex
+	lastWarn time.Time
 }
 
-func newGRPCGate(clusterKey []byte, admin adminGuard) *grpcGate {
-	return &grpcGate{clusterKey: clusterKey, admin: admin, open: make(chan struct{}, grpcOpenStreams)}
+func newGRPCGate(clusterKey []byte, admin adminGuard, log *slog.Logger, reg prometheus.Registerer) (*grpcGate, error) {
+	refused := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mcpswarm_grpc_streams_refused_total",
+		Help: "gRPC streams refused from their headers, before any message was read, by reason.",
+	}, []string{"reason"})
+	if err := reg.Register(refused); err != nil {
+		return nil, fmt.Errorf("registering gRPC gate metrics: %w", err)
+	}
+	return &grpcGate{clusterKey: clusterKey, admin: admin, open: make(chan struct{}, grpcOpenStreams), refused: refused, log: log}, nil
 }
 
 // tap is the server's InTapHandle. It runs in the transport's reader, so
@@ -66,21 +84,47 @@ func (g *grpcGate) tap(ctx context.Context, info *tap.Info) (context.Context, er
 	switch {
 	case strings.HasPrefix(m, "/mcpswarm.peer.v1."):
 		if !g.peerOK(info.Header) {
-			return nil, status.Error(codes.Unauthenticated, "peer API needs the peer credential derived from the cluster key")
+			return nil, g.refuse(ctx, m, "peer_credential", status.Error(codes.Unauthenticated, "peer API needs the peer credential derived from the cluster key"))
 		}
 		return ctx, nil
 	case strings.HasPrefix(m, adminMethodPrefix):
 		if err := g.admin.checkMD(info.Header); err != nil {
-			return nil, err
+			return nil, g.refuse(ctx, m, "admin_token", err)
 		}
 		return ctx, nil
 	}
 	for _, p := range openMethodPrefixes {
 		if strings.HasPrefix(m, p) {
-			return g.admitOpen(ctx)
+			admitted, err := g.admitOpen(ctx)
+			if err != nil {
+				return nil, g.refuse(ctx, m, "anonymous_slots", err)
+			}
+			return admitted, nil
 		}
 	}
-	return nil, status.Errorf(codes.Unimplemented, "unknown method %s", m)
+	return nil, g.refuse(ctx, m, "unknown_method", status.Errorf(codes.Unimplemented, "unknown method %s", m))
+}
+
+// refuse counts a refusal and logs at most one line per 10 s: whoever
+// floods the gate must not flood the log too.
+func (g *grpcGate) refuse(ctx context.Context, method, reason string, err error) error {
+	g.refused.WithLabelValues(reason).Inc()
+	g.mu.Lock()
+	now := time.Now()
+	warn := now.Sub(g.lastWarn) >= 10*time.Second
+	if warn {
+		g.lastWarn = now
+	}
+	g.mu.Unlock()
+	if warn {
+		remote := ""
+		if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
+			remote = p.Addr.String()
+		}
+		g.log.Warn("refusing gRPC streams before reading them (further refusals for 10 s are only counted in mcpswarm_grpc_streams_refused_total)",
+			"method", method, "reason", reason, "remote", remote)
+	}
+	return err
 }
 
 // admitOpen takes one of the anonymous stream slots for the life of the

@@ -296,7 +296,11 @@ func (n *Node) buildFront(ctx context.Context) (err error) {
 	)
 	// The gate authenticates each stream from its headers before grpc-go
 	// reads its message, and bounds streams, handshakes and idle conns.
-	opts = append(opts, newGRPCGate(n.key, admin).options()...)
+	gate, err := newGRPCGate(n.key, admin, n.log.With("component", "grpc"), n.metrics)
+	if err != nil {
+		return err
+	}
+	opts = append(opts, gate.options()...)
 	if n.tlsServer != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(n.tlsServer)))
 	}

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -43,6 +44,13 @@ func TestHostileGRPCPartialMessagesToPeerAPI(t *testing.T) {
 	}
 	if growth > 48*mib {
 		t.Errorf("node heap grew %d MiB holding unauthenticated partial messages; want < 48 MiB", growth/mib)
+	}
+	// The refusals are counted and logged (once per 10 s), not silent.
+	if got := metricValue(t, n, `mcpswarm_grpc_streams_refused_total{reason="peer_credential"}`); got < streams {
+		t.Errorf("mcpswarm_grpc_streams_refused_total{peer_credential} = %v; want >= %d", got, streams)
+	}
+	if !strings.Contains(n.Log.String(), "refusing gRPC streams before reading them") {
+		t.Error("the node logged nothing about the refused streams")
 	}
 }
 
