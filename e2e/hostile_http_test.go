@@ -73,6 +73,21 @@ func TestHostileHTTPSlowAndIdleConnectionsAreDropped(t *testing.T) {
 	if err := sse.pingsFor(3 * time.Second); err != nil {
 		t.Errorf("SSE stream did not survive the HTTP limits: %v", err)
 	}
+
+	// Issue #13: /metrics and /readyz skipped the DNS-rebinding check the
+	// MCP endpoint applies on a loopback listener.
+	for _, path := range []string{"/metrics", "/readyz"} {
+		req, _ := http.NewRequest(http.MethodGet, n.BaseURL+path, nil)
+		req.Host = "attacker.example"
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("%s with Host attacker.example answered %s; want 403", path, resp.Status)
+		}
+	}
 }
 
 // sseStream is a GET /mcp stream of an initialized MCP connection.
