@@ -19,8 +19,11 @@ type capListener struct {
 	name      string
 	perSource int // 0: no per-source cap
 	total     int // 0: no total cap
-	refused   *prometheus.CounterVec
-	log       *slog.Logger
+	// loopbackFree exempts loopback sources from the per-source cap: under
+	// --dev every client (benchmarks, the conformance suite) is 127.0.0.1.
+	loopbackFree bool
+	refused      *prometheus.CounterVec
+	log          *slog.Logger
 
 	mu       sync.Mutex
 	open     int
@@ -28,8 +31,8 @@ type capListener struct {
 	lastWarn time.Time
 }
 
-func newCapListener(ln net.Listener, name string, perSource, total int, refused *prometheus.CounterVec, log *slog.Logger) *capListener {
-	return &capListener{Listener: ln, name: name, perSource: perSource, total: total, refused: refused, log: log, bySource: map[string]int{}}
+func newCapListener(ln net.Listener, name string, perSource, total int, loopbackFree bool, refused *prometheus.CounterVec, log *slog.Logger) *capListener {
+	return &capListener{Listener: ln, name: name, perSource: perSource, total: total, loopbackFree: loopbackFree, refused: refused, log: log, bySource: map[string]int{}}
 }
 
 // Accept returns the next connection within the caps; those beyond are
@@ -57,7 +60,7 @@ func (l *capListener) admit(src string) string {
 	if l.total > 0 && l.open >= l.total {
 		return "total"
 	}
-	if l.perSource > 0 && l.bySource[src] >= l.perSource {
+	if l.perSource > 0 && l.bySource[src] >= l.perSource && !(l.loopbackFree && isLoopbackIP(src)) {
 		return "per_source"
 	}
 	l.open++
@@ -117,4 +120,9 @@ func (c *cappedConn) Close() error {
 	err := c.Conn.Close()
 	c.once.Do(c.release)
 	return err
+}
+
+func isLoopbackIP(s string) bool {
+	ip := net.ParseIP(s)
+	return ip != nil && ip.IsLoopback()
 }

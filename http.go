@@ -115,8 +115,8 @@ func (n *Node) limitListeners() error {
 		httpTotal = n.cfg.HTTP.MaxConns
 	}
 	log := n.log.With("component", "listeners")
-	n.httpLn = newCapListener(n.httpLn, "http", n.cfg.HTTP.ConnsPerSource, httpTotal, refused, log)
-	n.grpcLn = newCapListener(n.grpcLn, "grpc", grpcConnsPerSource, grpcTotal, refused, log)
+	n.httpLn = newCapListener(n.httpLn, "http", n.cfg.HTTP.ConnsPerSource, httpTotal, n.cfg.Dev, refused, log)
+	n.grpcLn = newCapListener(n.grpcLn, "grpc", grpcConnsPerSource, grpcTotal, n.cfg.Dev, refused, log)
 	log.Info("connection caps", "open_files_limit", nofile,
 		"http_total", httpTotal, "http_per_source", n.cfg.HTTP.ConnsPerSource,
 		"grpc_total", grpcTotal, "grpc_per_source", grpcConnsPerSource)

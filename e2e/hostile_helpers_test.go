@@ -7,7 +7,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -33,7 +35,24 @@ func newNodeAddrs(t *testing.T) nodeAddrs {
 // exec keeps), and waits until it is healthy. Cleanup is startNode's.
 func startNodeAt(t *testing.T, bin, name string, a nodeAddrs, nofile int, extra ...string) *runningNode {
 	t.Helper()
-	args := append([]string{"serve", "--dev", "--name", name,
+	return startNodeWith(t, bin, name, a, nofile, append([]string{"--dev"}, extra...)...)
+}
+
+// startPolicyNode starts a node without --dev, under an allow-all policy
+// with no tokens: --dev exempts loopback clients from the per-source
+// bounds, which the tests of those bounds need applied.
+func startPolicyNode(t *testing.T, bin, name string, extra ...string) *runningNode {
+	t.Helper()
+	policy := filepath.Join(t.TempDir(), "open.yaml")
+	if err := os.WriteFile(policy, []byte("name: open\ntools:\n  - allow: true\nreads:\n  - allow: true\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return startNodeWith(t, bin, name, newNodeAddrs(t), 0, append([]string{"--policy", policy}, extra...)...)
+}
+
+func startNodeWith(t *testing.T, bin, name string, a nodeAddrs, nofile int, extra ...string) *runningNode {
+	t.Helper()
+	args := append([]string{"serve", "--name", name,
 		"--http", a.HTTP, "--grpc", a.GRPC, "--gossip", a.Gossip,
 		"--data-dir", t.TempDir(), "--log-format", "text",
 	}, extra...)

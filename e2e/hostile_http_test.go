@@ -159,8 +159,8 @@ func (s *sseStream) pingsFor(d time.Duration) error {
 // are closed at once, and counted.
 func TestHostileHTTPPerSourceCap(t *testing.T) {
 	bin := buildNode(t)
-	a := newNodeAddrs(t)
-	n := startNodeAt(t, bin, "cap", a, 0, "--http-conns-per-source", "20")
+	n := startPolicyNode(t, bin, "cap", "--http-conns-per-source", "20")
+	httpAddr := strings.TrimPrefix(n.BaseURL, "http://")
 
 	var held []net.Conn
 	t.Cleanup(func() {
@@ -170,7 +170,7 @@ func TestHostileHTTPPerSourceCap(t *testing.T) {
 	})
 	refused := 0
 	for range 40 {
-		c, err := net.DialTimeout("tcp", a.HTTP, 5*time.Second)
+		c, err := net.DialTimeout("tcp", httpAddr, 5*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}

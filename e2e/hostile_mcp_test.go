@@ -153,9 +153,18 @@ func TestHostileInitializeWithHugeClientInfoIsRefused(t *testing.T) {
 }
 
 // Initializes are rate-limited per principal (here: per client IP, the
-// dev policy authenticating nobody), default 120 a minute.
+// policy authenticating nobody), default 120 a minute. Under --dev,
+// loopback clients are exempt: every local client is 127.0.0.1 there.
 func TestHostileInitializeFloodIsRateLimited(t *testing.T) {
-	n := startNode(t, buildNode(t))
+	bin := buildNode(t)
+	dev := startNode(t, bin)
+	for i := range 200 {
+		c := &rawMCP{t: t, url: dev.MCPURL()}
+		if r := c.post("initialize", initParams(map[string]any{"name": "dev", "version": "1"}), false); r.Error != nil || r.Status != http.StatusOK {
+			t.Fatalf("--dev initialize %d from loopback: status %d, error %+v; want loopback exempt", i, r.Status, r.Error)
+		}
+	}
+	n := startPolicyNode(t, bin, "initflood")
 	start := time.Now()
 	ok, limited := 0, 0
 	var lastErr string

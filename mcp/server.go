@@ -64,7 +64,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("configuring the mcp front: %w", err)
 	}
 	s := &Server{
-		cfg: cfg, log: cfg.Logger, ids: ids, states: states, init: newInitGate(cfg.Guard.Limits),
+		cfg: cfg, log: cfg.Logger, ids: ids, states: states, init: newInitGate(cfg.Guard.Limits, cfg.Dev),
 		conns: newConnTable(cfg.NotifyHere, subscribedVia(cfg.Conns)), parked: newParking(), asks: newClientRequests(cfg.Node), streams: newSSEStreams(), metrics: m,
 	}
 
