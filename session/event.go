@@ -11,6 +11,11 @@ type Info struct {
 	Created            time.Time
 	// Status is "running".
 	Status string
+	// Handoff counts the ordered transfers of the session between nodes:
+	// the adopter of a handed-off session runs it with the sender's count
+	// plus one, so its record supersedes the sender's on every node
+	// without any tie-break.
+	Handoff uint64
 }
 
 // EventKind says what an Event reports.

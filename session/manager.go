@@ -232,6 +232,7 @@ func (m *Manager) newActor(id, app, principal string, factory func() App, snap *
 	var model Model
 	if snap != nil {
 		a.info.Created = snap.Info.Created
+		a.info.Handoff = snap.Info.Handoff
 		if model, err = decodeModel(impl, snap.Model); err != nil {
 			return nil, err
 		}

@@ -101,14 +101,13 @@ func (s *Swarm) Start(ctx context.Context, c authz.Context, app, id string) (mcp
 
 // Stop implements mcp.Backend.
 func (s *Swarm) Stop(ctx context.Context, c authz.Context, id string) error {
-	loc, err := s.resolve(c, id)
-	if err != nil {
-		return err
-	}
-	if loc.rec.Node == s.self {
-		return s.mgr.Stop(ctx, id)
-	}
-	_, err = s.forward(ctx, c, loc.rec.Node, id, opStop, nil)
+	_, err := viaOwner(ctx, s, c, id, func(node string) (struct{}, error) {
+		if node == s.self {
+			return struct{}{}, s.handingOff(id, s.mgr.Stop(ctx, id))
+		}
+		_, err := s.forward(ctx, c, node, id, opStop, nil)
+		return struct{}{}, err
+	})
 	return err
 }
 
@@ -121,7 +120,7 @@ func (s *Swarm) Sessions(p authz.Principal) []mcp.SessionInfo {
 		if !ok || !authz.Owns(p, loc.rec.Principal) {
 			continue
 		}
-		out = append(out, mcp.SessionInfo{Info: loc.rec.info(id), Owner: loc.rec.Node, Available: true})
+		out = append(out, mcp.SessionInfo{Info: loc.rec.info(id), Owner: route(loc.rec), Available: true})
 	}
 	return out
 }
@@ -130,7 +129,7 @@ func (s *Swarm) Sessions(p authz.Principal) []mcp.SessionInfo {
 func (s *Swarm) Lookup(id string) (mcp.SessionInfo, bool) {
 	loc, ok := s.locate(id)
 	if ok {
-		return mcp.SessionInfo{Info: loc.rec.info(id), Owner: loc.rec.Node, Available: true}, true
+		return mcp.SessionInfo{Info: loc.rec.info(id), Owner: route(loc.rec), Available: true}, true
 	}
 	s.mu.Lock()
 	rec, hidden := s.unavailable[id]
@@ -150,70 +149,65 @@ func (s *Swarm) Tools(p authz.Principal) []session.Tool {
 // Call implements mcp.Backend: local sessions run here, others on their
 // owner.
 func (s *Swarm) Call(ctx context.Context, c authz.Context, id, tool string, args map[string]any) (session.Result, error) {
-	loc, err := s.resolve(c, id)
-	if err != nil {
-		return session.Result{}, err
-	}
-	if loc.rec.Node == s.self {
-		return s.mgr.Call(ctx, id, tool, args)
-	}
-	return s.forward(ctx, c, loc.rec.Node, id, tool, args)
+	return viaOwner(ctx, s, c, id, func(node string) (session.Result, error) {
+		if node == s.self {
+			res, err := s.mgr.Call(ctx, id, tool, args)
+			return res, s.handingOff(id, err)
+		}
+		return s.forward(ctx, c, node, id, tool, args)
+	})
 }
 
 // SendKey implements mcp.Backend.
 func (s *Swarm) SendKey(ctx context.Context, c authz.Context, id string, k session.Key) (session.Result, error) {
-	loc, err := s.resolve(c, id)
-	if err != nil {
-		return session.Result{}, err
-	}
-	if loc.rec.Node == s.self {
-		return s.mgr.SendKey(ctx, id, k)
-	}
-	return s.forward(ctx, c, loc.rec.Node, id, opSendKey, map[string]any{"key": k.Key, "ctrl": k.Ctrl, "alt": k.Alt, "shift": k.Shift})
+	return viaOwner(ctx, s, c, id, func(node string) (session.Result, error) {
+		if node == s.self {
+			res, err := s.mgr.SendKey(ctx, id, k)
+			return res, s.handingOff(id, err)
+		}
+		return s.forward(ctx, c, node, id, opSendKey, map[string]any{"key": k.Key, "ctrl": k.Ctrl, "alt": k.Alt, "shift": k.Shift})
+	})
 }
 
 // Model implements mcp.Backend.
 func (s *Swarm) Model(ctx context.Context, c authz.Context, id string) (json.RawMessage, error) {
-	loc, err := s.resolve(c, id)
-	if err != nil {
-		return nil, err
-	}
-	if loc.rec.Node == s.self {
-		return s.mgr.Model(id)
-	}
-	res, err := s.forward(ctx, c, loc.rec.Node, id, opModel, nil)
-	if err != nil {
-		return nil, err
-	}
-	return json.RawMessage(res.Text), nil
+	return viaOwner(ctx, s, c, id, func(node string) (json.RawMessage, error) {
+		if node == s.self {
+			raw, err := s.mgr.Model(id)
+			return raw, s.handingOff(id, err)
+		}
+		res, err := s.forward(ctx, c, node, id, opModel, nil)
+		if err != nil {
+			return nil, err
+		}
+		return json.RawMessage(res.Text), nil
+	})
 }
 
 // Screenshot implements mcp.Backend.
 func (s *Swarm) Screenshot(ctx context.Context, c authz.Context, id string) (string, error) {
-	loc, err := s.resolve(c, id)
-	if err != nil {
-		return "", err
-	}
-	if loc.rec.Node == s.self {
-		return s.mgr.Screenshot(id, session.ScreenWidth, session.ScreenHeight)
-	}
-	res, err := s.forward(ctx, c, loc.rec.Node, id, opScreenshot, nil)
-	if err != nil {
-		return "", err
-	}
-	return res.Text, nil
+	return viaOwner(ctx, s, c, id, func(node string) (string, error) {
+		if node == s.self {
+			txt, err := s.mgr.Screenshot(id, session.ScreenWidth, session.ScreenHeight)
+			return txt, s.handingOff(id, err)
+		}
+		res, err := s.forward(ctx, c, node, id, opScreenshot, nil)
+		if err != nil {
+			return "", err
+		}
+		return res.Text, nil
+	})
 }
 
 // ReadResource implements mcp.Backend.
 func (s *Swarm) ReadResource(ctx context.Context, c authz.Context, id, name string) (json.RawMessage, error) {
-	loc, err := s.resolve(c, id)
-	if err != nil {
-		return nil, err
-	}
-	if loc.rec.Node == s.self {
-		return s.mgr.ReadResource(id, name)
-	}
-	return s.forwardRead(ctx, c, loc.rec.Node, id, name)
+	return viaOwner(ctx, s, c, id, func(node string) (json.RawMessage, error) {
+		if node == s.self {
+			raw, err := s.mgr.ReadResource(id, name)
+			return raw, s.handingOff(id, err)
+		}
+		return s.forwardRead(ctx, c, node, id, name)
+	})
 }
 
 // ResourceNames implements mcp.ResourceLister for local sessions; remote

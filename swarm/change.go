@@ -80,6 +80,11 @@ func (s *Swarm) resolveDuplicate(id string, remote sessionRecord, remoteOrigin c
 	if !ok {
 		return
 	}
+	// A handoff is an ordered transfer: a sender's record (an earlier
+	// generation, or a forwarding record) never stops the adopter's copy.
+	if remote.MovedTo != "" || remote.Handoff != local.Handoff {
+		return
+	}
 	if !earlier(remote.Created, remoteOrigin.String(), local.Created, s.cl.Origin().String()) {
 		return
 	}

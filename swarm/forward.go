@@ -127,6 +127,9 @@ func (s *Swarm) forward(ctx context.Context, c authz.Context, node, id, tool str
 
 // forwardErr turns a gRPC failure into the error the client sees.
 func (s *Swarm) forwardErr(node string, err error, sent bool) error {
+	if he := handoffFromStatus(err); he != nil {
+		return he // nothing ran: the owner refused before the session saw it
+	}
 	st, _ := status.FromError(err)
 	switch st.Code() {
 	case codes.DeadlineExceeded:
@@ -179,7 +182,7 @@ func (h ownerHandler) authorize(pb *peerv1.Caller, id string) (authz.Context, er
 	}
 	info, ok := h.s.mgr.Get(id)
 	if !ok {
-		return c, status.Errorf(codes.NotFound, "session %s is not running on node %s", id, h.s.self)
+		return c, h.s.ownerStatus(id, fmt.Errorf("session %s is not running on node %s: %w", id, h.s.self, session.ErrNotRunning))
 	}
 	if !authz.Owns(c.Principal, info.Principal) {
 		h.s.log.Info("refused forwarded call: principal does not own the session",
@@ -233,7 +236,7 @@ func (h ownerHandler) CallTool(req *peerv1.CallToolRequest, stream grpc.ServerSt
 				}
 			}
 			if o.err != nil {
-				return ownerErr(o.err)
+				return h.s.ownerStatus(req.GetSession(), o.err)
 			}
 			raw, err := json.Marshal(o.res)
 			if err != nil {
@@ -289,7 +292,7 @@ func (h ownerHandler) ReadResource(_ context.Context, req *peerv1.ReadResourceRe
 	}
 	raw, err := h.s.mgr.ReadResource(req.GetSession(), req.GetUri())
 	if err != nil {
-		return nil, ownerErr(err)
+		return nil, h.s.ownerStatus(req.GetSession(), err)
 	}
 	return &peerv1.ReadResourceResponse{MimeType: "application/json", Contents: raw}, nil
 }

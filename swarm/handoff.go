@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"time"
 
 	"github.com/mcpswarm/mcpswarm/cluster"
 	"github.com/mcpswarm/mcpswarm/session"
@@ -33,12 +34,22 @@ type HandOffResult struct {
 }
 
 // HandOff moves every session this node runs to live, non-draining peers,
-// round-robin. Each session is detached (its last update applied; its
-// local snapshot is deleted only once the peer has saved it) and adopted
-// by the peer, which publishes it under
-// its own origin with the same id, principal and creation time; for the
-// few milliseconds in between, calls to it answer "not running". A session
-// the peer refuses is started here again from the same snapshot.
+// round-robin, each by an ordered transfer of ownership:
+//
+//  1. the session is marked as handing off here, so a call that reaches
+//     this node from now on answers the retryable ErrHandingOff (nothing
+//     runs) instead of "not running";
+//  2. it is detached (its last update applied; its local snapshot is
+//     deleted only once the peer has saved it);
+//  3. the peer adopts it with the next handoff generation and publishes its
+//     record before answering, so on every node the adopter's record
+//     supersedes this one without any tie-break;
+//  4. this node replaces its record with a forwarding record naming the
+//     adopter (withdrawn after movedTTL), so an entry node that has not yet
+//     heard of the adopter still routes calls to it.
+//
+// A session the peer refuses is started here again from the same snapshot
+// (Kept); one that cannot be restarted either is counted as Stopped.
 func (s *Swarm) HandOff(ctx context.Context) (HandOffResult, error) {
 	var res HandOffResult
 	var peers []string
@@ -58,34 +69,68 @@ func (s *Swarm) HandOff(ctx context.Context) (HandOffResult, error) {
 			res.Kept += len(local) - i
 			return res, fmt.Errorf("handing off sessions: %w", err)
 		}
-		target := peers[i%len(peers)]
-		snap, err := s.mgr.Detach(ctx, info.ID)
-		if err != nil {
-			res.Kept++ // stopped meanwhile, or it would not stop: nothing moved
-			s.log.Warn("detaching a session for handoff", "session", info.ID, "err", err)
-			continue
-		}
-		// Withdraw our record now, not a publish round later, so the
-		// peer's record is the only one as soon as it replicates.
-		s.unpublish(info.ID)
-		if err := s.adoptOn(ctx, target, snap); err != nil {
-			s.log.Warn("a peer refused a handed-off session; keeping it here", "session", info.ID, "node", target, "err", err)
-			if _, err := s.mgr.Adopt(context.WithoutCancel(ctx), snap); err != nil {
-				s.log.Error("a handed-off session could not be restarted here either: it is lost", "session", info.ID, "err", err)
-				res.Stopped++
-				continue
-			}
+		switch s.handOffOne(ctx, info, peers[i%len(peers)]) {
+		case handedOff:
+			res.Moved++
+		case keptHere:
 			res.Kept++
-			continue
+		case lost:
+			res.Stopped++
 		}
-		// The peer has saved it: only now may our copy go.
-		if err := s.mgr.Release(info.ID); err != nil {
-			s.log.Warn("a handed-off session's old snapshot stays here; it would be restored next to the peer's after a restart", "session", info.ID, "err", err)
-		}
-		s.log.Info("session handed off", "session", info.ID, "node", target)
-		res.Moved++
 	}
 	return res, nil
+}
+
+// handoffOutcome is what became of one session in HandOff.
+type handoffOutcome int
+
+const (
+	handedOff handoffOutcome = iota
+	keptHere
+	lost
+)
+
+func (s *Swarm) handOffOne(ctx context.Context, info session.Info, target string) handoffOutcome {
+	s.handoffs.set(info.ID, handoffState{to: target})
+	snap, err := s.mgr.Detach(ctx, info.ID)
+	if err != nil {
+		s.handoffs.forget(info.ID)
+		// Stopped meanwhile, or it would not stop: nothing moved.
+		s.log.Warn("detaching a session for handoff", "session", info.ID, "err", err)
+		return keptHere
+	}
+	moving := snap
+	moving.Info.Handoff = snap.Info.Handoff + 1
+	if err := s.adoptOn(ctx, target, moving); err != nil {
+		s.log.Warn("a peer refused a handed-off session; keeping it here", "session", info.ID, "node", target, "err", err)
+		restarted, err := s.mgr.Adopt(context.WithoutCancel(ctx), snap)
+		s.handoffs.forget(info.ID)
+		if err != nil {
+			s.log.Error("a handed-off session could not be restarted here either: it is lost", "session", info.ID, "err", err)
+			s.unpublish(info.ID)
+			return lost
+		}
+		s.writeThrough(restarted.ID)
+		if err := s.publishRecord(restarted); err != nil {
+			s.log.Warn("republishing a session kept here", "session", info.ID, "err", err)
+		}
+		return keptHere
+	}
+	s.handoffs.set(info.ID, handoffState{to: target, done: true, at: time.Now()})
+	// The peer has saved it: only now may our copy go.
+	if err := s.mgr.Release(info.ID); err != nil {
+		s.log.Warn("a handed-off session's old snapshot stays here; it would be restored next to the peer's after a restart", "session", info.ID, "err", err)
+	}
+	rec := s.record(snap.Info)
+	rec.MovedTo = target
+	s.idx.setSession(info.ID, s.cl.Origin(), &rec)
+	if b, err := json.Marshal(rec); err != nil {
+		s.log.Warn("encoding a forwarding record", "session", info.ID, "err", err)
+	} else if err := s.sessions.Put(info.ID, b); err != nil {
+		s.log.Warn("publishing a forwarding record", "session", info.ID, "err", err)
+	}
+	s.log.Info("session handed off", "session", info.ID, "node", target, "generation", moving.Info.Handoff)
+	return handedOff
 }
 
 // adoptOn asks node to adopt snap.
@@ -119,15 +164,18 @@ func (s *Swarm) adopt(ctx context.Context, body []byte) (int, []byte) {
 		return http.StatusBadRequest, []byte("adoption is not JSON: " + err.Error())
 	}
 	snap := a.Snapshot
-	// The sender's own record may not have been withdrawn here yet; any
-	// other owner means the id is taken.
-	if loc, ok := s.locate(snap.Info.ID); ok && loc.rec.Node != a.From {
-		return http.StatusConflict, []byte("session " + snap.Info.ID + " already runs on node " + loc.rec.Node)
+	// The sender's own record is superseded by the generation the adoption
+	// carries; a record of another node with that generation or a later
+	// one means the id is taken.
+	if loc, ok := s.locate(snap.Info.ID); ok && loc.rec.Node != a.From && loc.rec.Handoff >= snap.Info.Handoff {
+		return http.StatusConflict, []byte("session " + snap.Info.ID + " already runs on node " + route(loc.rec))
 	}
 	info, err := s.mgr.Adopt(ctx, snap)
 	if err != nil {
 		return http.StatusConflict, []byte(err.Error())
 	}
+	// The session may come back to a node that handed it off before.
+	s.handoffs.forget(info.ID)
 	s.writeThrough(info.ID)
 	err = s.publishRecord(info)
 	if err == nil {

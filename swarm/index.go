@@ -87,7 +87,8 @@ func (x *index) invalidate(principal string) {
 	delete(x.views, "")
 }
 
-// locate returns the earliest creation of id: the session, on every node.
+// locate returns the record of id that supersedes the others (see
+// supersedes): the session, on every node.
 func (x *index) locate(id string) (located, bool) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
@@ -98,7 +99,7 @@ func (x *index) locateLocked(id string) (located, bool) {
 	var best located
 	found := false
 	for o, rec := range x.sessions[id] {
-		if !found || earlier(rec.Created, o.String(), best.rec.Created, best.origin.String()) {
+		if !found || supersedes(rec, o.String(), best.rec, best.origin.String()) {
 			best, found = located{id: id, rec: rec, origin: o}, true
 		}
 	}
@@ -140,6 +141,12 @@ func (x *index) toolsOf(principal string, admin bool) []session.Tool {
 			continue
 		}
 		rec, ok := byOrigin[win.origin]
+		if !ok {
+			// The winner's tools have not arrived yet (an adopter's record
+			// may overtake its tools record): the sender's set is the same
+			// sticky set, so offer it rather than no tools for a moment.
+			rec, ok = anyTools(byOrigin)
+		}
 		if !ok || (!admin && rec.Principal != principal) {
 			continue
 		}
@@ -148,4 +155,17 @@ func (x *index) toolsOf(principal string, admin bool) []session.Tool {
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	x.views[key] = out
 	return out
+}
+
+// anyTools returns one of a session's tool records, the same one on every
+// call (the least origin).
+func anyTools(byOrigin map[crdt.Origin]toolsRecord) (toolsRecord, bool) {
+	var best crdt.Origin
+	found := false
+	for o := range byOrigin {
+		if !found || o.String() < best.String() {
+			best, found = o, true
+		}
+	}
+	return byOrigin[best], found
 }

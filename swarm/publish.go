@@ -51,6 +51,7 @@ func (s *Swarm) publishLoop(ctx context.Context) {
 			select {
 			case now := <-sweep.C:
 				s.conns.sweep(now, s.connMaxAge)
+				s.sweepHandoffs(now)
 			case <-ctx.Done():
 				return
 			}
@@ -73,6 +74,9 @@ func (s *Swarm) flush() {
 	for id, d := range batch {
 		info, running := s.mgr.Get(id)
 		if !running {
+			if _, moving := s.handoffs.get(id); moving {
+				continue // HandOff writes its forwarding record itself
+			}
 			s.unpublish(id)
 			continue
 		}

@@ -26,10 +26,16 @@ type sessionRecord struct {
 	// Rev counts changes per resource ("widgets", "model/<key>", …) so
 	// other nodes can tell their subscribers that a resource changed.
 	Rev map[string]uint64 `json:"rev,omitempty"`
+	// Handoff is the session's handoff generation (session.Info.Handoff):
+	// a record of a later generation supersedes any earlier one.
+	Handoff uint64 `json:"handoff,omitempty"`
+	// MovedTo, set on a sender's forwarding record after a handoff, names
+	// the adopter: calls that still find this record go there.
+	MovedTo string `json:"moved_to,omitempty"`
 }
 
 func (r sessionRecord) info(id string) session.Info {
-	return session.Info{ID: id, App: r.App, Principal: r.Principal, Created: r.Created, Status: r.Status}
+	return session.Info{ID: id, App: r.App, Principal: r.Principal, Created: r.Created, Status: r.Status, Handoff: r.Handoff}
 }
 
 // toolsRecord is a session's sticky tool set (registry "tools", key: session

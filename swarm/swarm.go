@@ -84,6 +84,8 @@ type Swarm struct {
 	rev      map[string]map[string]uint64
 	watchers watch.Set[mcp.Event]
 	draining bool
+	// handoffs holds the sessions this node is handing or has handed off.
+	handoffs handoffs
 
 	connMaxAge time.Duration
 	ackTimeout time.Duration
@@ -230,7 +232,7 @@ func (s *Swarm) SetClientMessageHandler(fn func(ctx context.Context, conn, kind 
 
 // record is the sessions-registry record of a local session.
 func (s *Swarm) record(info session.Info) sessionRecord {
-	rec := sessionRecord{App: info.App, Principal: info.Principal, Created: info.Created, Status: info.Status, Node: s.self}
+	rec := sessionRecord{App: info.App, Principal: info.Principal, Created: info.Created, Status: info.Status, Node: s.self, Handoff: info.Handoff}
 	s.mu.Lock()
 	if r := s.rev[info.ID]; len(r) > 0 {
 		rec.Rev = make(map[string]uint64, len(r))

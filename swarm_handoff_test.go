@@ -1,0 +1,122 @@
+package mcpswarm_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"google.golang.org/grpc"
+
+	"github.com/mcpswarm/mcpswarm"
+	adminv1 "github.com/mcpswarm/mcpswarm/proto/mcpswarm/admin/v1"
+)
+
+// Draining a node whose name sorts first, while clients keep clicking its
+// sessions through the other nodes, moves every session and loses no
+// acknowledged click: the adopter's record supersedes the sender's by its
+// handoff generation, so no duplicate-creation tie-break can stop the
+// adopted copy. Calls during the handoff are retried by the entry node;
+// the few that still fail say to retry, never to start over.
+func TestDrainUnderLoadLosesNothing(t *testing.T) {
+	e := newSwarmEnv(t)
+	nodes := e.cluster(3)
+	owner := connect(t, nodes[0], connOpts{token: aliceToken})
+	const sessions = 12
+	ids := make([]string, sessions)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("dl%d", i)
+		if res := owner.call("swarm_start", map[string]any{"app": "counter", "id": ids[i]}); res.IsError {
+			t.Fatal(textOf(res))
+		}
+	}
+	entries := []*conn{connect(t, nodes[1], connOpts{token: aliceToken}), connect(t, nodes[2], connOpts{token: aliceToken})}
+	for _, c := range entries {
+		for _, id := range ids {
+			eventually(t, 5*time.Second, "entry nodes see "+id, func() bool { return c.tools()[id+".inc.click"] })
+		}
+	}
+
+	acked := make([]atomic.Int64, sessions)
+	var failed atomic.Int64
+	var failMu sync.Mutex
+	var failures []string
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := entries[i%2]
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				req := mcp.CallToolRequest{}
+				req.Params.Name = id + ".inc.click"
+				res, err := c.CallTool(context.Background(), req)
+				switch {
+				case err != nil:
+					failed.Add(1)
+					failMu.Lock()
+					failures = append(failures, err.Error())
+					failMu.Unlock()
+				case res.IsError:
+					failed.Add(1)
+					failMu.Lock()
+					failures = append(failures, textOf(res))
+					failMu.Unlock()
+				default:
+					acked[i].Add(1)
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		}()
+	}
+	time.Sleep(300 * time.Millisecond)
+	key, _ := mcpswarm.LoadClusterKey(e.keyFile)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	admin := adminv1.NewAdminServiceClient(dial(t, nodes[0].GRPCAddr(), grpc.WithPerRPCCredentials(mcpswarm.AdminCredentials{Token: mcpswarm.AdminToken(key)})))
+	began := time.Now()
+	resp, err := admin.Drain(ctx, &adminv1.DrainRequest{})
+	took := time.Since(began)
+	if err != nil {
+		t.Fatalf("drain: %v", err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+	if resp.GetSessionsMoved() != sessions || resp.GetSessionsKept() != 0 || resp.GetSessionsStopped() != 0 {
+		t.Errorf("drain reported moved %d, kept %d, lost %d; want %d, 0, 0", resp.GetSessionsMoved(), resp.GetSessionsKept(), resp.GetSessionsStopped(), sessions)
+	}
+	var total int64
+	for i, id := range ids {
+		total += acked[i].Load()
+		var model string
+		eventually(t, 5*time.Second, id+" is listed with a new owner on every node", func() bool {
+			for _, c := range entries {
+				if o := c.listed()[id]; o == "" || o == "node1" {
+					return false
+				}
+			}
+			return true
+		})
+		model = textOf(entries[0].call("swarm_get_model", map[string]any{"id": id}))
+		if want := fmt.Sprintf(`"count":%d`, acked[i].Load()); !strings.Contains(model, want) {
+			t.Errorf("%s: model %s after %d acknowledged clicks", id, model, acked[i].Load())
+		}
+	}
+	for _, f := range failures {
+		if !strings.Contains(f, "retry") {
+			t.Errorf("a call failed with an answer that is not retryable: %s", f)
+		}
+	}
+	t.Logf("drain of %d sessions took %v; %d clicks acknowledged, %d failed", sessions, took, total, failed.Load())
+}
