@@ -12,9 +12,9 @@ import (
 // should see (a widget gone from the view, refused arguments, a failed
 // update), as opposed to the error return of Manager.Call.
 type Result struct {
-	Text       string
-	Structured any
-	IsError    bool
+	Text       string `json:"text"`
+	Structured any    `json:"structured,omitempty"`
+	IsError    bool   `json:"isError"`
 }
 
 // WidgetError is a call to a widget that cannot take it as the view is now.

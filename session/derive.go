@@ -9,19 +9,21 @@ import (
 // Tool is a derived tool definition, transport-neutral.
 type Tool struct {
 	// Name is "<session>.<widget>.<action>" or "<session>.discover_tools".
-	Name                    string
-	Session, Widget, Action string
+	Name    string `json:"name"`
+	Session string `json:"session"`
+	Widget  string `json:"widget"`
+	Action  string `json:"action"`
 	// Kind is the widget kind, e.g. "button" ("" for discover_tools).
-	Kind        string
-	Description string
+	Kind        string `json:"kind"`
+	Description string `json:"description"`
 	// InputSchema is a sanitised JSON Schema object.
-	InputSchema json.RawMessage
+	InputSchema json.RawMessage `json:"inputSchema"`
 	// ReadOnly marks read actions.
-	ReadOnly bool
+	ReadOnly bool `json:"readOnly"`
 	// Sensitive marks write actions: they never run without an authorizer.
-	Sensitive bool
+	Sensitive bool `json:"sensitive"`
 	// Destructive marks writes that destroy data (destructiveHint).
-	Destructive bool
+	Destructive bool `json:"destructive"`
 }
 
 // Equal reports whether two tool definitions are identical.

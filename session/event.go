@@ -7,15 +7,17 @@ import (
 
 // Info describes a running session.
 type Info struct {
-	ID, App, Principal string
-	Created            time.Time
+	ID        string    `json:"id"`
+	App       string    `json:"app"`
+	Principal string    `json:"principal"`
+	Created   time.Time `json:"created"`
 	// Status is "running".
-	Status string
+	Status string `json:"status"`
 	// Handoff counts the ordered transfers of the session between nodes:
 	// the adopter of a handed-off session runs it with the sender's count
 	// plus one, so its record supersedes the sender's on every node
 	// without any tie-break.
-	Handoff uint64
+	Handoff uint64 `json:"handoff,omitempty"`
 }
 
 // EventKind says what an Event reports.

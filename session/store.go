@@ -10,9 +10,9 @@ import (
 // Snapshot is what a Store keeps of a session: its info, its model as JSON
 // and its sticky tool set.
 type Snapshot struct {
-	Info  Info
-	Model json.RawMessage
-	Tools []Tool
+	Info  Info            `json:"info"`
+	Model json.RawMessage `json:"model"`
+	Tools []Tool          `json:"tools"`
 }
 
 // Store keeps session snapshots. It must be safe for concurrent use. The
