@@ -114,8 +114,9 @@ func New(cfg Config) (*Cluster, error) {
 		lim:    crdtpb.LimitsFor(cfg.CRDT),
 		regs:   map[string]*Registry{},
 	}
-	c.view = newView(cfg.Name, nodeMeta{GRPCAddr: cfg.GRPCAddr, Epoch: epoch, Version: cfg.Version}, c.log, met)
-	if _, err := (nodeMeta{GRPCAddr: cfg.GRPCAddr, Epoch: epoch, Version: cfg.Version}).encode(); err != nil {
+	meta := nodeMeta{GRPCAddr: cfg.GRPCAddr, Epoch: epoch, Version: cfg.Version, Caps: ownCapabilities(cfg)}
+	c.view = newView(cfg.Name, meta, c.log, met)
+	if _, err := meta.encode(); err != nil {
 		_ = store.Close()
 		return nil, fmt.Errorf("cluster: invalid configuration: %w", err)
 	}
@@ -511,7 +512,7 @@ func (c *Cluster) Self() Member {
 		return m
 	}
 	return Member{Name: c.cfg.Name, Epoch: c.origin.Epoch, Origin: c.origin, GRPCAddr: c.cfg.GRPCAddr,
-		GossipAddr: c.cfg.GossipAddr, Version: c.cfg.Version, Self: true}
+		GossipAddr: c.cfg.GossipAddr, Version: c.cfg.Version, Self: true, Capabilities: ownCapabilities(c.cfg)}
 }
 
 // Origin returns this node's origin (name and epoch of this run).

@@ -47,6 +47,10 @@ type Config struct {
 	Storage Storage
 	// Version is this node's software version, carried in the metadata.
 	Version string
+	// Capabilities lists the peer capabilities this node advertises (see
+	// capability.go); nil means all of DefaultCapabilities, an empty list
+	// a protocol-1 node (tests use it to run a previous-version peer).
+	Capabilities []string
 	// Memberlist, if set, adjusts the memberlist configuration after the
 	// cluster has filled it in (tests: short timers, a wrapped transport).
 	Memberlist func(*memberlist.Config)

@@ -62,6 +62,8 @@ type Member struct {
 	State      MemberState // see the MemberState constants
 	Version    string      // its software version
 	Self       bool        // this node
+	// Capabilities is its peer protocol version and capabilities.
+	Capabilities Capabilities
 }
 
 // nodeMeta is what a node publishes in memberlist metadata.
@@ -71,6 +73,7 @@ type nodeMeta struct {
 	Draining bool
 	Leaving  bool // set just before a graceful leave
 	Version  string
+	Caps     Capabilities // travels inside the version string
 }
 
 const metaFormat = 1
@@ -89,7 +92,7 @@ func (m nodeMeta) encode() ([]byte, error) {
 	}
 	b.WriteByte(flags)
 	b.Write(binary.AppendUvarint(nil, m.Epoch))
-	for _, s := range []string{m.GRPCAddr, m.Version} {
+	for _, s := range []string{m.GRPCAddr, withCapabilities(m.Version, m.Caps)} {
 		b.Write(binary.AppendUvarint(nil, uint64(len(s))))
 		b.WriteString(s)
 	}
@@ -127,7 +130,8 @@ func decodeMeta(p []byte) (nodeMeta, error) {
 	if len(p) != 0 {
 		return m, errors.New("trailing bytes in metadata")
 	}
-	m.GRPCAddr, m.Version = strs[0], strs[1]
+	m.GRPCAddr = strs[0]
+	m.Version, m.Caps = splitCapabilities(strs[1])
 	return m, nil
 }
 
@@ -206,7 +210,7 @@ func (v *view) observe(n *memberlist.Node, gone bool) {
 	}
 	m := Member{
 		Name: n.Name, Epoch: meta.Epoch, Origin: crdt.Origin{Name: n.Name, Epoch: meta.Epoch},
-		GossipAddr: n.Address(), GRPCAddr: meta.GRPCAddr, Version: meta.Version, Self: n.Name == v.self,
+		GossipAddr: n.Address(), GRPCAddr: meta.GRPCAddr, Version: meta.Version, Self: n.Name == v.self, Capabilities: meta.Caps,
 	}
 	v.mu.Lock()
 	old := v.members[n.Name]

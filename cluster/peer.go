@@ -42,6 +42,8 @@ type batch struct {
 // link is this node's client side of one peer: the connection, the push
 // queue and its sender goroutine.
 type link struct {
+	// caps are the peer's: its stream gets refs only if it reads them.
+	caps   Capabilities
 	name   string
 	origin crdt.Origin
 	addr   string
@@ -85,7 +87,7 @@ func (r *replicator) dial(m Member) (*link, error) {
 	}
 	ctx, cancel := context.WithCancel(r.ctx)
 	return &link{
-		name: m.Name, origin: m.Origin, addr: m.GRPCAddr, cc: cc, client: peerv1.NewPeerServiceClient(cc),
+		caps: m.Capabilities, name: m.Name, origin: m.Origin, addr: m.GRPCAddr, cc: cc, client: peerv1.NewPeerServiceClient(cc),
 		queue: make(chan *batch, cfg.PeerQueue), ctx: ctx, cancel: cancel, r: r,
 		acked: map[string]uint64{},
 	}, nil
@@ -238,7 +240,10 @@ func (r *replicator) stream(l *link) (bool, error) {
 		if len(inflight) == 0 {
 			watchdog.Reset(cfg.StreamIdle)
 		}
-		wire := enc.Encode(req)
+		wire := req
+		if l.caps.Has(CapStreamRefs) {
+			wire = enc.Encode(req)
+		}
 		if err := st.Send(wire); err != nil {
 			return fmt.Errorf("sending to %s: %w", l.name, err)
 		}

@@ -126,6 +126,12 @@ func (s *peerServer) handleBatch(caller string, streamSender *crdt.Origin, refs 
 		sender, *streamSender = o, o
 	}
 	s.c.metrics.bytesRecv.Add(float64(proto.Size(req)))
+	if !ownCapabilities(s.c.cfg).Has(CapStreamRefs) && usesRefs(req) {
+		// A node configured as protocol 1 behaves like one: it cannot read
+		// refs, so a sender that ignored its capabilities is refused.
+		s.c.repl.reject("bad stream reference", caller, errors.New("stream refs from a peer that was told this node reads none"))
+		return nil, status.Error(codes.InvalidArgument, "this node reads no stream refs")
+	}
 	if err := refs.Resolve(req); err != nil {
 		s.c.repl.reject("bad stream reference", caller, err)
 		return nil, status.Error(codes.InvalidArgument, err.Error())

@@ -52,11 +52,20 @@ type HandOffResult struct {
 // (Kept); one that cannot be restarted either is counted as Stopped.
 func (s *Swarm) HandOff(ctx context.Context) (HandOffResult, error) {
 	var res HandOffResult
-	var peers []string
+	// Peers that adopt with a handoff generation are preferred: with a
+	// previous-version adopter the transfer falls back to the old rules.
+	var peers, older []string
 	for _, m := range s.cl.Members() {
 		if !m.Self && m.State == cluster.StateAlive {
-			peers = append(peers, m.Name)
+			if m.Capabilities.Has(cluster.CapHandoffGen) {
+				peers = append(peers, m.Name)
+			} else {
+				older = append(older, m.Name)
+			}
 		}
+	}
+	if len(peers) == 0 {
+		peers = older
 	}
 	sort.Strings(peers)
 	local := s.mgr.List()

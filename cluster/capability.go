@@ -1,0 +1,121 @@
+package cluster
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+
+	peerv1 "github.com/mcpswarm/mcpswarm/proto/mcpswarm/peer/v1"
+)
+
+// PeerProtocol is the version of the peer protocol this code speaks. A
+// member that advertises none speaks protocol 1: the forms every version
+// reads.
+const PeerProtocol = 2
+
+// Capabilities a node advertises in its member metadata. A sender uses a
+// newer form of a message only with peers that advertise it.
+const (
+	// CapStreamRefs: the node reads Replicate streams whose deltas name
+	// origins and registries by refs (OriginDecl, RegistryDecl). Without
+	// it a peer gets every delta with its names spelled out.
+	CapStreamRefs = "stream-refs"
+	// CapHandoffGen: the node adopts a handed-off session with its handoff
+	// generation (session.Info.Handoff), so its record supersedes the
+	// sender's by an ordered transfer.
+	CapHandoffGen = "handoff-gen"
+)
+
+// DefaultCapabilities is what this code supports.
+func DefaultCapabilities() []string { return []string{CapHandoffGen, CapStreamRefs} }
+
+// Capabilities is a member's advertised protocol version and capability
+// names. It is comparable, so a Member stays comparable; its zero value is
+// a protocol-1 peer that advertised nothing.
+type Capabilities struct {
+	Protocol int
+	// list is the names, sorted and comma-joined.
+	list string
+}
+
+// NewCapabilities returns protocol with the capability names.
+func NewCapabilities(protocol int, names ...string) Capabilities {
+	var keep []string
+	for _, n := range names {
+		if n != "" && !strings.ContainsAny(n, ", :") {
+			keep = append(keep, n)
+		}
+	}
+	slices.Sort(keep)
+	return Capabilities{Protocol: protocol, list: strings.Join(slices.Compact(keep), ",")}
+}
+
+// ProtocolVersion is the peer protocol the member speaks (1 when it
+// advertised none).
+func (c Capabilities) ProtocolVersion() int { return max(c.Protocol, 1) }
+
+// Names lists the capabilities, sorted.
+func (c Capabilities) Names() []string {
+	if c.list == "" {
+		return nil
+	}
+	return strings.Split(c.list, ",")
+}
+
+// Has reports whether name is among c's capabilities.
+func (c Capabilities) Has(name string) bool { return slices.Contains(c.Names(), name) }
+
+// capsMarker joins the capabilities to the version string in member
+// metadata. Protocol-1 nodes decode metadata strictly (a trailing field or
+// an unknown flag makes them ignore the member), but take any version
+// string: riding in it keeps a mixed cluster one cluster. They show it as
+// the peer's version, which stays true.
+const capsMarker = " +peer/"
+
+// withCapabilities appends c to a version string for the metadata.
+func withCapabilities(version string, c Capabilities) string {
+	if c.Protocol <= 1 && c.list == "" {
+		return version
+	}
+	return version + capsMarker + strconv.Itoa(c.Protocol) + ":" + c.list
+}
+
+// splitCapabilities separates a metadata version string into the version
+// and the capabilities; a string without them is a protocol-1 peer.
+func splitCapabilities(s string) (string, Capabilities) {
+	i := strings.LastIndex(s, capsMarker)
+	if i < 0 {
+		return s, Capabilities{}
+	}
+	proto, names, ok := strings.Cut(s[i+len(capsMarker):], ":")
+	p, err := strconv.Atoi(proto)
+	if !ok || err != nil || p < 1 {
+		return s, Capabilities{}
+	}
+	return s[:i], NewCapabilities(p, strings.Split(names, ",")...)
+}
+
+// ownCapabilities is what this node advertises: cfg's list, or all of
+// DefaultCapabilities when it sets none.
+func ownCapabilities(cfg Config) Capabilities {
+	if cfg.Capabilities == nil {
+		return NewCapabilities(PeerProtocol, DefaultCapabilities()...)
+	}
+	if len(cfg.Capabilities) == 0 {
+		return Capabilities{}
+	}
+	return NewCapabilities(PeerProtocol, cfg.Capabilities...)
+}
+
+// usesRefs reports whether req names anything by a stream ref.
+func usesRefs(req *peerv1.ReplicateRequest) bool {
+	if len(req.GetOrigins()) > 0 || len(req.GetRegistries()) > 0 {
+		return true
+	}
+	for _, d := range req.GetDeltas() {
+		if d.GetOriginRef() != 0 || d.GetRegistryRef() != 0 {
+			return true
+		}
+	}
+	return false
+}
