@@ -30,6 +30,9 @@ type Config struct {
 	Advertise string
 	// Join lists seed gossip addresses, or "dns:NAME" for a headless Service.
 	Join []string
+	// DNSServer (host:port) answers the "dns:NAME" lookups of Join instead
+	// of the system's resolver configuration.
+	DNSServer string
 	// DataDir holds the node's bbolt file and its session snapshot journal.
 	DataDir string
 	// Durability says when a call that changed a session is answered:

@@ -113,6 +113,7 @@ func (n *Node) newCluster(context.Context) error {
 	cc.AdvertiseAddr = n.cfg.Advertise
 	cc.GRPCAddr = advertised(n.GRPCAddr(), n.cfg.Advertise)
 	cc.Join = n.cfg.Join
+	cc.DNSServer = n.cfg.DNSServer
 	cc.Key = n.key
 	cc.Storage = nodeOwnedStorage{n.storage}
 	cc.Version = n.cfg.Version
@@ -320,6 +321,11 @@ func (n *Node) buildFront(ctx context.Context) (err error) {
 		}
 		if !n.serving.Load() {
 			return errors.New("sessions not yet restored and published")
+		}
+		if n.swarm.Draining() {
+			// Out of the Service's endpoints before the handoff starts,
+			// so new connections go to nodes that keep their sessions.
+			return errors.New("draining: sessions are moving to other nodes")
 		}
 		return nil
 	})

@@ -410,7 +410,7 @@ func (c *Cluster) resolver() func(context.Context, string) ([]string, error) {
 		return c.cfg.Resolve
 	}
 	_, port, _ := net.SplitHostPort(c.gossipAddr)
-	return systemResolver(port)
+	return systemResolver(port, c.cfg.DNSServer)
 }
 
 // Stop leaves the cluster gracefully, stops replication, closes peer

@@ -100,6 +100,9 @@ type Config struct {
 	// Resolve resolves a "dns:NAME" seed to host:port addresses; nil uses
 	// the system resolver (SRV, then A with this node's gossip port).
 	Resolve func(ctx context.Context, name string) ([]string, error)
+	// DNSServer, when set (host:port), is the DNS server the system
+	// resolver asks for "dns:NAME" seeds instead of /etc/resolv.conf's.
+	DNSServer string
 	// CRDT sets the per-registry map bounds; its Registry field is ignored.
 	// The maps tick once per anti-entropy round, so DropMemory counts
 	// rounds: how long a deleted origin's epoch stays refused. The cluster

@@ -442,10 +442,18 @@ func resolveSeeds(ctx context.Context, seeds []string, resolve func(context.Cont
 }
 
 // systemResolver resolves name as SRV records (target:port) and, failing
-// that, as A/AAAA records with defaultPort.
-func systemResolver(defaultPort string) func(context.Context, string) ([]string, error) {
+// that, as A/AAAA records with defaultPort, asking server (host:port) when
+// set and the system's DNS servers otherwise.
+func systemResolver(defaultPort, server string) func(context.Context, string) ([]string, error) {
 	return func(ctx context.Context, name string) ([]string, error) {
 		var r net.Resolver
+		if server != "" {
+			r.PreferGo = true
+			r.Dial = func(ctx context.Context, network, _ string) (net.Conn, error) {
+				var d net.Dialer
+				return d.DialContext(ctx, network, server)
+			}
+		}
 		if _, srvs, err := r.LookupSRV(ctx, "", "", name); err == nil && len(srvs) > 0 {
 			out := make([]string, 0, len(srvs))
 			for _, s := range srvs {

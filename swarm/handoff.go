@@ -195,3 +195,11 @@ func (s *Swarm) adopt(ctx context.Context, body []byte) (int, []byte) {
 	}
 	return http.StatusOK, nil
 }
+
+// Draining reports whether this node is draining: it takes no new sessions
+// and is handing its sessions off, so it should leave load balancing.
+func (s *Swarm) Draining() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.draining
+}

@@ -25,6 +25,7 @@ func serveFlags(cfg *mcpswarm.Config, logFormat, logLevel, configFile *string) *
 	fs.StringVar(&cfg.GossipAddr, "gossip", cfg.GossipAddr, "memberlist gossip bind address (TCP and UDP)")
 	fs.StringVar(&cfg.Advertise, "advertise", cfg.Advertise, "host other nodes use to reach this one (default: the bind hosts)")
 	fs.Var(listValue{&cfg.Join}, "join", "comma-separated gossip addresses of nodes to join, or dns:NAME for a Kubernetes headless Service")
+	fs.StringVar(&cfg.DNSServer, "dns-server", "", "host:port of the DNS server for --join dns:NAME lookups (default: the system's)")
 	fs.StringVar(&cfg.DataDir, "data-dir", "", "directory of the node's bbolt file (default ./data/<name>)")
 	fs.TextVar(&cfg.Durability, "durability", cfg.Durability, "when a call that changed a session is answered: sync (after an fsync'd group commit; survives power loss), process (after write(2); survives kill -9, not power loss)")
 	fs.StringVar(&cfg.PolicyFile, "policy", "", "authorization policy file (YAML); required on a network address unless --dev")
