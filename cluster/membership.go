@@ -457,7 +457,13 @@ func systemResolver(defaultPort, server string) func(context.Context, string) ([
 		if _, srvs, err := r.LookupSRV(ctx, "", "", name); err == nil && len(srvs) > 0 {
 			out := make([]string, 0, len(srvs))
 			for _, s := range srvs {
-				out = append(out, net.JoinHostPort(strings.TrimSuffix(s.Target, "."), strconv.Itoa(int(s.Port))))
+				// Resolve the targets with the same resolver: memberlist
+				// would ask the system's, which may not know them.
+				host := strings.TrimSuffix(s.Target, ".")
+				if addrs, err := r.LookupHost(ctx, host); err == nil && len(addrs) > 0 {
+					host = addrs[0]
+				}
+				out = append(out, net.JoinHostPort(host, strconv.Itoa(int(s.Port))))
 			}
 			return out, nil
 		}
