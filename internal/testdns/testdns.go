@@ -31,13 +31,20 @@ type Server struct {
 // Start listens on 127.0.0.1 (one port for UDP and TCP) and serves until
 // Close.
 func Start() (*Server, error) {
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		return nil, fmt.Errorf("testdns: listening on UDP: %w", err)
-	}
-	ln, err := net.Listen("tcp", pc.LocalAddr().String())
-	if err != nil {
+	// The UDP port may be taken on TCP by someone else: try a few.
+	var pc net.PacketConn
+	var ln net.Listener
+	var err error
+	for range 20 {
+		if pc, err = net.ListenPacket("udp", "127.0.0.1:0"); err != nil {
+			return nil, fmt.Errorf("testdns: listening on UDP: %w", err)
+		}
+		if ln, err = net.Listen("tcp", pc.LocalAddr().String()); err == nil {
+			break
+		}
 		_ = pc.Close()
+	}
+	if err != nil {
 		return nil, fmt.Errorf("testdns: listening on TCP: %w", err)
 	}
 	s := &Server{addr: pc.LocalAddr().String(), records: map[string][]Target{}}
