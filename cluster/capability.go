@@ -119,3 +119,34 @@ func usesRefs(req *peerv1.ReplicateRequest) bool {
 	}
 	return false
 }
+
+// hasLivePeers reports whether the view holds a live member besides this
+// node.
+func (c *Cluster) hasLivePeers() bool {
+	for _, m := range c.view.list() {
+		if !m.Self && m.State.live() {
+			return true
+		}
+	}
+	return false
+}
+
+// peersSynced reports whether this node has pulled from every live peer
+// at least once since it started. A restarted node in a rolling upgrade
+// must not take clients before it knows every owner's sessions: one
+// anti-entropy round with one peer may skip origins that peer's view does
+// not yet accept.
+func (c *Cluster) peersSynced() bool {
+	c.repl.linksMu.Lock()
+	defer c.repl.linksMu.Unlock()
+	for _, m := range c.view.list() {
+		if m.Self || m.State != StateAlive {
+			continue
+		}
+		l := c.repl.links[m.Name]
+		if l == nil || l.origin != m.Origin || !l.synced.Load() {
+			return false
+		}
+	}
+	return true
+}

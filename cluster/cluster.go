@@ -529,13 +529,16 @@ func (c *Cluster) Member(name string) (Member, bool) { return c.view.get(name) }
 func (c *Cluster) WatchMembers(fn func(Member)) (cancel func()) { return c.view.watch(fn) }
 
 // Ready reports whether the node has joined (reached a seed, was reached by
-// a peer, or is alone with no seeds) and finished its first anti-entropy
-// round.
+// a peer, or is alone with no seeds), finished its first anti-entropy
+// round, and pulled from every live peer at least once.
 func (c *Cluster) Ready() bool {
 	c.mu.Lock()
 	started := c.state == stateStarted
 	c.mu.Unlock()
 	if !started || !c.aeDone.Load() {
+		return false
+	}
+	if !c.peersSynced() {
 		return false
 	}
 	if c.joined.Load() {

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -43,7 +44,10 @@ type batch struct {
 // queue and its sender goroutine.
 type link struct {
 	// caps are the peer's: its stream gets refs only if it reads them.
-	caps   Capabilities
+	caps Capabilities
+	// synced is set once a pull from the peer has succeeded: until every
+	// live peer's is, this node does not know the cluster's state.
+	synced atomic.Bool
 	name   string
 	origin crdt.Origin
 	addr   string

@@ -325,7 +325,12 @@ func (r *replicator) tick() {
 	}
 	r.linksMu.Unlock()
 	if len(cands) == 0 {
-		r.c.aeDone.Store(true)
+		// Ready only when alone: a node that has joined but not yet
+		// linked its peers has nothing synced, and a rolling restart
+		// would route clients to it before it knows their sessions.
+		if !r.c.hasLivePeers() {
+			r.c.aeDone.Store(true)
+		}
 		return
 	}
 	l := cands[r.rng.IntN(len(cands))]
@@ -335,6 +340,9 @@ func (r *replicator) tick() {
 	go func() {
 		defer r.wg.Done()
 		err := r.syncWith(r.ctx, l, false)
+		if err == nil {
+			l.synced.Store(true)
+		}
 		r.post(r.ctx, func() {
 			r.aeBusy = false
 			if err == nil {
@@ -373,7 +381,9 @@ func (r *replicator) startSync(l *link, ownOnly bool) {
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
-		_ = r.syncWith(r.ctx, l, ownOnly)
+		if err := r.syncWith(r.ctx, l, ownOnly); err == nil {
+			l.synced.Store(true)
+		}
 		r.post(r.ctx, func() {
 			l.syncing = false
 			if l.again && !l.closed() {

@@ -36,10 +36,13 @@ type postStream struct {
 	mu          sync.Mutex
 	sources     []chan mcp.JSONRPCNotification
 	wroteHeader bool
-	midEvent    bool
-	closed      bool
-	stop        chan struct{}
-	ticking     bool
+	// sseByUs: drainLocked started the SSE response, so mcp-go may still
+	// write its answer as plain JSON (it did not upgrade it itself).
+	sseByUs  bool
+	midEvent bool
+	closed   bool
+	stop     chan struct{}
+	ticking  bool
 }
 
 func newPostStream(w http.ResponseWriter, node string) *postStream {
@@ -76,6 +79,16 @@ func (p *postStream) Write(b []byte) (int, error) {
 		p.drainLocked()
 	}
 	p.wroteHeader = true
+	if p.sseByUs && p.w.Header().Get("Content-Type") == "application/json" {
+		// mcp-go answers in JSON (one Encode, one Write) on a response
+		// this stream already made SSE: frame the answer as an event, or
+		// the client reads a stream that never answers.
+		p.w.Header().Set("Content-Type", "text/event-stream")
+		if _, err := fmt.Fprintf(p.w, "event: message\ndata: %s\n\n", bytes.TrimRight(tagRequestIDs(b, p.node), "\n")); err != nil {
+			return 0, err
+		}
+		return len(b), nil
+	}
 	if _, err := p.w.Write(tagRequestIDs(b, p.node)); err != nil {
 		return 0, err
 	}
@@ -138,6 +151,7 @@ func (p *postStream) startSSELocked() {
 	h.Set("Connection", "keep-alive")
 	p.w.WriteHeader(http.StatusOK)
 	p.wroteHeader = true
+	p.sseByUs = true
 }
 
 // source returns a new notification channel for the request's session.

@@ -72,11 +72,13 @@ func (s *Swarm) flush() {
 	s.pending = map[string]dirty{}
 	s.mu.Unlock()
 	for id, d := range batch {
+		if _, moving := s.handoffs.get(id); moving {
+			// HandOff writes this session's records itself: a publish
+			// from here could overwrite its forwarding record.
+			continue
+		}
 		info, running := s.mgr.Get(id)
 		if !running {
-			if _, moving := s.handoffs.get(id); moving {
-				continue // HandOff writes its forwarding record itself
-			}
 			s.unpublish(id)
 			continue
 		}

@@ -211,7 +211,16 @@ func viaOwner[T any](ctx context.Context, s *Swarm, c authz.Context, id string, 
 		}
 		v, err := op(node)
 		var he *handoffError
-		if !errors.As(err, &he) {
+		switch {
+		case errors.As(err, &he):
+		case unreachableOwner(err):
+			// The owner left (a drained node exiting) before the adopter's
+			// record reached this node: the record will move on shortly.
+			if time.Now().Add(wait).After(stopAt) {
+				return v, fmt.Errorf("%w; retry", err)
+			}
+			he = &handoffError{}
+		default:
 			return v, err
 		}
 		next = ""
@@ -233,4 +242,10 @@ func viaOwner[T any](ctx context.Context, s *Swarm, c authz.Context, id string, 
 		}
 		wait = min(2*wait, 50*time.Millisecond)
 	}
+}
+
+// unreachableOwner reports whether err says the owner could not be
+// reached before the call was sent: nothing ran, so a retry is safe.
+func unreachableOwner(err error) bool {
+	return errors.Is(err, ErrOwnerUnavailable) && !errors.Is(err, ErrMayHaveApplied)
 }
