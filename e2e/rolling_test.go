@@ -321,10 +321,11 @@ func newClicker(t *testing.T, lbURL, id string, spread int) *clicker {
 			t.Fatal(err)
 		}
 	}
-	// A swarm_start answer may be lost in transport (mcp-go's "unexpected
-	// nil response" when a list_changed notification turns the answer
-	// into an SSE stream that ends early; see the report of issue 16): try
-	// again, and take "already exists" as the first try's success.
+	// Setup, not the measured run: a swarm_start answer is sometimes lost
+	// in transport while twelve sessions start at once (mcp-go's
+	// "unexpected nil response": the POST's SSE stream ends without the
+	// answer; reported with issue 16, not fixed here). Try again, taking
+	// "already exists" as the first try's success.
 	for attempt := 0; ; attempt++ {
 		res, err := k.call(t.Context(), "swarm_start", map[string]any{"app": "counter", "id": id})
 		switch {
