@@ -73,6 +73,7 @@ func (s *Swarm) HandOff(ctx context.Context) (HandOffResult, error) {
 		res.Kept = len(local)
 		return res, nil
 	}
+	moved := map[string]uint64{} // id → the generation handed off
 	for i, info := range local {
 		if err := ctx.Err(); err != nil {
 			res.Kept += len(local) - i
@@ -80,6 +81,7 @@ func (s *Swarm) HandOff(ctx context.Context) (HandOffResult, error) {
 		}
 		switch s.handOffOne(ctx, info, peers[i%len(peers)]) {
 		case handedOff:
+			moved[info.ID] = info.Handoff
 			res.Moved++
 		case keptHere:
 			res.Kept++
@@ -87,8 +89,15 @@ func (s *Swarm) HandOff(ctx context.Context) (HandOffResult, error) {
 			res.Stopped++
 		}
 	}
+	if n := s.awaitAdopters(ctx, moved, adopterWait); n > 0 {
+		s.log.Warn("handed-off sessions not yet visible here under their adopters", "sessions", n, "waited", adopterWait)
+	}
 	return res, nil
 }
+
+// adopterWait bounds how long a drain waits for the adopters' records to
+// replicate back before it reports.
+const adopterWait = 3 * time.Second
 
 // handoffOutcome is what became of one session in HandOff.
 type handoffOutcome int

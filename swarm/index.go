@@ -169,3 +169,11 @@ func anyTools(byOrigin map[crdt.Origin]toolsRecord) (toolsRecord, bool) {
 	}
 	return byOrigin[best], found
 }
+
+// hasTools reports whether origin o's tools record of session id is here.
+func (x *index) hasTools(id string, o crdt.Origin) bool {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	_, ok := x.tools[id][o]
+	return ok
+}

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/mcpswarm/mcpswarm/authz"
+	"github.com/mcpswarm/mcpswarm/cluster"
 	"github.com/mcpswarm/mcpswarm/session"
 )
 
@@ -203,7 +204,15 @@ func viaOwner[T any](ctx context.Context, s *Swarm, c authz.Context, id string, 
 		loc, err := s.resolve(c, id)
 		if err != nil {
 			var zero T
-			return zero, err
+			if !s.adopterPending(id) {
+				return zero, err
+			}
+			// The sender left; its adopter's record is on its way.
+			if time.Now().Add(wait).After(stopAt) || sleepCtx(ctx, wait) != nil {
+				return zero, fmt.Errorf("%w; retry later", err)
+			}
+			wait = min(2*wait, 50*time.Millisecond)
+			continue
 		}
 		node := route(loc.rec)
 		if next != "" {
@@ -248,4 +257,52 @@ func viaOwner[T any](ctx context.Context, s *Swarm, c authz.Context, id string, 
 // reached before the call was sent: nothing ran, so a retry is safe.
 func unreachableOwner(err error) bool {
 	return errors.Is(err, ErrOwnerUnavailable) && !errors.Is(err, ErrMayHaveApplied)
+}
+
+// adopterPending reports whether id's last known owner is hidden after a
+// handoff (its record forwarded to an adopter, or the node drained and
+// left), so the adopter's record is still to reach this node.
+func (s *Swarm) adopterPending(id string) bool {
+	s.mu.Lock()
+	rec, hidden := s.unavailable[id]
+	s.mu.Unlock()
+	if !hidden {
+		return false
+	}
+	if rec.MovedTo != "" {
+		return true
+	}
+	m, ok := s.cl.Member(rec.Node)
+	return ok && (m.State == cluster.StateLeft || m.State == cluster.StateDraining)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// awaitAdopters waits, within d and ctx, until this node's replica shows
+// each handed-off session (record and tools) under a later generation
+// than gens holds: the
+// adopters' records have replicated (pushed to every peer at once), so the
+// sender may leave without entry nodes losing sight of the sessions.
+func (s *Swarm) awaitAdopters(ctx context.Context, gens map[string]uint64, d time.Duration) int {
+	stopAt := time.Now().Add(d)
+	for {
+		pending := 0
+		for id, gen := range gens {
+			if loc, ok := s.idx.locate(id); !ok || loc.rec.Handoff <= gen || loc.rec.Node == s.self || !s.idx.hasTools(id, loc.origin) {
+				pending++
+			}
+		}
+		if pending == 0 || time.Now().After(stopAt) || sleepCtx(ctx, 5*time.Millisecond) != nil {
+			return pending
+		}
+	}
 }
