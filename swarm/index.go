@@ -19,6 +19,11 @@ type index struct {
 	// views caches each principal's tool list ("" for admins: every tool);
 	// a change to a principal's sessions drops its entry and the admins'.
 	views map[string][]session.Tool
+	// departed keeps the last tools record of a session whose every tools
+	// record went away (a drained sender left) while the session is still
+	// visible: its adopter's tools record is on its way, and a handoff
+	// keeps the sticky set, so calls meanwhile still find their tool.
+	departed map[string]toolsRecord
 }
 
 func newIndex() *index {
@@ -26,6 +31,7 @@ func newIndex() *index {
 		sessions: map[string]map[crdt.Origin]sessionRecord{},
 		tools:    map[string]map[crdt.Origin]toolsRecord{},
 		views:    map[string][]session.Tool{},
+		departed: map[string]toolsRecord{},
 	}
 }
 
@@ -39,6 +45,7 @@ func (x *index) setSession(id string, o crdt.Origin, rec *sessionRecord) {
 		delete(x.sessions[id], o)
 		if len(x.sessions[id]) == 0 {
 			delete(x.sessions, id)
+			delete(x.departed, id) // the session is gone everywhere
 		}
 		return
 	}
@@ -67,9 +74,13 @@ func (x *index) setTools(id string, o crdt.Origin, rec *toolsRecord) bool {
 		delete(x.tools[id], o)
 		if len(x.tools[id]) == 0 {
 			delete(x.tools, id)
+			if len(x.sessions[id]) > 0 {
+				x.departed[id] = old
+			}
 		}
 		return true
 	}
+	delete(x.departed, id)
 	if had && old.Principal == rec.Principal && slices.EqualFunc(old.Tools, rec.Tools, session.Tool.Equal) {
 		return false
 	}
@@ -151,6 +162,14 @@ func (x *index) toolsOf(principal string, admin bool) []session.Tool {
 			continue
 		}
 		out = append(out, rec.Tools...)
+	}
+	for id, rec := range x.departed {
+		if _, has := x.tools[id]; has || (!admin && rec.Principal != principal) {
+			continue
+		}
+		if _, ok := x.locateLocked(id); ok {
+			out = append(out, rec.Tools...)
+		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	x.views[key] = out

@@ -88,3 +88,29 @@ func TestTheSameToolSetTwiceIsOneChange(t *testing.T) {
 		t.Fatal("removal is a change once")
 	}
 }
+
+// When a drained sender leaves before its adopter's tools record arrives,
+// the session's tools stay listed (from the sender's last record) while
+// the adopter's session record is visible, and go once the session does.
+func TestToolsOutliveADepartedSenderUntilTheAdopters(t *testing.T) {
+	x := newIndex()
+	sender, adopter := crdt.Origin{Name: "n1", Epoch: 1}, crdt.Origin{Name: "n2", Epoch: 2}
+	tool := session.Tool{Name: "s.inc.click", Session: "s"}
+	x.setSession("s", sender, &sessionRecord{Principal: "p", Node: "n1", MovedTo: "n2"})
+	x.setTools("s", sender, &toolsRecord{Principal: "p", Tools: []session.Tool{tool}})
+	x.setSession("s", adopter, &sessionRecord{Principal: "p", Node: "n2", Handoff: 1})
+	x.setSession("s", sender, nil) // the sender left
+	x.setTools("s", sender, nil)
+	if got := x.toolsOf("p", false); len(got) != 1 || got[0].Name != tool.Name {
+		t.Fatalf("tools while the adopter's are on their way: %v", got)
+	}
+	x.setTools("s", adopter, &toolsRecord{Principal: "p", Tools: []session.Tool{tool}})
+	if got := x.toolsOf("p", false); len(got) != 1 {
+		t.Fatalf("tools once the adopter's arrived: %v", got)
+	}
+	x.setTools("s", adopter, nil)
+	x.setSession("s", adopter, nil) // stopped
+	if got := x.toolsOf("p", false); len(got) != 0 {
+		t.Fatalf("tools of a stopped session: %v", got)
+	}
+}
