@@ -135,7 +135,10 @@ func (s *Swarm) Lookup(id string) (mcp.SessionInfo, bool) {
 	rec, hidden := s.unavailable[id]
 	s.mu.Unlock()
 	if hidden {
-		return mcp.SessionInfo{Info: rec.info(id), Owner: rec.Node, Available: false}, true
+		// A sender that left after handing the session off: the adopter's
+		// record is on its way, and calls wait for it (viaOwner).
+		available := s.adopterPending(id)
+		return mcp.SessionInfo{Info: rec.info(id), Owner: route(rec), Available: available}, true
 	}
 	return mcp.SessionInfo{}, false
 }
