@@ -38,6 +38,10 @@ func (s *Swarm) onSessionChange(ch crdt.Change) {
 		}
 		principal = rec.Principal
 		if ch.Origin != s.cl.Origin() {
+			if s.sessions.Hidden(ch.Origin) && s.senderLeft(rec) {
+				// Keep its tools listed until the adopter's arrive.
+				s.idx.awaitAdopter(ch.Key)
+			}
 			s.idx.setSession(ch.Key, ch.Origin, nil)
 		}
 		s.mu.Lock()

@@ -24,6 +24,9 @@ type index struct {
 	// visible: its adopter's tools record is on its way, and a handoff
 	// keeps the sticky set, so calls meanwhile still find their tool.
 	departed map[string]toolsRecord
+	// pending marks sessions whose sender left before its adopter's
+	// record arrived here: their departed tools stay listed meanwhile.
+	pending map[string]bool
 }
 
 func newIndex() *index {
@@ -32,6 +35,7 @@ func newIndex() *index {
 		tools:    map[string]map[crdt.Origin]toolsRecord{},
 		views:    map[string][]session.Tool{},
 		departed: map[string]toolsRecord{},
+		pending:  map[string]bool{},
 	}
 }
 
@@ -45,9 +49,15 @@ func (x *index) setSession(id string, o crdt.Origin, rec *sessionRecord) {
 		delete(x.sessions[id], o)
 		if len(x.sessions[id]) == 0 {
 			delete(x.sessions, id)
-			delete(x.departed, id) // the session is gone everywhere
+			if !x.pending[id] {
+				delete(x.departed, id) // the session is gone everywhere
+			}
 		}
 		return
+	}
+	if _, had := x.sessions[id][o]; !had && x.pending[id] {
+		delete(x.pending, id) // the adopter's record arrived
+		x.invalidate(rec.Principal)
 	}
 	if x.sessions[id] == nil {
 		x.sessions[id] = map[crdt.Origin]sessionRecord{}
@@ -74,7 +84,7 @@ func (x *index) setTools(id string, o crdt.Origin, rec *toolsRecord) bool {
 		delete(x.tools[id], o)
 		if len(x.tools[id]) == 0 {
 			delete(x.tools, id)
-			if len(x.sessions[id]) > 0 {
+			if len(x.sessions[id]) > 0 || x.pending[id] {
 				x.departed[id] = old
 			}
 		}
@@ -167,7 +177,7 @@ func (x *index) toolsOf(principal string, admin bool) []session.Tool {
 		if _, has := x.tools[id]; has || (!admin && rec.Principal != principal) {
 			continue
 		}
-		if _, ok := x.locateLocked(id); ok {
+		if _, ok := x.locateLocked(id); ok || x.pending[id] {
 			out = append(out, rec.Tools...)
 		}
 	}
@@ -195,4 +205,15 @@ func (x *index) hasTools(id string, o crdt.Origin) bool {
 	defer x.mu.RUnlock()
 	_, ok := x.tools[id][o]
 	return ok
+}
+
+// awaitAdopter marks id as handed off by a sender that left: its tools
+// stay listed until a new record of it arrives.
+func (x *index) awaitAdopter(id string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.pending[id] = true
+	for _, rec := range x.tools[id] {
+		x.invalidate(rec.Principal)
+	}
 }

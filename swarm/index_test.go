@@ -114,3 +114,31 @@ func TestToolsOutliveADepartedSenderUntilTheAdopters(t *testing.T) {
 		t.Fatalf("tools of a stopped session: %v", got)
 	}
 }
+
+// The same when the sender's session record goes before its tools record
+// and before the adopter's record arrives (the sender left, its origin
+// hidden): the tools stay listed until the adopter's records arrive.
+func TestToolsStayWhileTheAdopterIsPending(t *testing.T) {
+	x := newIndex()
+	sender, adopter := crdt.Origin{Name: "n1", Epoch: 1}, crdt.Origin{Name: "n2", Epoch: 2}
+	tool := session.Tool{Name: "s.inc.click", Session: "s"}
+	x.setSession("s", sender, &sessionRecord{Principal: "p", Node: "n1", MovedTo: "n2"})
+	x.setTools("s", sender, &toolsRecord{Principal: "p", Tools: []session.Tool{tool}})
+	_ = x.toolsOf("p", false) // cached
+	x.awaitAdopter("s")
+	x.setSession("s", sender, nil)
+	x.setTools("s", sender, nil)
+	if got := x.toolsOf("p", false); len(got) != 1 {
+		t.Fatalf("tools while the adopter is pending: %v", got)
+	}
+	x.setSession("s", adopter, &sessionRecord{Principal: "p", Node: "n2", Handoff: 1})
+	x.setTools("s", adopter, &toolsRecord{Principal: "p", Tools: []session.Tool{tool}})
+	if got := x.toolsOf("p", false); len(got) != 1 {
+		t.Fatalf("tools once the adopter's arrived: %v", got)
+	}
+	x.setTools("s", adopter, nil)
+	x.setSession("s", adopter, nil)
+	if got := x.toolsOf("p", false); len(got) != 0 {
+		t.Fatalf("tools of a stopped session: %v", got)
+	}
+}

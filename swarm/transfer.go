@@ -269,6 +269,13 @@ func (s *Swarm) adopterPending(id string) bool {
 	if !hidden {
 		return false
 	}
+	return s.senderLeft(rec)
+}
+
+// senderLeft reports whether rec is the record of a sender that handed
+// its session off: a forwarding record, or one of a node that drained and
+// left.
+func (s *Swarm) senderLeft(rec sessionRecord) bool {
 	if rec.MovedTo != "" {
 		return true
 	}
