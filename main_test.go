@@ -1,12 +1,37 @@
 package mcpswarm_test
 
 import (
+	"fmt"
+	"os"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 )
 
 // Every test here starts real nodes; none may leave a goroutine behind.
+//
+// goleak's own wait (about a second) is shorter than what memberlist may
+// legitimately need after Shutdown: a probe of a peer a test killed waits
+// out its ack timer and its TCP fallback ping, and on a loaded machine those
+// timers fire late. So the check runs until the goroutines are gone or 10 s
+// have passed; a real leak outlives any wait and still fails the run.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	code := m.Run()
+	if code == 0 {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			err := goleak.Find()
+			if err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				fmt.Fprintf(os.Stderr, "goleak: goroutines outlived the tests by 10 s: %v\n", err)
+				code = 1
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	os.Exit(code)
 }

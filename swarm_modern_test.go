@@ -78,3 +78,41 @@ func TestModernRequestStateIsSingleUseAcrossNodes(t *testing.T) {
 		t.Fatalf("node2 accepted a state spent on node1: %v", replay)
 	}
 }
+
+// TestSpentRequestStateOutlivesTheNodeThatRecordedIt is the defect "an
+// approval ran again after the node that recorded the spend died": every
+// node keeps its own copy of a spent state, so once the recorder (here the
+// arbiter, node1, which owns the gated session) is dead and its entries are
+// hidden, the survivors still hold it. (A replay of this state cannot show
+// it: the gated session died with node1, so the call answers "owner
+// unavailable" before any state is checked.)
+func TestSpentRequestStateOutlivesTheNodeThatRecordedIt(t *testing.T) {
+	e := newSwarmEnv(t)
+	nodes := e.cluster(3)
+	alice := connect(t, nodes[0], connOpts{token: aliceToken})
+	if res := alice.call("swarm_start", map[string]any{"app": "login", "id": "askdie"}); res.IsError {
+		t.Fatal(textOf(res))
+	}
+	first := modernCall(t, nodes[0], "askdie.submit.click", "", nil)
+	state, _ := first["requestState"].(string)
+	if first["resultType"] != "input_required" || state == "" {
+		t.Fatalf("the Ask did not answer input_required: %v", first)
+	}
+	approve := map[string]any{"approve": map[string]any{"action": "accept", "content": map[string]any{"approve": true}}}
+	if ok := modernCall(t, nodes[0], "askdie.submit.click", state, approve); ok["isError"] == true {
+		t.Fatalf("the approved call was refused: %v", ok)
+	}
+	// node1's record plus node2's and node3's own copies.
+	eventually(t, 5*time.Second, "node3 sees the spent state held by all three nodes", func() bool {
+		return metricValue(t, nodes[2], "mcpswarm_swarm_spent_request_states") >= 3
+	})
+	e.kill("node1")
+	eventually(t, 10*time.Second, "node3 hides node1's entries", func() bool {
+		return metricValue(t, nodes[2], "mcpswarm_swarm_sessions_visible") == 0
+	})
+	// The gauge counts visible entries only: what is left is the
+	// survivors' own copies, which the next arbiter (node2) decides by.
+	if n := metricValue(t, nodes[2], "mcpswarm_swarm_spent_request_states"); n < 2 {
+		t.Fatalf("node3 sees %v spent states once node1 is gone, want node2's and node3's own copies", n)
+	}
+}

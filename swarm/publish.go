@@ -60,7 +60,7 @@ func (s *Swarm) publishLoop(ctx context.Context) {
 	coalesce.Run(ctx.Done(), s.kick, publishDelay, func() {
 		s.flush()
 		s.conns.flush()
-		s.nonces.flushCopies() // dropped by bb0d6af; staticcheck: unused
+		s.nonces.flushCopies() // other nodes' spent states, copied so they outlive their writer
 	})
 	<-sweepDone
 }
