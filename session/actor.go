@@ -280,7 +280,7 @@ func (a *actor) handle(r *request) (rep reply, evs []Event) {
 }
 
 // apply runs Update with msg and re-renders, then runs the step's effects
-// in order: the new snapshot is saved as durably as the Store promises,
+// in order: the new snapshot is checked against MaxStateBytes and saved as durably as the Store promises,
 // and only then is the state published and the call answered; the events
 // it returns are announced after the answer. An error or panic in the app,
 // or a failed save, leaves the session's model unchanged.
@@ -294,6 +294,11 @@ func (a *actor) apply(ctx context.Context, msg Msg, what string) (reply, []Event
 		return reply{res: errorResult(fmt.Errorf("%s: %w", what, err)), fault: true}, nil
 	}
 	st := a.prepare(r)
+	// Bounded here, before the save: a refused state is neither saved nor
+	// published, so the session keeps its previous model.
+	if err := checkStateSize(st.snap, a.mgr.cfg.MaxStateBytes); err != nil {
+		return reply{res: errorResult(fmt.Errorf("%s: session %s: update refused: %w", what, a.info.ID, err))}, nil
+	}
 	if err := a.mgr.persist(st.snap); err != nil {
 		return reply{res: errorResult(fmt.Errorf("%s: the new state could not be saved, so it was not applied: %w", what, err)), fault: true}, nil
 	}

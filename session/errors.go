@@ -29,6 +29,10 @@ var (
 	ErrCircuitOpen = errors.New("session: circuit open")
 	// ErrClosed is returned by Manager methods after Close.
 	ErrClosed = errors.New("session: manager closed")
+	// ErrStateTooLarge is returned (as a tool error for an update, as an
+	// error for Start, Adopt and Restore) when a session's snapshot would
+	// exceed ManagerConfig.MaxStateBytes.
+	ErrStateTooLarge = errors.New("session: state too large")
 	// ErrUnknownResource is returned by Manager.ReadResource for a name the
 	// session does not offer.
 	ErrUnknownResource = errors.New("session: unknown resource")

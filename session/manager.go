@@ -43,6 +43,12 @@ type ManagerConfig struct {
 	// BreakerTimeout is how long a breaker stays open before it lets one
 	// call through (default 30 s).
 	BreakerTimeout time.Duration
+	// MaxStateBytes bounds one session's snapshot, encoded as it is saved
+	// (model, info and tools as JSON) (default 1 MiB, DefaultMaxStateBytes).
+	// An update that would exceed it is refused and the session keeps its
+	// model; a Start, Adopt or Restore whose first state exceeds it is
+	// refused. The node sets it from the policy's limits.session_state_bytes.
+	MaxStateBytes int
 	// MaxTools caps each session's sticky tool set (default 4,096); tools
 	// past it are not offered and a warning is logged once.
 	MaxTools int
@@ -86,13 +92,16 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	if cfg.MaxTools == 0 {
 		cfg.MaxTools = 4096
 	}
+	if cfg.MaxStateBytes == 0 {
+		cfg.MaxStateBytes = DefaultMaxStateBytes
+	}
 	if cfg.BreakerFaults == 0 {
 		cfg.BreakerFaults = 5
 	}
 	if cfg.BreakerTimeout == 0 {
 		cfg.BreakerTimeout = 30 * time.Second
 	}
-	if cfg.MaxPerPrincipal < 0 || cfg.MaxSessions < 0 || cfg.CallTimeout < 0 || cfg.Mailbox < 0 || cfg.BreakerFaults < 0 || cfg.BreakerTimeout < 0 || cfg.MaxTools < 0 {
+	if cfg.MaxPerPrincipal < 0 || cfg.MaxSessions < 0 || cfg.CallTimeout < 0 || cfg.Mailbox < 0 || cfg.BreakerFaults < 0 || cfg.BreakerTimeout < 0 || cfg.MaxTools < 0 || cfg.MaxStateBytes < 0 {
 		return nil, errors.New("creating session manager: limits, timeouts and sizes must not be negative")
 	}
 	if cfg.Logger == nil {
@@ -248,7 +257,11 @@ func (m *Manager) newActor(id, app, principal string, factory func() App, snap *
 	if err != nil {
 		return nil, err
 	}
-	a.publish(a.prepare(r))
+	st := a.prepare(r)
+	if err := checkStateSize(st.snap, m.cfg.MaxStateBytes); err != nil {
+		return nil, err
+	}
+	a.publish(st)
 	return a, nil
 }
 
@@ -501,6 +514,10 @@ func (m *Manager) Restore(ctx context.Context) error {
 	var errs []error
 	for _, s := range snaps {
 		if _, err := m.start(ctx, s.Info.ID, s.Info.App, s.Info.Principal, &s, false); err != nil {
+			// Logged here, per session, so a refused snapshot (one over
+			// MaxStateBytes, say) is named even if the caller only counts
+			// failures; its stored copy is left alone for the operator.
+			m.log.Error("session not restored", "session", Sanitize(s.Info.ID), "err", err)
 			errs = append(errs, fmt.Errorf("restoring session %s: %w", Sanitize(s.Info.ID), err))
 		}
 	}
