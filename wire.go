@@ -176,6 +176,9 @@ func (n *Node) startSessions(ctx context.Context) error {
 	if l := n.guard.Limits; l.SessionsPerPrincipal > 0 {
 		mc.MaxPerPrincipal = l.SessionsPerPrincipal
 	}
+	if l := n.guard.Limits; l.SessionStateBytes > 0 {
+		mc.MaxStateBytes = l.SessionStateBytes
+	}
 	m, err := session.NewManager(mc)
 	if err != nil {
 		_ = n.snapshots.close()

@@ -39,6 +39,9 @@ type Limits struct {
 	// InitializesPerMinute bounds the initializes of one principal (or
 	// unauthenticated client IP); 0 means the front's default (120).
 	InitializesPerMinute int
+	// SessionStateBytes bounds one session's snapshot (its model, info and
+	// tools as JSON); 0 means the session manager's default (1 MiB).
+	SessionStateBytes int
 }
 
 // SessionAllowed reports whether a principal holding current sessions may

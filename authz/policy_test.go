@@ -180,6 +180,28 @@ func TestPolicyWithoutSections(t *testing.T) {
 	}
 }
 
+// limits.session_state_bytes reaches the guard's limits; left out it is 0,
+// which the node reads as the session manager's default.
+func TestPolicySessionStateBytes(t *testing.T) {
+	p, err := ParsePolicy("state.yaml", []byte("limits:\n  sessions_per_principal: 4\n  session_state_bytes: 262144\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (Limits{SessionsPerPrincipal: 4, SessionStateBytes: 256 << 10}); p.Limits() != want {
+		t.Errorf("limits = %+v, want %+v", p.Limits(), want)
+	}
+	g, err := p.Guard()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Limits.SessionStateBytes != 256<<10 {
+		t.Errorf("guard limits %+v", g.Limits)
+	}
+	if p := loadProduction(t); p.Limits().SessionStateBytes != 0 {
+		t.Errorf("a policy without the key has SessionStateBytes %d, want 0 (the default)", p.Limits().SessionStateBytes)
+	}
+}
+
 func TestExplicitEmptyListsAreConfigured(t *testing.T) {
 	p, err := ParsePolicy("empty.yaml", []byte("tools: []\nreads: []\n"))
 	if err != nil {
