@@ -4,16 +4,19 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 )
 
-// growApp's model grows by one 1,000-byte chunk per click, as an
-// embedder's app without its own bounds would.
-type growApp struct{}
+// growApp's model grows by one chunk per click (1,000 bytes unless set),
+// as an embedder's app without its own bounds would.
+type growApp struct{ chunk int }
 
 type growModel struct {
 	Chunks []string `json:"chunks"`
@@ -21,10 +24,14 @@ type growModel struct {
 
 func (growApp) Init() (Model, error) { return growModel{}, nil }
 
-func (growApp) Update(m Model, msg Msg) (Model, error) {
+func (g0 growApp) Update(m Model, msg Msg) (Model, error) {
 	g := m.(growModel)
 	if msg == "grow" {
-		g.Chunks = append(append([]string(nil), g.Chunks...), strings.Repeat("x", 1000))
+		n := g0.chunk
+		if n == 0 {
+			n = 1000
+		}
+		g.Chunks = append(append([]string(nil), g.Chunks...), strings.Repeat("x", n))
 	}
 	return g, nil
 }
@@ -192,4 +199,59 @@ func TestHumanBytes(t *testing.T) {
 			t.Errorf("humanBytes(%d) = %q, want %q", n, got, want)
 		}
 	}
+}
+
+// BenchmarkSessionAtTheStateBound measures what one session filled to the
+// default bound (DefaultMaxStateBytes) costs: heap-bytes/session is what
+// the node holds in memory (the model, its JSON, the view and resources;
+// no Store, since the node's snapshots live in bbolt, outside the heap),
+// snapshot-bytes/session what each session writes to the journal.
+func BenchmarkSessionAtTheStateBound(b *testing.B) {
+	const sessions = 20
+	r := NewRegistry()
+	if err := r.Register("grow", "", func() App { return growApp{chunk: 64 << 10} }); err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	for b.Loop() {
+		m, err := NewManager(ManagerConfig{Registry: r, Startable: []string{"grow"},
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			b.Fatal(err)
+		}
+		before := heapInUse()
+		var snapBytes int
+		for i := range sessions {
+			id := fmt.Sprintf("s%d", i)
+			if _, err := m.Start(ctx, id, "grow", fmt.Sprintf("p%d", i)); err != nil {
+				b.Fatal(err)
+			}
+			for {
+				res, err := m.Call(ctx, id, id+".grow.click", nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if res.IsError {
+					break // at the bound
+				}
+			}
+			n, err := stateBytes(m.actor(id).snapshot())
+			if err != nil {
+				b.Fatal(err)
+			}
+			snapBytes += n
+		}
+		b.ReportMetric(float64(heapInUse()-before)/sessions, "heap-bytes/session")
+		b.ReportMetric(float64(snapBytes)/sessions, "snapshot-bytes/session")
+		if err := m.Close(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func heapInUse() int64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapInuse)
 }
