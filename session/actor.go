@@ -63,6 +63,7 @@ type actor struct {
 	breakers map[string]*gobreaker.TwoStepCircuitBreaker[struct{}]
 
 	warned map[string]bool // actor goroutine only (and start, before it runs)
+	sizer  stateSizer      // actor goroutine only (and start, before it runs)
 	// deleteOnExit is set before quit is closed by Stop: the actor deletes
 	// its snapshot after its last update, so no late save resurrects it.
 	deleteOnExit bool
@@ -296,7 +297,7 @@ func (a *actor) apply(ctx context.Context, msg Msg, what string) (reply, []Event
 	st := a.prepare(r)
 	// Bounded here, before the save: a refused state is neither saved nor
 	// published, so the session keeps its previous model.
-	if err := checkStateSize(st.snap, a.mgr.cfg.MaxStateBytes); err != nil {
+	if err := a.sizer.check(st.snap, st.tools, a.mgr.cfg.MaxStateBytes); err != nil {
 		return reply{res: errorResult(fmt.Errorf("%s: session %s: update refused: %w", what, a.info.ID, err))}, nil
 	}
 	if err := a.mgr.persist(st.snap); err != nil {

@@ -258,7 +258,7 @@ func (m *Manager) newActor(id, app, principal string, factory func() App, snap *
 		return nil, err
 	}
 	st := a.prepare(r)
-	if err := checkStateSize(st.snap, m.cfg.MaxStateBytes); err != nil {
+	if err := a.sizer.check(st.snap, st.tools, m.cfg.MaxStateBytes); err != nil {
 		return nil, err
 	}
 	a.publish(st)

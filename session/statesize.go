@@ -7,9 +7,10 @@ import (
 	"strings"
 )
 
-// DefaultMaxStateBytes is the default bound on one session's snapshot:
-// 10,000 sessions at it hold about 10 GiB of model JSON, within a 24 GiB
-// node (see docs/SECURITY.md, "Resource bounds").
+// DefaultMaxStateBytes is the default bound on one session's snapshot. A
+// session at it holds about twice as much heap (its model and the model's
+// JSON; BenchmarkSessionAtTheStateBound), so size nodes by
+// docs/SECURITY.md, "Resource bounds".
 const DefaultMaxStateBytes = 1 << 20
 
 // stateBytes is the length of snap as a Store encodes it (encoding/json,
@@ -26,13 +27,33 @@ func stateBytes(snap Snapshot) (int, error) {
 	return len(b) - len("null") + len(model), nil
 }
 
-// checkStateSize refuses snap when its encoding would exceed limit bytes,
-// with an error that names the size, the limit and the setting.
-func checkStateSize(snap Snapshot, limit int) error {
-	n, err := stateBytes(snap)
-	if err != nil {
-		return err
+// stateSizer measures a session's snapshots. It remembers the encoded
+// size of the snapshot without its model per tool set: a session's info
+// never changes after its first render, and its sticky tool set is
+// replaced, never written, when it changes, so most updates encode neither
+// again (encoding them on every update doubled BenchmarkWriteThroughActor).
+// Actor goroutine only (and newActor, before it runs).
+type stateSizer struct {
+	tools *sticky // the set base was measured with; never written after publication
+	base  int
+}
+
+// check refuses snap, whose tools are those of tools, when its encoding
+// would exceed limit bytes, with an error that names the size, the limit
+// and the setting.
+func (z *stateSizer) check(snap Snapshot, tools *sticky, limit int) error {
+	if tools != z.tools {
+		base, err := stateBytes(Snapshot{Info: snap.Info, Tools: snap.Tools})
+		if err != nil {
+			return err
+		}
+		z.tools, z.base = tools, base
 	}
+	return checkStateSize(z.base+len(snap.Model), limit)
+}
+
+// checkStateSize refuses a snapshot of n bytes over limit.
+func checkStateSize(n, limit int) error {
 	if n <= limit {
 		return nil
 	}

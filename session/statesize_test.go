@@ -3,6 +3,7 @@ package session
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -184,6 +185,36 @@ func TestStartAdoptRestoreCheckTheStateLimit(t *testing.T) {
 	}
 	if _, ok := tiny.Get("g"); ok {
 		t.Error("a session over the bound was started")
+	}
+}
+
+// The size checked is the length of the snapshot as a Store encodes it,
+// and a new tool set is measured again, not taken from the cache.
+func TestStateSizerMeasuresTheEncodedSnapshot(t *testing.T) {
+	info := Info{ID: "s", App: "grow", Principal: "alice", Status: "running"}
+	tools := newSticky("s", 100)
+	next, changed, _ := tools.with([]Tool{{Name: "s.grow.click", Session: "s", Widget: "grow", Action: "click",
+		Kind: "button", Description: strings.Repeat("d", 300), InputSchema: []byte(`{"type":"object"}`)}})
+	if !changed {
+		t.Fatal("the new tool was not added")
+	}
+	var z stateSizer
+	for i, c := range []struct {
+		tools *sticky
+		model string
+	}{{tools, `{"chunks":[]}`}, {tools, `{"chunks":["` + strings.Repeat("x", 500) + `"]}`}, {next, `{"chunks":["x"]}`}} {
+		snap := Snapshot{Info: info, Model: []byte(c.model), Tools: c.tools.tools}
+		enc, err := json.Marshal(snap)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := z.check(snap, c.tools, len(enc)); err != nil {
+			t.Errorf("case %d: a snapshot of exactly the limit was refused: %v", i, err)
+		}
+		err = z.check(snap, c.tools, len(enc)-1)
+		if !errors.Is(err, ErrStateTooLarge) || !strings.Contains(err.Error(), "("+strconv.Itoa(len(enc))+" bytes)") {
+			t.Errorf("case %d: one byte over: %v; want a refusal naming %d bytes", i, err, len(enc))
+		}
 	}
 }
 
