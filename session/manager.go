@@ -44,7 +44,7 @@ type ManagerConfig struct {
 	// call through (default 30 s).
 	BreakerTimeout time.Duration
 	// MaxStateBytes bounds one session's snapshot, encoded as it is saved
-	// (model, info and tools as JSON) (default 1 MiB, DefaultMaxStateBytes).
+	// (model, info and tools as JSON) (default 256 KiB, DefaultMaxStateBytes).
 	// An update that would exceed it is refused and the session keeps its
 	// model; a Start, Adopt or Restore whose first state exceeds it is
 	// refused. The node sets it from the policy's limits.session_state_bytes.
