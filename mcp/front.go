@@ -204,6 +204,12 @@ func (s *Server) precheckRead(r *http.Request, env envelope, transport authz.Tra
 }
 
 func (s *Server) serveStreamable(w http.ResponseWriter, r *http.Request) {
+	if !s.drain.enter() {
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "Service Unavailable: the node is shutting down", http.StatusServiceUnavailable)
+		return
+	}
+	defer s.drain.leave()
 	id, _ := identityFrom(r.Context())
 	id.transport = authz.TransportStreamableHTTP
 	id.prechecked = true

@@ -39,6 +39,7 @@ type Server struct {
 
 	stopWatch func()
 	closeOnce sync.Once
+	drain     requestDrain
 }
 
 // New builds a Server from cfg.
@@ -159,6 +160,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.parked.closeAll(outcomeShutdown)
 		if err := s.stream.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("closing streamable http sessions: %w", err))
+		}
+		if err := s.drain.close(ctx, func() { s.stream.CloseSessions(ctx) }); err != nil {
+			errs = append(errs, fmt.Errorf("waiting for streamable http requests in flight: %w", err))
 		}
 		if err := s.sse.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("closing sse sessions: %w", err))
