@@ -331,13 +331,13 @@ func newClicker(t *testing.T, lbURL, id string, spread int) *clicker {
 		switch {
 		case err == nil && !res.IsError:
 			return k
-		case err == nil && attempt > 0 && strings.Contains(rollText(res), "already exists"):
+		case err == nil && attempt > 0 && strings.Contains(textOf(res), "already exists"):
 			return k
 		case err != nil && attempt < 3:
 			t.Logf("starting %s: %v; trying again", id, err)
 			continue
 		}
-		t.Fatalf("starting %s: %v %s", id, err, rollText(res))
+		t.Fatalf("starting %s: %v %s", id, err, textOf(res))
 	}
 }
 
@@ -347,19 +347,6 @@ func (k *clicker) call(ctx context.Context, name string, args map[string]any) (*
 	req := mcp.CallToolRequest{}
 	req.Params.Name, req.Params.Arguments = name, args
 	return k.c.CallTool(ctx, req)
-}
-
-func rollText(r *mcp.CallToolResult) string {
-	if r == nil {
-		return ""
-	}
-	var b strings.Builder
-	for _, c := range r.Content {
-		if tc, ok := c.(mcp.TextContent); ok {
-			b.WriteString(tc.Text)
-		}
-	}
-	return b.String()
 }
 
 // warm clicks until six calls in a row succeed, so every pod has seen the
@@ -377,7 +364,7 @@ func (k *clicker) warm(t *testing.T) {
 			streak++
 			continue
 		}
-		if err != nil || strings.Contains(rollText(res), "may still have applied") {
+		if err != nil || strings.Contains(textOf(res), "may still have applied") {
 			k.maybe.Add(1)
 		}
 		streak = 0
@@ -403,10 +390,10 @@ func (k *clicker) run(stop <-chan struct{}, fails *failures) {
 			k.maybe.Add(1) // a transport failure may follow the update
 			fails.add(k.id + ": " + err.Error())
 		case res.IsError:
-			if strings.Contains(rollText(res), "may still have applied") {
+			if strings.Contains(textOf(res), "may still have applied") {
 				k.maybe.Add(1)
 			}
-			fails.add(k.id + ": " + rollText(res))
+			fails.add(k.id + ": " + textOf(res))
 		default:
 			k.acked.Add(1)
 		}
@@ -420,13 +407,13 @@ func (k *clicker) count(t *testing.T) (int64, error) {
 		return 0, err
 	}
 	if res.IsError {
-		return 0, errors.New(rollText(res))
+		return 0, errors.New(textOf(res))
 	}
 	var m struct {
 		Count int64 `json:"count"`
 	}
-	if err := json.Unmarshal([]byte(rollText(res)), &m); err != nil {
-		return 0, fmt.Errorf("model %q: %w", rollText(res), err)
+	if err := json.Unmarshal([]byte(textOf(res)), &m); err != nil {
+		return 0, fmt.Errorf("model %q: %w", textOf(res), err)
 	}
 	return m.Count, nil
 }
@@ -489,12 +476,12 @@ func drive(t *testing.T, r *rollout, steps func()) ([]*clicker, rolloutFigures, 
 	for _, k := range ks {
 		res, err := k.call(t.Context(), "swarm_list", nil)
 		if err != nil || res.IsError {
-			t.Fatalf("swarm_list for %s: %v %s", k.id, err, rollText(res))
+			t.Fatalf("swarm_list for %s: %v %s", k.id, err, textOf(res))
 		}
 		var list struct {
 			Sessions []struct{ ID, Owner string } `json:"sessions"`
 		}
-		if err := json.Unmarshal([]byte(rollText(res)), &list); err != nil {
+		if err := json.Unmarshal([]byte(textOf(res)), &list); err != nil {
 			t.Fatalf("swarm_list: %v", err)
 		}
 		owner := ""
@@ -504,10 +491,10 @@ func drive(t *testing.T, r *rollout, steps func()) ([]*clicker, rolloutFigures, 
 			}
 		}
 		if !running[owner] {
-			t.Errorf("session %s is owned by %q, not a running pod (list %s)", k.id, owner, rollText(res))
+			t.Errorf("session %s is owned by %q, not a running pod (list %s)", k.id, owner, textOf(res))
 		}
 		if res, err := k.call(t.Context(), k.id+".inc.click", nil); err != nil || res.IsError {
-			t.Errorf("session %s is not drivable after the rollout: %v %s", k.id, err, rollText(res))
+			t.Errorf("session %s is not drivable after the rollout: %v %s", k.id, err, textOf(res))
 		} else {
 			k.acked.Add(1)
 		}
