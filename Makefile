@@ -17,7 +17,7 @@ PROTOC_GEN_GO_VERSION  := v1.36.12
 PROTOC_GEN_GRPC_VERSION := v1.6.0
 STATICCHECK_VERSION    := v0.8.2
 
-.PHONY: build run test race bench bench-compare proto proto-check lint e2e conformance cluster clean tools
+.PHONY: build run test race bench bench-compare soak proto proto-check lint e2e conformance cluster clean tools
 
 build: ## build bin/mcpswarm
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/node
@@ -36,6 +36,9 @@ bench: ## benchmarks (figures go to docs/BENCHMARKS.md)
 
 bench-compare: build ## mcpswarm vs bare mcp-go and go-sdk, separate processes; writes docs/BENCHMARKS.md (QUICK=1: short run, prints only; BENCH_ARGS: more flags)
 	cd bench && $(GO) run ./compare -mcpswarm $(CURDIR)/$(BIN) -docs $(CURDIR)/docs $(if $(QUICK),-quick) $(BENCH_ARGS)
+
+soak: build ## sustained load on 3 nodes (not in CI; SOAK_CLIENTS=500, SOAK_DURATION=10m); writes docs/BENCHMARKS.md's soak section and docs/bench/soak.*
+	cd bench && $(GO) run ./soak -mcpswarm $(CURDIR)/$(BIN) -docs $(CURDIR)/docs
 
 e2e: build ## only the tests that start the real binary
 	$(GO) test $(TESTFLAGS) ./e2e/...

@@ -1,0 +1,247 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// protocolVersion is the session-based revision the soak negotiates, so
+// every node keeps per-connection state the way deployed clients make it.
+const protocolVersion = "2025-11-25"
+
+// maxResponse bounds what the soak reads of one answer.
+const maxResponse = 1 << 20
+
+// conn is one MCP connection over Streamable HTTP whose requests may go to
+// any node: the Mcp-Session-Id one node minted is valid on all of them. It
+// is not safe for concurrent use; each soak client owns its own.
+type conn struct {
+	hc      *http.Client
+	token   string
+	sid     string
+	version string
+	nextID  int64
+}
+
+// rpcError is a JSON-RPC error answer.
+type rpcError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+}
+
+func (e *rpcError) Error() string { return fmt.Sprintf("JSON-RPC error %d: %s", e.Code, e.Message) }
+
+// httpError is a non-2xx HTTP answer.
+type httpError struct {
+	Status int
+	Body   string
+}
+
+func (e *httpError) Error() string { return fmt.Sprintf("HTTP %d: %s", e.Status, e.Body) }
+
+// toolError is a tools/call result with isError set.
+type toolError struct{ Text string }
+
+func (e *toolError) Error() string { return "tool error: " + e.Text }
+
+// initialize opens the connection on url: initialize, then initialized.
+func (c *conn) initialize(ctx context.Context, url string) error {
+	res, hdr, err := c.post(ctx, url, "initialize", map[string]any{
+		"protocolVersion": protocolVersion,
+		"capabilities":    map[string]any{},
+		"clientInfo":      map[string]any{"name": "bench-soak", "version": "1"},
+	}, true)
+	if err != nil {
+		return fmt.Errorf("initialize: %w", err)
+	}
+	var init struct {
+		ProtocolVersion string `json:"protocolVersion"`
+	}
+	if err := json.Unmarshal(res, &init); err != nil {
+		return fmt.Errorf("initialize: reading the result: %w", err)
+	}
+	c.version = init.ProtocolVersion
+	c.sid = hdr.Get("Mcp-Session-Id")
+	if c.sid == "" {
+		return errors.New("initialize: no Mcp-Session-Id in the answer")
+	}
+	if _, _, err := c.post(ctx, url, "notifications/initialized", nil, false); err != nil {
+		return fmt.Errorf("initialized notification: %w", err)
+	}
+	return nil
+}
+
+// callTool calls a tool through url and returns its structured content;
+// a tool error is a *toolError.
+func (c *conn) callTool(ctx context.Context, url, name string, args map[string]any) (json.RawMessage, error) {
+	if args == nil {
+		args = map[string]any{}
+	}
+	raw, _, err := c.post(ctx, url, "tools/call", map[string]any{"name": name, "arguments": args}, true)
+	if err != nil {
+		return nil, err
+	}
+	var r struct {
+		IsError bool `json:"isError"`
+		Content []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+		Structured json.RawMessage `json:"structuredContent"`
+	}
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return nil, fmt.Errorf("reading the result: %w", err)
+	}
+	if r.IsError {
+		text := ""
+		if len(r.Content) > 0 {
+			text = r.Content[0].Text
+		}
+		return nil, &toolError{Text: text}
+	}
+	return r.Structured, nil
+}
+
+// close ends the connection with DELETE through url.
+func (c *conn) close(ctx context.Context, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, url, nil)
+	if err != nil {
+		return fmt.Errorf("building the DELETE: %w", err)
+	}
+	c.headers(req)
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("DELETE: %w", err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponse))
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("DELETE: %w", &httpError{Status: resp.StatusCode})
+	}
+	return nil
+}
+
+func (c *conn) headers(req *http.Request) {
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	if c.sid != "" {
+		req.Header.Set("Mcp-Session-Id", c.sid)
+	}
+	if c.version != "" {
+		req.Header.Set("Mcp-Protocol-Version", c.version)
+	}
+}
+
+// post sends one JSON-RPC message to url; for a request (wantResult) it
+// returns the matching result, read from a JSON or an SSE answer.
+func (c *conn) post(ctx context.Context, url, method string, params any, wantResult bool) (json.RawMessage, http.Header, error) {
+	msg := map[string]any{"jsonrpc": "2.0", "method": method}
+	if params != nil {
+		msg["params"] = params
+	}
+	c.nextID++
+	id := c.nextID
+	if wantResult {
+		msg["id"] = id
+	}
+	body, err := json.Marshal(msg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("encoding %s: %w", method, err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return nil, nil, fmt.Errorf("building the request: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	c.headers(req)
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return nil, nil, &httpError{Status: resp.StatusCode, Body: strings.TrimSpace(string(b))}
+	}
+	if !wantResult {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponse))
+		return nil, resp.Header, nil
+	}
+	res, err := readResult(resp.Header.Get("Content-Type"), io.LimitReader(resp.Body, maxResponse), id)
+	return res, resp.Header, err
+}
+
+// readResult finds the answer to request id in a JSON or SSE body.
+func readResult(contentType string, body io.Reader, id int64) (json.RawMessage, error) {
+	mt, _, err := mime.ParseMediaType(contentType)
+	if err != nil {
+		return nil, fmt.Errorf("answer Content-Type %q: %w", contentType, err)
+	}
+	switch mt {
+	case "application/json":
+		b, err := io.ReadAll(body)
+		if err != nil {
+			return nil, fmt.Errorf("reading the answer: %w", err)
+		}
+		return matchResult(b, id)
+	case "text/event-stream":
+		sc := bufio.NewScanner(body)
+		sc.Buffer(make([]byte, 0, 4096), maxResponse)
+		var data []byte
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case strings.HasPrefix(line, "data:"):
+				data = append(data, strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " ")...)
+			case line == "" && len(data) > 0:
+				if res, err := matchResult(data, id); !errors.Is(err, errNotOurs) {
+					return res, err
+				}
+				data = data[:0]
+			}
+		}
+		if len(data) > 0 {
+			if res, err := matchResult(data, id); !errors.Is(err, errNotOurs) {
+				return res, err
+			}
+		}
+		if err := sc.Err(); err != nil {
+			return nil, fmt.Errorf("reading the event stream: %w", err)
+		}
+		return nil, errors.New("the event stream ended without an answer")
+	default:
+		return nil, fmt.Errorf("unexpected answer Content-Type %q", contentType)
+	}
+}
+
+// errNotOurs marks an SSE event that is not the awaited answer.
+var errNotOurs = errors.New("not the awaited answer")
+
+func matchResult(b []byte, id int64) (json.RawMessage, error) {
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Result json.RawMessage `json:"result"`
+		Error  *rpcError       `json:"error"`
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("decoding the answer: %w", err)
+	}
+	if string(m.ID) != strconv.FormatInt(id, 10) {
+		return nil, errNotOurs
+	}
+	if m.Error != nil {
+		return nil, m.Error
+	}
+	if m.Result == nil {
+		return nil, errors.New("answer without result or error")
+	}
+	return m.Result, nil
+}
