@@ -13,26 +13,29 @@ import (
 	"gonum.org/v1/plot/vg/vgsvg"
 )
 
-// plot draws three stacked panels over the run's seconds: RSS and
-// goroutines per node, and the p99 latency of each second, with the load
-// phase shaded by vertical lines at its start and end.
+// plot draws four stacked panels over the run's seconds: RSS, Go heap in
+// use and goroutines per node, and the p99 latency of each second, with
+// dashed vertical lines where a phase (cold, warm-up, baseline, load,
+// settle) ends.
 func (r *report) plot(path string) error {
-	rss, gor, p99 := plot.New(), plot.New(), plot.New()
+	rss, heap, gor, p99 := plot.New(), plot.New(), plot.New(), plot.New()
 	rss.Title.Text = "mcpswarm soak: " + r.Knobs
 	rss.Y.Label.Text = "RSS (MiB)"
+	heap.Y.Label.Text = "Go heap in use (MiB)"
 	gor.Y.Label.Text = "goroutines"
 	p99.Y.Label.Text = "p99 of the second (ms)"
 	p99.X.Label.Text = "seconds (baseline, load, settle)"
 	for i, name := range r.Nodes {
-		rs, gs := make(plotter.XYs, len(r.Series)), make(plotter.XYs, len(r.Series))
+		rs, hs, gs := make(plotter.XYs, len(r.Series)), make(plotter.XYs, len(r.Series)), make(plotter.XYs, len(r.Series))
 		for j, s := range r.Series {
 			rs[j] = plotter.XY{X: s.T, Y: mib(s.RSSKB[i])}
+			hs[j] = plotter.XY{X: s.T, Y: mib(s.HeapKB[i])}
 			gs[j] = plotter.XY{X: s.T, Y: float64(s.Goroutines[i])}
 		}
 		for _, pl := range []struct {
 			p  *plot.Plot
 			xy plotter.XYs
-		}{{rss, rs}, {gor, gs}} {
+		}{{rss, rs}, {heap, hs}, {gor, gs}} {
 			l, err := plotter.NewLine(pl.xy)
 			if err != nil {
 				return err
@@ -63,7 +66,7 @@ func (r *report) plot(path string) error {
 			marks = append(marks, r.Series[j].T)
 		}
 	}
-	for _, p := range []*plot.Plot{rss, gor, p99} {
+	for _, p := range []*plot.Plot{rss, heap, gor, p99} {
 		p.Legend.Top, p.Legend.Left = true, true
 		p.Y.Min = 0
 		p.Add(plotter.NewGrid())
@@ -77,11 +80,11 @@ func (r *report) plot(path string) error {
 			p.Add(l)
 		}
 	}
-	img := vgsvg.New(9*vg.Inch, 9*vg.Inch)
+	img := vgsvg.New(9*vg.Inch, 11*vg.Inch)
 	dc := draw.New(img)
-	tiles := draw.Tiles{Rows: 3, Cols: 1, PadX: vg.Millimeter, PadY: 3 * vg.Millimeter,
+	tiles := draw.Tiles{Rows: 4, Cols: 1, PadX: vg.Millimeter, PadY: 3 * vg.Millimeter,
 		PadTop: vg.Millimeter, PadBottom: vg.Millimeter, PadLeft: vg.Millimeter, PadRight: 2 * vg.Millimeter}
-	grid := [][]*plot.Plot{{rss}, {gor}, {p99}}
+	grid := [][]*plot.Plot{{rss}, {heap}, {gor}, {p99}}
 	canvases := plot.Align(grid, tiles, dc)
 	for i := range grid {
 		grid[i][0].Draw(canvases[i][0])

@@ -136,6 +136,14 @@ func (r *report) markdown(plot string) string {
 			base.Goroutines, r.PeakGor[i], a.Goroutines, pct(a.Goroutines, base.Goroutines),
 			mib(base.RSSKB), mib(r.PeakRSSKB[i]), mib(a.RSSKB), pct(a.RSSKB, base.RSSKB))
 	}
+	if r.Cycles > 0 && len(r.After) == len(r.Baseline) {
+		p("\nGo heap in use (`go_memstats_heap_inuse_bytes`), MiB, baseline → after, and what stayed per completed load cycle (one connection and one session):")
+		for i, base := range r.Baseline {
+			a := r.After[i]
+			p(" %s %.1f → %.1f (%.1f KiB/cycle);", base.Node, mib(base.HeapKB), mib(a.HeapKB), float64(a.HeapKB-base.HeapKB)/float64(r.Cycles))
+		}
+		p("\n")
+	}
 	p("\nRSS in parts, MiB, anonymous (heap, stacks) + file-backed (code, the bbolt mmap): cold (before any load) → baseline (after the warm-up and a rest) → after the load and the settle.\n\n")
 	p("| Node | Goroutines cold | RSS cold | RSS baseline | RSS after |\n|---|---|---|---|---|\n")
 	for i, base := range r.Baseline {
