@@ -16,6 +16,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -71,7 +72,15 @@ func envKnobs() (knobs, error) {
 func main() {
 	bin := flag.String("mcpswarm", "../bin/mcpswarm", "the mcpswarm binary (built by `make build`)")
 	docs := flag.String("docs", "", "docs directory to write docs/bench/soak.* and the soak section of BENCHMARKS.md; empty: print only")
+	from := flag.String("from", "", "redraw the plot and rewrite the report from a soak.json of an earlier run instead of running")
 	flag.Parse()
+	if *from != "" {
+		if err := rewrite(*from, *docs); err != nil {
+			fmt.Fprintln(os.Stderr, "soak:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	k, err := envKnobs()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "soak:", err)
@@ -95,6 +104,20 @@ func main() {
 		os.Exit(1)
 	}
 	fmt.Println("soak: PASS: every assertion held")
+}
+
+// rewrite writes the report of an earlier run's soak.json again, e.g. after
+// a change of the plot or the wording, without the hour of load.
+func rewrite(path, docs string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", path, err)
+	}
+	var rep report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return fmt.Errorf("decoding %s: %w", path, err)
+	}
+	return rep.write(docs)
 }
 
 func run(ctx context.Context, bin string, k knobs) (*report, error) {

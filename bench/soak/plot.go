@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"image/color"
 	"os"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -19,7 +20,7 @@ import (
 // settle) ends.
 func (r *report) plot(path string) error {
 	rss, heap, gor, p99 := plot.New(), plot.New(), plot.New(), plot.New()
-	rss.Title.Text = "mcpswarm soak: " + r.Knobs
+	rss.Title.Text = fmt.Sprintf("mcpswarm soak, 3 nodes: %s, %.0f s of load", strings.Fields(r.Knobs)[0], r.LoadSeconds)
 	rss.Y.Label.Text = "RSS (MiB)"
 	heap.Y.Label.Text = "Go heap in use (MiB)"
 	gor.Y.Label.Text = "goroutines"

@@ -207,7 +207,9 @@ func splice(doc, section string) (string, error) {
 // series, soak.md and the section of BENCHMARKS.md.
 func (r *report) write(docsDir string) error {
 	r.peaks()
-	r.Machine.LoadAfter = loadavg()
+	if r.Machine.LoadAfter == "" {
+		r.Machine.LoadAfter = loadavg()
+	}
 	if docsDir == "" {
 		fmt.Print(r.markdown(""))
 		return nil
