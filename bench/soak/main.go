@@ -39,11 +39,13 @@ type knobs struct {
 	baseline time.Duration // idle sampling before the load
 	settle   time.Duration // longest wait for the nodes to come back
 	tol      float64       // allowed distance from the baseline
+	logDir   string        // where the nodes' output goes instead of memory (SOAK_LOGDIR)
 }
 
 func envKnobs() (knobs, error) {
-	k := knobs{clients: 500, duration: 10 * time.Minute, think: 500 * time.Millisecond,
+	k := knobs{clients: 500, duration: 10 * time.Minute, think: time.Second,
 		warmup: 30 * time.Second, baseline: 30 * time.Second, settle: 4 * time.Minute, tol: 0.10}
+	k.logDir = os.Getenv("SOAK_LOGDIR")
 	if v := os.Getenv("SOAK_CLIENTS"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 5000 {
@@ -130,7 +132,7 @@ func run(ctx context.Context, bin string, k knobs) (*report, error) {
 	}
 	defer os.RemoveAll(dir)
 	t0 := time.Now()
-	cl, err := startCluster(ctx, bin, dir, 3, k.clients)
+	cl, err := startCluster(ctx, bin, dir, k.logDir, 3, k.clients)
 	if err != nil {
 		return nil, err
 	}

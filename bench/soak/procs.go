@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -40,7 +41,7 @@ type cluster struct {
 // first. The per-source HTTP connection cap is lifted (0): every client of
 // the soak is 127.0.0.1, as behind a proxy, and the docs say to raise it
 // there.
-func startCluster(ctx context.Context, bin, dir string, n, clients int) (*cluster, error) {
+func startCluster(ctx context.Context, bin, dir, logDir string, n, clients int) (*cluster, error) {
 	key, err := exec.CommandContext(ctx, bin, "keygen").Output()
 	if err != nil {
 		return nil, fmt.Errorf("mcpswarm keygen: %w", err)
@@ -69,7 +70,7 @@ func startCluster(ctx context.Context, bin, dir string, n, clients int) (*cluste
 		if i > 0 {
 			join = c.nodes[0].gossip
 		}
-		nd, err := startNode(ctx, bin, name, join,
+		nd, err := startNode(ctx, bin, name, join, logDir,
 			"--data-dir", filepath.Join(dir, name), "--cluster-key-file", keyFile, "--policy", polFile,
 			"--http-conns-per-source", "0", "--log-format", "text", "--log-level", "warn")
 		if err != nil {
@@ -88,8 +89,9 @@ func (c *cluster) stop() {
 }
 
 // startNode starts one node on fresh loopback ports, in its own process
-// group, and waits for /healthz.
-func startNode(ctx context.Context, bin, name, join string, extra ...string) (*node, error) {
+// group, and waits for /readyz. With a logDir its whole output goes to
+// logDir/NAME.log instead of memory (e.g. for a goroutine dump after kill -QUIT).
+func startNode(ctx context.Context, bin, name, join, logDir string, extra ...string) (*node, error) {
 	var addrs [3]string
 	for i := range addrs {
 		a, err := freeAddr()
@@ -105,7 +107,16 @@ func startNode(ctx context.Context, bin, name, join string, extra ...string) (*n
 	args = append(args, extra...)
 	nd := &node{name: name, baseURL: "http://" + addrs[0], gossip: addrs[2], log: &syncBuffer{}, exited: make(chan struct{})}
 	nd.cmd = exec.Command(bin, args...)
-	nd.cmd.Stdout, nd.cmd.Stderr = nd.log, nd.log
+	var out io.Writer = nd.log
+	if logDir != "" {
+		f, err := os.Create(filepath.Join(logDir, name+".log"))
+		if err != nil {
+			return nil, fmt.Errorf("creating %s's log file: %w", name, err)
+		}
+		defer f.Close() // the child holds its own descriptor
+		out = f
+	}
+	nd.cmd.Stdout, nd.cmd.Stderr = out, out
 	nd.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := nd.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", name, err)

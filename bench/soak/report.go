@@ -27,6 +27,7 @@ type report struct {
 	Typed        int64    `json:"typed_acknowledged"`
 	Verified     int64    `json:"sessions_verified"`
 	LagRetries   int64    `json:"expected_not_yet_replicated"`
+	MaxLagMs     int64    `json:"longest_replication_wait_ms"`
 	Unexpected   int64    `json:"unexpected_errors"`
 	UnexpectedEx []string `json:"unexpected_examples,omitempty"`
 	Lost         int64    `json:"sessions_missing_writes"`
@@ -50,7 +51,7 @@ type report struct {
 
 func (r *report) fill(t *tally, lat *latencies) {
 	r.Cycles, r.Calls, r.Clicks, r.Typed = t.cycles.Load(), t.calls.Load(), t.clicks.Load(), t.typed.Load()
-	r.Verified, r.LagRetries = t.verified.Load(), t.lagRetries.Load()
+	r.Verified, r.LagRetries, r.MaxLagMs = t.verified.Load(), t.lagRetries.Load(), t.maxLagMs.Load()
 	t.mu.Lock()
 	r.Unexpected, r.UnexpectedEx, r.Lost, r.LostEx = t.nUnexp, t.unexpected, t.nLost, t.lost
 	t.mu.Unlock()
@@ -111,7 +112,7 @@ func (r *report) markdown(plot string) string {
 		"each client, its own principal, repeats: open an MCP connection (2025-11-25) on a random node, `swarm_start` a counter (3 in 4) or login session " +
 		"through a random node, 3–12 `inc.click` or 2–6 `username.type_into` each through a random node, `swarm_get_model` through a random node, " +
 		"`swarm_stop`, DELETE, each step after a random think time. The one expected error is a node answering that a session it has not heard of yet " +
-		"is not running or its tool not found, within 5 s of the session's start (the registries replicate asynchronously); the client then retries through a random node. " +
+		"is not running, has no such tool or its tool is not found, within 30 s of the session's start (the registries replicate asynchronously); the client then retries through a random node. " +
 		"Every other error is unexpected.\n\n")
 	verdict := "**every assertion held**"
 	if fs := r.failures(); len(fs) > 0 {
@@ -122,7 +123,7 @@ func (r *report) markdown(plot string) string {
 	p("| Load | %.0f s, %d session cycles, %d answered requests (%.0f/s) |\n", r.LoadSeconds, r.Cycles, r.Calls, float64(r.Calls)/max(r.LoadSeconds, 1))
 	p("| Latency of answered requests | p50 %.1f ms, p99 %.1f ms, max %.0f ms |\n", r.P50ms, r.P99ms, r.MaxMs)
 	p("| Unexpected errors | %d |\n", r.Unexpected)
-	p("| Expected answers (not yet replicated, retried) | %d |\n", r.LagRetries)
+	p("| Expected answers (not yet replicated, retried) | %d; the longest wait after a start %d ms |\n", r.LagRetries, r.MaxLagMs)
 	p("| Acknowledged writes | %d clicks, %d typed texts |\n", r.Clicks, r.Typed)
 	p("| Sessions read back with every acknowledged write | %d; missing a write: %d |\n", r.Verified, r.Lost)
 	p("| Settle: back within %.0f%% after | %.0f s (median of the last %d one-second samples) |\n\n", r.Tolerance*100, r.SettleSeconds, settleWindow)
