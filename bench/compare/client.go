@@ -1,27 +1,22 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/mcpswarm/mcpswarm/bench/internal/rpcwire"
 )
 
 // protocolVersion is the revision every series negotiates: the newest
 // session-based one all three servers speak, so each keeps per-connection
 // state the way a deployed server would.
 const protocolVersion = "2025-11-25"
-
-// maxResponse bounds what the load generator reads of one answer.
-const maxResponse = 1 << 20
 
 // client is one MCP client over Streamable HTTP, written on net/http alone so
 // that every series is driven by exactly the same client code and its cost is
@@ -48,14 +43,6 @@ func newClient(url string) *client {
 func newClientWith(url string, hc *http.Client) *client {
 	return &client{url: url, hc: hc}
 }
-
-// rpcError is a JSON-RPC error answer.
-type rpcError struct {
-	Code    int    `json:"code"`
-	Message string `json:"message"`
-}
-
-func (e *rpcError) Error() string { return fmt.Sprintf("JSON-RPC error %d: %s", e.Code, e.Message) }
 
 // initialize opens the MCP connection: initialize, then the initialized
 // notification, as every client does.
@@ -155,80 +142,9 @@ func (c *client) post(ctx context.Context, method string, params any, wantResult
 		return nil, nil, fmt.Errorf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(b)))
 	}
 	if !wantResult {
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponse))
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, rpcwire.MaxResponse))
 		return nil, resp.Header, nil
 	}
-	res, err := readResult(resp.Header.Get("Content-Type"), io.LimitReader(resp.Body, maxResponse), id)
+	res, err := rpcwire.ReadResult(resp.Header.Get("Content-Type"), io.LimitReader(resp.Body, rpcwire.MaxResponse), id)
 	return res, resp.Header, err
-}
-
-// readResult finds the answer to request id in a Streamable HTTP response
-// body: one JSON message, or an SSE stream whose events may also carry
-// notifications before it.
-func readResult(contentType string, body io.Reader, id int64) (json.RawMessage, error) {
-	mt, _, err := mime.ParseMediaType(contentType)
-	if err != nil {
-		return nil, fmt.Errorf("answer Content-Type %q: %w", contentType, err)
-	}
-	switch mt {
-	case "application/json":
-		b, err := io.ReadAll(body)
-		if err != nil {
-			return nil, fmt.Errorf("reading the answer: %w", err)
-		}
-		return matchResult(b, id)
-	case "text/event-stream":
-		sc := bufio.NewScanner(body)
-		sc.Buffer(make([]byte, 0, 4096), maxResponse)
-		var data []byte
-		for sc.Scan() {
-			line := sc.Text()
-			switch {
-			case strings.HasPrefix(line, "data:"):
-				data = append(data, strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " ")...)
-			case line == "" && len(data) > 0:
-				if res, err := matchResult(data, id); !errors.Is(err, errNotOurs) {
-					return res, err
-				}
-				data = data[:0]
-			}
-		}
-		if len(data) > 0 {
-			if res, err := matchResult(data, id); !errors.Is(err, errNotOurs) {
-				return res, err
-			}
-		}
-		if err := sc.Err(); err != nil {
-			return nil, fmt.Errorf("reading the event stream: %w", err)
-		}
-		return nil, errors.New("the event stream ended without an answer")
-	default:
-		return nil, fmt.Errorf("unexpected answer Content-Type %q", contentType)
-	}
-}
-
-// errNotOurs marks an SSE event that is not the answer being waited for.
-var errNotOurs = errors.New("not the awaited answer")
-
-// matchResult decodes one JSON-RPC message and returns its result when it
-// answers id.
-func matchResult(b []byte, id int64) (json.RawMessage, error) {
-	var m struct {
-		ID     json.RawMessage `json:"id"`
-		Result json.RawMessage `json:"result"`
-		Error  *rpcError       `json:"error"`
-	}
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("decoding the answer: %w", err)
-	}
-	if string(m.ID) != strconv.FormatInt(id, 10) {
-		return nil, errNotOurs
-	}
-	if m.Error != nil {
-		return nil, m.Error
-	}
-	if m.Result == nil {
-		return nil, errors.New("answer without result or error")
-	}
-	return m.Result, nil
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -29,38 +28,6 @@ func TestParseStatusRSS(t *testing.T) {
 	}
 	if _, err := parseStatusRSS([]byte("Name:\tx\n")); err == nil {
 		t.Fatal("a status without VmRSS parsed without error")
-	}
-}
-
-func TestReadResultJSON(t *testing.T) {
-	res, err := readResult("application/json", strings.NewReader(`{"jsonrpc":"2.0","id":7,"result":{"ok":true}}`), 7)
-	if err != nil || string(res) != `{"ok":true}` {
-		t.Fatalf("readResult = %s, %v", res, err)
-	}
-	_, err = readResult("application/json", strings.NewReader(`{"jsonrpc":"2.0","id":7,"error":{"code":-32602,"message":"tool not found"}}`), 7)
-	var re *rpcError
-	if !errors.As(err, &re) || re.Code != -32602 {
-		t.Fatalf("a JSON-RPC error read as %v", err)
-	}
-}
-
-func TestReadResultSSESkipsNotifications(t *testing.T) {
-	body := "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{}}\n\n" +
-		"id: 2\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{\"n\":1}}\n\n"
-	res, err := readResult("text/event-stream", strings.NewReader(body), 3)
-	if err != nil || string(res) != `{"n":1}` {
-		t.Fatalf("readResult = %s, %v", res, err)
-	}
-	// The last event may end without a blank line.
-	res, err = readResult("text/event-stream; charset=utf-8", strings.NewReader("data: {\"jsonrpc\":\"2.0\",\"id\":4,\"result\":{}}"), 4)
-	if err != nil || string(res) != `{}` {
-		t.Fatalf("readResult without a final blank line = %s, %v", res, err)
-	}
-	if _, err := readResult("text/event-stream", strings.NewReader("data: {\"jsonrpc\":\"2.0\",\"id\":9,\"result\":{}}\n\n"), 4); err == nil {
-		t.Fatal("a stream answering another id was taken as the answer")
-	}
-	if _, err := readResult("text/html", strings.NewReader("<p>"), 1); err == nil {
-		t.Fatal("an HTML answer was accepted")
 	}
 }
 

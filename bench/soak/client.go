@@ -1,25 +1,21 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
-	"strconv"
 	"strings"
+
+	"github.com/mcpswarm/mcpswarm/bench/internal/rpcwire"
 )
 
 // protocolVersion is the session-based revision the soak negotiates, so
 // every node keeps per-connection state the way deployed clients make it.
 const protocolVersion = "2025-11-25"
-
-// maxResponse bounds what the soak reads of one answer.
-const maxResponse = 1 << 20
 
 // conn is one MCP connection over Streamable HTTP whose requests may go to
 // any node: the Mcp-Session-Id one node minted is valid on all of them. It
@@ -31,14 +27,6 @@ type conn struct {
 	version string
 	nextID  int64
 }
-
-// rpcError is a JSON-RPC error answer.
-type rpcError struct {
-	Code    int    `json:"code"`
-	Message string `json:"message"`
-}
-
-func (e *rpcError) Error() string { return fmt.Sprintf("JSON-RPC error %d: %s", e.Code, e.Message) }
 
 // httpError is a non-2xx HTTP answer.
 type httpError struct {
@@ -122,7 +110,7 @@ func (c *conn) close(ctx context.Context, url string) error {
 		return fmt.Errorf("DELETE: %w", err)
 	}
 	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponse))
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, rpcwire.MaxResponse))
 	if resp.StatusCode/100 != 2 {
 		return fmt.Errorf("DELETE: %w", &httpError{Status: resp.StatusCode})
 	}
@@ -172,76 +160,9 @@ func (c *conn) post(ctx context.Context, url, method string, params any, wantRes
 		return nil, nil, &httpError{Status: resp.StatusCode, Body: strings.TrimSpace(string(b))}
 	}
 	if !wantResult {
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponse))
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, rpcwire.MaxResponse))
 		return nil, resp.Header, nil
 	}
-	res, err := readResult(resp.Header.Get("Content-Type"), io.LimitReader(resp.Body, maxResponse), id)
+	res, err := rpcwire.ReadResult(resp.Header.Get("Content-Type"), io.LimitReader(resp.Body, rpcwire.MaxResponse), id)
 	return res, resp.Header, err
-}
-
-// readResult finds the answer to request id in a JSON or SSE body.
-func readResult(contentType string, body io.Reader, id int64) (json.RawMessage, error) {
-	mt, _, err := mime.ParseMediaType(contentType)
-	if err != nil {
-		return nil, fmt.Errorf("answer Content-Type %q: %w", contentType, err)
-	}
-	switch mt {
-	case "application/json":
-		b, err := io.ReadAll(body)
-		if err != nil {
-			return nil, fmt.Errorf("reading the answer: %w", err)
-		}
-		return matchResult(b, id)
-	case "text/event-stream":
-		sc := bufio.NewScanner(body)
-		sc.Buffer(make([]byte, 0, 4096), maxResponse)
-		var data []byte
-		for sc.Scan() {
-			line := sc.Text()
-			switch {
-			case strings.HasPrefix(line, "data:"):
-				data = append(data, strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " ")...)
-			case line == "" && len(data) > 0:
-				if res, err := matchResult(data, id); !errors.Is(err, errNotOurs) {
-					return res, err
-				}
-				data = data[:0]
-			}
-		}
-		if len(data) > 0 {
-			if res, err := matchResult(data, id); !errors.Is(err, errNotOurs) {
-				return res, err
-			}
-		}
-		if err := sc.Err(); err != nil {
-			return nil, fmt.Errorf("reading the event stream: %w", err)
-		}
-		return nil, errors.New("the event stream ended without an answer")
-	default:
-		return nil, fmt.Errorf("unexpected answer Content-Type %q", contentType)
-	}
-}
-
-// errNotOurs marks an SSE event that is not the awaited answer.
-var errNotOurs = errors.New("not the awaited answer")
-
-func matchResult(b []byte, id int64) (json.RawMessage, error) {
-	var m struct {
-		ID     json.RawMessage `json:"id"`
-		Result json.RawMessage `json:"result"`
-		Error  *rpcError       `json:"error"`
-	}
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("decoding the answer: %w", err)
-	}
-	if string(m.ID) != strconv.FormatInt(id, 10) {
-		return nil, errNotOurs
-	}
-	if m.Error != nil {
-		return nil, m.Error
-	}
-	if m.Result == nil {
-		return nil, errors.New("answer without result or error")
-	}
-	return m.Result, nil
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcpswarm/mcpswarm/bench/internal/rpcwire"
 )
 
 func TestPercentileIsTheNearestRank(t *testing.T) {
@@ -97,7 +99,7 @@ func TestOnlyNotYetReplicatedAnswersAreExpected(t *testing.T) {
 		want bool
 	}{
 		{&toolError{Text: `session "s00a001" is not running (or is not yours)`}, true},
-		{fmt.Errorf("wrapped: %w", &rpcError{Code: -32602, Message: "tool 's00a001.inc.click' not found"}), true},
+		{fmt.Errorf("wrapped: %w", &rpcwire.Error{Code: -32602, Message: "tool 's00a001.inc.click' not found"}), true},
 		{&toolError{Text: `session "s08j001" has no tool "s08j001.inc.click" (the widget may have left the view)`}, true},
 		{&toolError{Text: "the counter is at its bound"}, false},
 		{&httpError{Status: 503, Body: "draining"}, false},

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/mcpswarm/mcpswarm/bench/internal/rpcwire"
 )
 
 // lagWindow is how long after its swarm_start a session may still be
@@ -279,7 +281,7 @@ func notYetReplicated(err error) bool {
 	if errors.As(err, &te) {
 		return strings.Contains(te.Text, "not running") || strings.Contains(te.Text, "has no tool")
 	}
-	var re *rpcError
+	var re *rpcwire.Error
 	if errors.As(err, &re) {
 		return strings.Contains(re.Message, "not found") || strings.Contains(re.Message, "not running")
 	}
