@@ -17,11 +17,12 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/mcpswarm/mcpswarm/bench/internal/hostinfo"
 )
 
 // options are the harness's flags.
@@ -112,7 +113,7 @@ func run(ctx context.Context, o options) error {
 	}
 	f := &fleet{}
 	defer f.stop()
-	rep := report{Started: t0.UTC(), Source: describeSource(ctx, o.benchDir), Options: o.describe(), Machine: machine()}
+	rep := report{Started: t0.UTC(), Source: describeSource(ctx, o.benchDir), Options: o.describe(), Machine: hostinfo.Now()}
 	// Memory is measured on fresh processes of their own, and the mcpswarm
 	// one then stays as the "crowded" node: idle connections and sessions
 	// left on the load series' servers would change what those measure.
@@ -173,7 +174,7 @@ func run(ctx context.Context, o options) error {
 	rep.Series = describeSeries(all)
 	rep.Conc = o.conc
 	rep.Elapsed = time.Since(t0).Round(time.Second).String()
-	rep.Machine.LoadAfter = loadavg()
+	rep.Machine.LoadAfter = hostinfo.LoadAvg()
 	if err := rep.write(o.docsDir); err != nil {
 		return err
 	}
@@ -285,39 +286,4 @@ func (o options) describe() string {
 		d += fmt.Sprintf("; mcpswarm nodes started with `%s`", strings.Join(o.nodeArgs, " "))
 	}
 	return d
-}
-
-// machineInfo says where the figures come from.
-type machineInfo struct {
-	CPUs       int    `json:"cpus"`
-	GoVersion  string `json:"go"`
-	CPUModel   string `json:"cpu_model"`
-	LoadBefore string `json:"load_before"`
-	LoadAfter  string `json:"load_after"`
-}
-
-func machine() machineInfo {
-	m := machineInfo{CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), LoadBefore: loadavg()}
-	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for line := range strings.SplitSeq(string(b), "\n") {
-			if v, ok := strings.CutPrefix(line, "model name"); ok {
-				m.CPUModel = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(v), ":"))
-				break
-			}
-		}
-	}
-	return m
-}
-
-// loadavg is the 1-minute load average, or "?" off Linux.
-func loadavg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return "?"
-	}
-	return f[0]
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
@@ -14,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/mcpswarm/mcpswarm/bench/internal/procwait"
 )
 
 // clockTicks is USER_HZ, the unit of utime and stime in /proc/PID/stat; it
@@ -45,7 +46,7 @@ func startProc(ctx context.Context, name, bin, baseURL string, args ...string) (
 	go func() { p.waitErr = p.cmd.Wait(); close(p.exited) }()
 	if err := p.awaitHealthy(ctx, 60*time.Second); err != nil {
 		p.stop()
-		return nil, fmt.Errorf("%s never became healthy: %w\nlog tail:\n%s", name, err, tail(p.log.String(), 20))
+		return nil, fmt.Errorf("%s never became healthy: %w\nlog tail:\n%s", name, err, procwait.Tail(p.log.String(), 20))
 	}
 	p.startup = time.Since(t0)
 	return p, nil
@@ -55,28 +56,7 @@ func startProc(ctx context.Context, name, bin, baseURL string, args ...string) (
 func (p *proc) pid() int { return p.cmd.Process.Pid }
 
 func (p *proc) awaitHealthy(ctx context.Context, d time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
-	hc := &http.Client{Timeout: time.Second}
-	for {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.baseURL+"/healthz", nil)
-		if err != nil {
-			return fmt.Errorf("building the health request: %w", err)
-		}
-		if resp, err := hc.Do(req); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case <-p.exited:
-			return fmt.Errorf("the process exited: %v", p.waitErr)
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for %s/healthz: %w", p.baseURL, ctx.Err())
-		case <-time.After(2 * time.Millisecond):
-		}
-	}
+	return procwait.AwaitOK(ctx, p.baseURL+"/healthz", d, 2*time.Millisecond, p.exited, func() error { return p.waitErr })
 }
 
 // stop sends SIGTERM to the process group, and SIGKILL after 15 s.
@@ -197,13 +177,4 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
-}
-
-// tail returns the last n lines of s.
-func tail(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/mcpswarm/mcpswarm/bench/internal/hostinfo"
 )
 
 // runProfile takes CPU and allocation profiles of one mcpswarm node (the
@@ -70,7 +72,7 @@ func runProfile(ctx context.Context, o options) error {
 	header := fmt.Sprintf("# mcpswarm node (bench/profnode = serve --dev) under %d clients each clicking its own counter session, %d s.\n"+
 		"# Load during the profile: %.0f calls/s, p50 %.0f µs, p99 %.0f µs, %.0f µs server CPU per call, %d failed calls.\n"+
 		"# Made by: cd bench && go run ./compare -profile ../docs/bench  (%s, source %s, %d CPUs, load %s)\n",
-		clients, secs, cl.Throughput, cl.P50us, cl.P99us, cl.CPUus, cl.Errors, time.Now().UTC().Format("2006-01-02 15:04 UTC"), describeSource(ctx, o.benchDir), machine().CPUs, loadavg())
+		clients, secs, cl.Throughput, cl.P50us, cl.P99us, cl.CPUus, cl.Errors, time.Now().UTC().Format("2006-01-02 15:04 UTC"), describeSource(ctx, o.benchDir), hostinfo.Now().CPUs, hostinfo.LoadAvg())
 	views := []struct {
 		file, prof string
 		args       []string

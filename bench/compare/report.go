@@ -7,20 +7,22 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/mcpswarm/mcpswarm/bench/internal/hostinfo"
 )
 
 // report is everything one run measured.
 type report struct {
-	Started time.Time    `json:"started"`
-	Source  string       `json:"source"` // git describe of the tree mcpswarm was built from
-	Elapsed string       `json:"elapsed"`
-	Options string       `json:"options"`
-	Machine machineInfo  `json:"machine"`
-	Series  []seriesInfo `json:"series"`
-	Conc    []int        `json:"concurrency"`
-	Cells   []cell       `json:"cells"`
-	Memory  []memFig     `json:"memory"`
-	Startup []startupFig `json:"startup"`
+	Started time.Time        `json:"started"`
+	Source  string           `json:"source"` // git describe of the tree mcpswarm was built from
+	Elapsed string           `json:"elapsed"`
+	Options string           `json:"options"`
+	Machine hostinfo.Machine `json:"machine"`
+	Series  []seriesInfo     `json:"series"`
+	Conc    []int            `json:"concurrency"`
+	Cells   []cell           `json:"cells"`
+	Memory  []memFig         `json:"memory"`
+	Startup []startupFig     `json:"startup"`
 }
 
 // startupFig is the time from exec to the first 200 on /healthz.

@@ -28,6 +28,9 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/mcpswarm/mcpswarm/bench/internal/hostinfo"
+	"github.com/mcpswarm/mcpswarm/bench/internal/procwait"
 )
 
 // knobs are the soak's settings, from the environment.
@@ -144,7 +147,7 @@ func run(ctx context.Context, bin string, k knobs) (*report, error) {
 	if err := awaitMembers(ctx, cl, urls); err != nil {
 		return nil, err
 	}
-	rep := &report{Started: t0.UTC(), Knobs: k.describe(), Machine: machine(), Tolerance: k.tol}
+	rep := &report{Started: t0.UTC(), Knobs: k.describe(), Machine: hostinfo.Now(), Tolerance: k.tol}
 	for _, n := range cl.nodes {
 		rep.Nodes = append(rep.Nodes, n.name)
 	}
@@ -197,7 +200,7 @@ func run(ctx context.Context, bin string, k knobs) (*report, error) {
 	rep.Series = smp.series
 	for _, n := range cl.nodes {
 		if !n.alive() {
-			rep.Dead = append(rep.Dead, fmt.Sprintf("%s exited: %v\n%s", n.name, n.waitErr, tail(n.log.String(), 20)))
+			rep.Dead = append(rep.Dead, fmt.Sprintf("%s exited: %v\n%s", n.name, n.waitErr, procwait.Tail(n.log.String(), 20)))
 		}
 	}
 	rep.Elapsed = time.Since(t0).Round(time.Second).String()

@@ -17,6 +17,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/mcpswarm/mcpswarm/bench/internal/procwait"
 )
 
 // node is one `mcpswarm serve` process the soak started.
@@ -124,7 +126,7 @@ func startNode(ctx context.Context, bin, name, join, logDir string, extra ...str
 	go func() { nd.waitErr = nd.cmd.Wait(); close(nd.exited) }()
 	if err := nd.awaitHealthy(ctx, 60*time.Second); err != nil {
 		nd.stop()
-		return nil, fmt.Errorf("%s never became healthy: %w\nlog tail:\n%s", name, err, tail(nd.log.String(), 20))
+		return nil, fmt.Errorf("%s never became healthy: %w\nlog tail:\n%s", name, err, procwait.Tail(nd.log.String(), 20))
 	}
 	return nd, nil
 }
@@ -132,28 +134,7 @@ func startNode(ctx context.Context, bin, name, join, logDir string, extra ...str
 func (n *node) pid() int { return n.cmd.Process.Pid }
 
 func (n *node) awaitHealthy(ctx context.Context, d time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
-	hc := &http.Client{Timeout: time.Second}
-	for {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, n.baseURL+"/readyz", nil)
-		if err != nil {
-			return fmt.Errorf("building the readiness request: %w", err)
-		}
-		if resp, err := hc.Do(req); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case <-n.exited:
-			return fmt.Errorf("the process exited: %v", n.waitErr)
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for %s/readyz: %w", n.baseURL, ctx.Err())
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+	return procwait.AwaitOK(ctx, n.baseURL+"/readyz", d, 20*time.Millisecond, n.exited, func() error { return n.waitErr })
 }
 
 // alive reports whether the process is still running.
@@ -287,13 +268,4 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
-}
-
-// tail returns the last n lines of s.
-func tail(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }

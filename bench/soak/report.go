@@ -5,21 +5,22 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"time"
+
+	"github.com/mcpswarm/mcpswarm/bench/internal/hostinfo"
 )
 
 // report is everything one soak measured.
 type report struct {
-	Started       time.Time   `json:"started"`
-	Elapsed       string      `json:"elapsed"`
-	Knobs         string      `json:"knobs"`
-	Machine       machineInfo `json:"machine"`
-	Nodes         []string    `json:"nodes"`
-	Tolerance     float64     `json:"tolerance"`
-	LoadSeconds   float64     `json:"load_seconds"`
-	SettleSeconds float64     `json:"settle_seconds"`
+	Started       time.Time        `json:"started"`
+	Elapsed       string           `json:"elapsed"`
+	Knobs         string           `json:"knobs"`
+	Machine       hostinfo.Machine `json:"machine"`
+	Nodes         []string         `json:"nodes"`
+	Tolerance     float64          `json:"tolerance"`
+	LoadSeconds   float64          `json:"load_seconds"`
+	SettleSeconds float64          `json:"settle_seconds"`
 
 	Cycles       int64    `json:"cycles"` // sessions started, driven, verified, stopped
 	Calls        int64    `json:"calls"`
@@ -209,7 +210,7 @@ func splice(doc, section string) (string, error) {
 func (r *report) write(docsDir string) error {
 	r.peaks()
 	if r.Machine.LoadAfter == "" {
-		r.Machine.LoadAfter = loadavg()
+		r.Machine.LoadAfter = hostinfo.LoadAvg()
 	}
 	if docsDir == "" {
 		fmt.Print(r.markdown(""))
@@ -249,38 +250,4 @@ func (r *report) write(docsDir string) error {
 	fmt.Print(md)
 	fmt.Printf("wrote %s and %s/soak.{svg,json,md}\n", path, dir)
 	return nil
-}
-
-// machineInfo says where the figures come from.
-type machineInfo struct {
-	CPUs       int    `json:"cpus"`
-	GoVersion  string `json:"go"`
-	CPUModel   string `json:"cpu_model"`
-	LoadBefore string `json:"load_before"`
-	LoadAfter  string `json:"load_after"`
-}
-
-func machine() machineInfo {
-	m := machineInfo{CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), LoadBefore: loadavg()}
-	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for line := range strings.SplitSeq(string(b), "\n") {
-			if v, ok := strings.CutPrefix(line, "model name"); ok {
-				m.CPUModel = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(v), ":"))
-				break
-			}
-		}
-	}
-	return m
-}
-
-// loadavg is the 1-minute load average, or "?" off Linux.
-func loadavg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	if f := strings.Fields(string(b)); len(f) > 0 {
-		return f[0]
-	}
-	return "?"
 }
