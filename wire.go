@@ -235,18 +235,13 @@ func (n *Node) buildFront(ctx context.Context) (err error) {
 		Logger:       n.log.With("component", "mcp"),
 		Registerer:   n.metrics,
 		Version:      n.cfg.Version,
-		// Any node serves any connection: what a connection's home node
+		// Any node serves any connection: mcp.New attaches the front to
+		// the swarm in one step (the seam). What a connection's home node
 		// learnt travels in the conns registry, notifications leave from
-		// the node holding its stream, elicitation answers find the node
-		// that parked the call, and a DELETE anywhere ends it everywhere.
-		Conns:           sw.Conns(),
-		NotifyHere:      sw.Conns().NotifyHere,
-		StreamChanged:   sw.Conns().StreamChanged,
-		Revoked:         sw.Conns().Revoked,
-		SpendState:      sw.Nonces().Spend,
-		ForwardResponse: sw.Conns().ForwardResponse,
-		ForwardCancel:   sw.Conns().BroadcastCancel,
-		ForwardSSE:      sw.Conns().ForwardSSE,
+		// the node holding its stream, answers to server-to-client
+		// requests find the node that asked, and a DELETE anywhere ends
+		// the connection everywhere.
+		Cluster: sw,
 	}
 	if n.cfg.Conformance {
 		mc.Extend = fixture.Register
@@ -262,19 +257,6 @@ func (n *Node) buildFront(ctx context.Context) (err error) {
 			_ = n.stopFront(ctx)
 		}
 	}()
-	sw.Conns().SetStreamHolder(front.HoldsStream)
-	sw.SetClientMessageHandler(func(ctx context.Context, conn, kind string, msg []byte) (int, []byte, error) {
-		switch kind {
-		case swarm.KindElicitationResponse, swarm.KindCancelled:
-			code, err := front.DeliverResponse(ctx, conn, msg)
-			return code, nil, err
-		case swarm.KindSSEPost:
-			code, err := front.DeliverSSE(ctx, conn, msg)
-			return code, nil, err
-		}
-		return 0, nil, fmt.Errorf("unknown client message kind %q", kind)
-	})
-
 	network := !n.cfg.Stdio
 	if err := authz.CheckBoot(authz.BootConfig{
 		Guard:                &n.guard,

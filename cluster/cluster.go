@@ -38,8 +38,13 @@ var (
 	ErrUnknownPeer = errors.New("cluster: unknown or unreachable peer")
 )
 
-// ForwardHandler serves the forwarded client work of the peer protocol; the
-// layer above the cluster implements it.
+// ForwardHandler serves the forwarding RPCs that mcpswarm.peer.v1 carried
+// before mcpswarm.forward.v1 (owned by the layer above, registered with
+// AddService) replaced them. A node serves them for one release, for peers
+// of the previous release during a rolling upgrade.
+//
+// Deprecated: goes with PeerService's CallTool, ReadResource and
+// DeliverClientMessage in the next release.
 type ForwardHandler interface {
 	CallTool(req *peerv1.CallToolRequest, stream grpc.ServerStreamingServer[peerv1.CallToolResponse]) error
 	ReadResource(ctx context.Context, req *peerv1.ReadResourceRequest) (*peerv1.ReadResourceResponse, error)
@@ -58,6 +63,9 @@ type Cluster struct {
 	view    *view
 	repl    *replicator
 	fwd     atomic.Pointer[ForwardHandler]
+
+	svcMu    sync.Mutex
+	services []func(grpc.ServiceRegistrar)
 
 	regMu sync.Mutex
 	regs  map[string]*Registry
@@ -186,10 +194,29 @@ func (c *Cluster) registries() []*Registry {
 	return out
 }
 
-// Register registers the peer service on s. Install UnaryInterceptor and
-// StreamInterceptor (or ServerOptions) on s as well.
+// Register registers the peer service, and the services added with
+// AddService, on s. Install UnaryInterceptor and StreamInterceptor (or
+// ServerOptions) on s as well.
 func (c *Cluster) Register(s *grpc.Server) {
 	peerv1.RegisterPeerServiceServer(s, &peerServer{c: c})
+	c.svcMu.Lock()
+	services := slices.Clone(c.services)
+	c.svcMu.Unlock()
+	for _, register := range services {
+		register(peerRegistrar{c: c, inner: s})
+	}
+}
+
+// AddService adds a gRPC service only cluster members may call, served
+// beside the peer service on the same server (so the same listener,
+// transport, TLS, message limits and keepalives): register is called by
+// Register with a registrar whose services check the peer credential
+// before each call reads a message. Call it before Register; clients reach
+// the service through PeerConn.
+func (c *Cluster) AddService(register func(grpc.ServiceRegistrar)) {
+	c.svcMu.Lock()
+	c.services = append(c.services, register)
+	c.svcMu.Unlock()
 }
 
 // ServerOptions returns the options the node's gRPC server needs for the
@@ -199,8 +226,9 @@ func (c *Cluster) ServerOptions() []grpc.ServerOption {
 	return serverOptions(c)
 }
 
-// SetForwardHandler sets the handler of forwarded client work. Until it is
-// set those calls answer Unavailable.
+// SetForwardHandler sets the handler of the deprecated forwarding RPCs of
+// the peer service (see ForwardHandler). Until it is set those calls
+// answer Unavailable.
 func (c *Cluster) SetForwardHandler(h ForwardHandler) {
 	c.fwd.Store(&h)
 }
@@ -553,8 +581,9 @@ func (c *Cluster) Ready() bool {
 	return false
 }
 
-// PeerConn returns the authenticated connection to a live peer, for
-// forwarding. It fails for unknown, dead, departed or suspect peers.
+// PeerConn returns the authenticated connection to a live peer, for the
+// services added with AddService: the replication connection itself, so
+// whatever transport the cluster dials carries them too. It fails for unknown, dead, departed or suspect peers.
 func (c *Cluster) PeerConn(name string) (*grpc.ClientConn, error) {
 	m, ok := c.view.get(name)
 	if !ok || m.Self || (m.State != StateAlive && m.State != StateDraining) {

@@ -17,6 +17,62 @@ import (
 	peerv1 "github.com/mcpswarm/mcpswarm/proto/mcpswarm/peer/v1"
 )
 
+// peerRegistrar registers services that only cluster members may call:
+// each method checks the caller's peer credential before its handler reads
+// a message, whatever interceptors the server has, and puts the caller's
+// name in the context as the peer service's interceptors do.
+type peerRegistrar struct {
+	c     *Cluster
+	inner grpc.ServiceRegistrar
+}
+
+// RegisterService registers impl under a copy of desc whose handlers
+// authenticate first.
+func (r peerRegistrar) RegisterService(desc *grpc.ServiceDesc, impl any) {
+	d := *desc
+	d.Methods = make([]grpc.MethodDesc, len(desc.Methods))
+	for i, m := range desc.Methods {
+		method, handler := "/"+desc.ServiceName+"/"+m.MethodName, m.Handler
+		d.Methods[i] = grpc.MethodDesc{MethodName: m.MethodName, Handler: func(srv any, ctx context.Context, dec func(any) error, icp grpc.UnaryServerInterceptor) (any, error) {
+			ctx, err := r.c.authenticated(ctx, method)
+			if err != nil {
+				return nil, err
+			}
+			return handler(srv, ctx, dec, icp)
+		}}
+	}
+	d.Streams = make([]grpc.StreamDesc, len(desc.Streams))
+	for i, sd := range desc.Streams {
+		method, handler := "/"+desc.ServiceName+"/"+sd.StreamName, sd.Handler
+		sd.Handler = func(srv any, ss grpc.ServerStream) error {
+			ctx, err := r.c.authenticated(ss.Context(), method)
+			if err != nil {
+				return err
+			}
+			return handler(srv, &authedStream{ServerStream: ss, ctx: ctx})
+		}
+		d.Streams[i] = sd
+	}
+	r.inner.RegisterService(&d, impl)
+}
+
+// authenticated checks the peer credential in ctx (unless an interceptor
+// already did) and returns ctx naming the caller.
+func (c *Cluster) authenticated(ctx context.Context, method string) (context.Context, error) {
+	if callerName(ctx) != "" {
+		return ctx, nil
+	}
+	name, err := authenticate(ctx, c.keys.peer)
+	if err != nil {
+		return nil, c.refuse(ctx, method, err)
+	}
+	return context.WithValue(ctx, peerNameKey{}, name), nil
+}
+
+// PeerName returns the cluster member that made the call whose context ctx
+// is, as authenticated by its peer credential; "" outside a peer call.
+func PeerName(ctx context.Context) string { return callerName(ctx) }
+
 // peerServer serves mcpswarm.peer.v1.PeerService.
 type peerServer struct {
 	peerv1.UnimplementedPeerServiceServer
@@ -283,7 +339,8 @@ func (s *peerServer) CatchUp(req *peerv1.CatchUpRequest, stream grpc.ServerStrea
 	return nil
 }
 
-// CallTool hands a forwarded tools/call to the ForwardHandler.
+// CallTool hands a forwarded tools/call of a node of the previous release
+// to the ForwardHandler (deprecated with the RPC; see ForwardHandler).
 func (s *peerServer) CallTool(req *peerv1.CallToolRequest, stream grpc.ServerStreamingServer[peerv1.CallToolResponse]) error {
 	if _, err := s.authorize(stream.Context(), "CallTool"); err != nil {
 		return err
@@ -295,7 +352,8 @@ func (s *peerServer) CallTool(req *peerv1.CallToolRequest, stream grpc.ServerStr
 	return h.CallTool(req, stream)
 }
 
-// ReadResource hands a forwarded resources/read to the ForwardHandler.
+// ReadResource hands a forwarded resources/read of a node of the previous
+// release to the ForwardHandler.
 func (s *peerServer) ReadResource(ctx context.Context, req *peerv1.ReadResourceRequest) (*peerv1.ReadResourceResponse, error) {
 	if _, err := s.authorize(ctx, "ReadResource"); err != nil {
 		return nil, err
@@ -307,8 +365,8 @@ func (s *peerServer) ReadResource(ctx context.Context, req *peerv1.ReadResourceR
 	return h.ReadResource(ctx, req)
 }
 
-// DeliverClientMessage hands a forwarded client message to the
-// ForwardHandler.
+// DeliverClientMessage hands a client message forwarded by a node of the
+// previous release to the ForwardHandler.
 func (s *peerServer) DeliverClientMessage(ctx context.Context, req *peerv1.DeliverClientMessageRequest) (*peerv1.DeliverClientMessageResponse, error) {
 	if _, err := s.authorize(ctx, "DeliverClientMessage"); err != nil {
 		return nil, err

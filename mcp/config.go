@@ -1,7 +1,6 @@
 package mcp
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -60,41 +59,10 @@ type Config struct {
 	// Extend registers more tools, resources and prompts on the mcp-go
 	// server, e.g. the conformance fixture.
 	Extend func(*server.MCPServer)
-	// Conns, when set, records every connection's ConnInfo so a request
-	// landing on another node is served with what its home node learnt.
-	Conns ConnRegistry
-	// NotifyHere reports whether this node should send connection id's
-	// notifications: it holds the connection's stream, per the cluster's
-	// connection registry (see Server.HoldsStream). Nil means: whenever the
-	// connection is registered on this node.
-	NotifyHere func(connID string) bool
-	// StreamChanged, when set, hears when this node starts (held true) and
-	// stops holding connection id's GET stream, so the cluster can record
-	// which node must send that connection's notifications.
-	StreamChanged func(connID string, held bool)
-	// ForwardCancel, when set, receives a client's notifications/cancelled
-	// so the cluster can hand it to every node (see Server.DeliverResponse,
-	// which accepts any client message): the cancelled call may be in
-	// flight on a node other than the one the notification reached.
-	ForwardCancel func(ctx context.Context, connID string, body []byte)
-	// ForwardSSE, when set, receives a legacy SSE message POSTed to this
-	// node for a stream that node (the one that minted the id) holds; it
-	// returns the HTTP status that node answered (see Server.DeliverSSE).
-	ForwardSSE func(ctx context.Context, node, connID string, body []byte) (int, error)
-	// SpendState, when set, records a 2026-07-28 requestState nonce of a
-	// state for tool for the whole cluster and reports whether it had been
-	// spent already, so a state is accepted once across nodes, not once per
-	// node (the cluster lets one arbiter decide).
-	SpendState func(ctx context.Context, tool, nonce string, expires time.Time) (already bool)
-	// Revoked, when set, reports session ids ended by a DELETE on any node;
-	// they are refused here too.
-	Revoked func(connID string) bool
-	// ForwardResponse, when set, receives a client's JSON-RPC response
-	// (an elicitation answer) that reached this node while no call of that
-	// connection is parked here, so the cluster can deliver it to the node
-	// that parked the call (whose Server.DeliverResponse takes it). handled
-	// false lets this node answer as mcp-go would.
-	ForwardResponse func(ctx context.Context, connID string, body []byte) (handled bool, err error)
+	// Cluster, when set, joins this front to the cluster: New attaches the
+	// front to it and gets the connection registry and relay back (see
+	// Cluster). Nil is a lone node.
+	Cluster Cluster
 	// Completer answers completion/complete for prompts and resource
 	// templates registered through Extend (the front answers its own).
 	Completer Completer

@@ -64,10 +64,10 @@ func (r *MemoryConns) Delete(id string) {
 
 // updateConn applies fn to connection id's record, if there is a registry.
 func (s *Server) updateConn(id string, fn func(*ConnInfo)) {
-	if s.cfg.Conns == nil || id == "" {
+	if s.registry == nil || id == "" {
 		return
 	}
-	c, ok := s.cfg.Conns.Get(id)
+	c, ok := s.registry.Get(id)
 	if !ok {
 		c = ConnInfo{ID: id}
 		if claims, err := s.ids.open(id); err == nil {
@@ -75,7 +75,7 @@ func (s *Server) updateConn(id string, fn func(*ConnInfo)) {
 		}
 	}
 	fn(&c)
-	s.cfg.Conns.Put(c)
+	s.registry.Put(c)
 }
 
 func (s *Server) afterInitialize(ctx context.Context, _ any, req *mcp.InitializeRequest, res *mcp.InitializeResult) {
@@ -111,13 +111,13 @@ func (s *Server) recordSubscription(id, uri string, on bool) {
 // node what the home node learnt at initialize: client capabilities (so an
 // Ask can elicit here), client info and the log level.
 func (s *Server) applyConn(vs *viewSession) {
-	if s.cfg.Conns == nil || vs.SessionID() == "" {
+	if s.registry == nil || vs.SessionID() == "" {
 		return
 	}
 	if vs.GetClientCapabilities().Elicitation != nil || vs.GetClientInfo().Name != "" {
 		return // this node saw initialize
 	}
-	ci, ok := s.cfg.Conns.Get(vs.SessionID())
+	ci, ok := s.registry.Get(vs.SessionID())
 	if !ok {
 		return
 	}

@@ -79,18 +79,24 @@
 // A no-op EventStore also makes mcp-go wait for its own forwarder before
 // answering. Backend events become notifications/tools/list_changed (only to
 // the principal's connections, once per change, from the node
-// Config.NotifyHere names) and notifications/resources/updated (to
+// Connections.NotifyHere names) and notifications/resources/updated (to
 // subscribed connections, with the RFC 6902 patch of a model projection in
 // _meta under MetaPatch). 2026-07-28 clients receive both on their
 // subscriptions/listen streams, tagged with the subscription id.
 //
 // # Across nodes
 //
-// Config.Conns (ConnRegistry) carries what initialize taught the home node
-// (capabilities, client info, log level, subscriptions) to the node a
-// request lands on; Config.ForwardResponse and Server.DeliverResponse carry a
-// client's elicitation answer to the node that parked the call;
-// Server.HoldsStream tells the cluster which node holds a connection's GET.
+// Config.Cluster is the seam, typed and attached in one step: New calls
+// Cluster.Attach with the front (the Front interface: HoldsStream,
+// DeliverResponse, DeliverSSE, what other nodes call here) and gets back the
+// Connections registry and the Relay. Connections carries what initialize
+// taught the home node (capabilities, client info, log level,
+// subscriptions) to the node a request lands on, revocations, the node
+// holding each GET stream, spent request states, and CanServe (a refusal
+// answers 503 with Retry-After). Relay carries a client's answer to a
+// server-to-client request, a cancellation or a legacy SSE POST to the node
+// that needs it, whose Front method takes it. The package imports nothing
+// of the cluster.
 //
 // # Extending
 //

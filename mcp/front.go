@@ -183,7 +183,7 @@ func (s *Server) checkSessionID(w http.ResponseWriter, r *http.Request, id strin
 		http.Error(w, "Session terminated", http.StatusNotFound)
 		return false
 	}
-	return true
+	return s.canServe(w, id)
 }
 
 // precheckRead runs the read authorizer for a request before mcp-go, so a
@@ -244,10 +244,10 @@ func (s *Server) serveStreamable(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
-		if env.Method == string(mcp.MethodNotificationCancelled) && sid != "" && s.cfg.ForwardCancel != nil {
+		if env.Method == string(mcp.MethodNotificationCancelled) && sid != "" && s.relay != nil {
 			// The call it cancels may be in flight on another node (a load
 			// balancer sent the POST elsewhere): let every node try.
-			go s.cfg.ForwardCancel(context.WithoutCancel(r.Context()), sid, body)
+			go s.relay.ForwardCancel(context.WithoutCancel(r.Context()), sid, body)
 		}
 		if e := s.precheckRead(r, env, authz.TransportStreamableHTTP, sid, modern); e != nil {
 			writeRPCError(w, http.StatusOK, e)
@@ -265,13 +265,13 @@ func (s *Server) serveStreamable(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet {
 			w = tagWriter{ResponseWriter: w, node: s.cfg.Node}
 			s.streams.holdGET(sid)
-			if s.cfg.StreamChanged != nil {
-				s.cfg.StreamChanged(sid, true)
+			if s.registry != nil {
+				s.registry.StreamChanged(sid, true)
 			}
 			defer func() {
 				s.streams.releaseGET(sid)
-				if s.cfg.StreamChanged != nil && !s.streams.holdsGET(sid) {
-					s.cfg.StreamChanged(sid, false)
+				if s.registry != nil && !s.streams.holdsGET(sid) {
+					s.registry.StreamChanged(sid, false)
 				}
 			}()
 		}
@@ -285,13 +285,13 @@ func (s *Server) serveStreamable(w http.ResponseWriter, r *http.Request) {
 		defer ps.close()
 		w, r = ps, r.WithContext(withPostStream(r.Context(), ps))
 	}
-	if r.Method == http.MethodDelete && s.cfg.Conns != nil {
+	if r.Method == http.MethodDelete && s.registry != nil {
 		// The revocation must be in force on every node before the client
 		// hears the DELETE succeeded: hold mcp-go's answer until then.
 		rec := &statusRecorder{header: http.Header{}, status: http.StatusOK}
 		s.stream.ServeHTTP(rec, r)
 		if sid := r.Header.Get(headerSessionID); s.ids.Terminated(sid) {
-			s.cfg.Conns.Delete(sid)
+			s.registry.Delete(sid)
 		}
 		maps.Copy(w.Header(), rec.header)
 		w.WriteHeader(rec.status)
@@ -323,13 +323,13 @@ func (s *Server) routeResponse(w http.ResponseWriter, r *http.Request, sid strin
 		return true
 	}
 	_, _, tagged := parseRelayID(env.ID)
-	if s.cfg.ForwardResponse == nil || (!tagged && s.parked.hasConn(sid)) {
+	if s.relay == nil || (!tagged && s.parked.hasConn(sid)) {
 		return true
 	}
 	// The answer must reach the waiting call even if the client stops
 	// waiting for this POST's 202 (mcp-go's client cancels it as soon as the
 	// call it answered returns).
-	handled, err := s.cfg.ForwardResponse(context.WithoutCancel(r.Context()), sid, body)
+	handled, err := s.relay.ForwardResponse(context.WithoutCancel(r.Context()), sid, body)
 	if err != nil {
 		s.log.Warn("forwarding a client response failed", "conn", sid, "err", err)
 		http.Error(w, "Failed to deliver response", http.StatusBadGateway)
@@ -347,9 +347,9 @@ func (s *Server) routeResponse(w http.ResponseWriter, r *http.Request, sid strin
 func (s *Server) HoldsStream(id string) bool { return s.streams.holdsGET(id) }
 
 // DeliverResponse hands a client's JSON-RPC message forwarded by another
-// node to this node's mcp-go: a response (Config.ForwardResponse), which it
+// node to this node's mcp-go: a response (Relay.ForwardResponse), which it
 // routes to the parked call waiting for it, or a notifications/cancelled
-// (Config.ForwardCancel), which cancels the call if it is in flight here.
+// (Relay.ForwardCancel), which cancels the call if it is in flight here.
 // It returns the HTTP status mcp-go answered (202 when delivered).
 func (s *Server) DeliverResponse(ctx context.Context, connID string, body []byte) (int, error) {
 	claims, err := s.ids.open(connID)

@@ -49,7 +49,7 @@ type stateSealer struct {
 	mu   sync.Mutex
 	used map[string]time.Time
 	// spent, when set, records a nonce cluster-wide and reports whether
-	// any node had already recorded it (Config.SpendState).
+	// any node had already recorded it (Connections.SpendState).
 	spent func(ctx context.Context, tool, nonce string, expires time.Time) (already bool)
 }
 

@@ -20,22 +20,26 @@ import (
 // HTTP+SSE at /sse and /message, and stdio, all serving per-connection
 // views of the Backend.
 type Server struct {
-	cfg     Config
-	log     *slog.Logger
-	mcp     *server.MCPServer
-	stream  *server.StreamableHTTPServer
-	sse     *server.SSEServer
-	ids     *SessionIDs
-	states  *stateSealer
-	conns   *connTable
-	init    *initGate
-	parked  *parking
-	asks    *clientRequests
-	streams *sseStreams
-	metrics *metrics
-	static  map[string]server.ServerTool
-	tools   toolCache
-	handler http.Handler
+	cfg    Config
+	log    *slog.Logger
+	mcp    *server.MCPServer
+	stream *server.StreamableHTTPServer
+	sse    *server.SSEServer
+	ids    *SessionIDs
+	states *stateSealer
+	conns  *connTable
+	// registry and relay are the cluster's side of the seam (Cluster.Attach);
+	// nil on a lone node.
+	registry Connections
+	relay    Relay
+	init     *initGate
+	parked   *parking
+	asks     *clientRequests
+	streams  *sseStreams
+	metrics  *metrics
+	static   map[string]server.ServerTool
+	tools    toolCache
+	handler  http.Handler
 
 	stopWatch func()
 	closeOnce sync.Once
@@ -51,23 +55,32 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("configuring the mcp front: %w", err)
 	}
-	if cfg.Revoked != nil {
-		ids.SetRevoked(cfg.Revoked)
-	}
 	ids.SetMaxAge(cfg.SessionMaxAge)
 	states, err := newStateSealer(cfg.SessionKey, cfg.StateTTL)
 	if err != nil {
 		return nil, fmt.Errorf("configuring the mcp front: %w", err)
 	}
-	states.spent = cfg.SpendState
 	m, err := newMetrics(cfg.Registerer)
 	if err != nil {
 		return nil, fmt.Errorf("configuring the mcp front: %w", err)
 	}
 	s := &Server{
 		cfg: cfg, log: cfg.Logger, ids: ids, states: states, init: newInitGate(cfg.Guard.Limits, cfg.Dev),
-		conns: newConnTable(cfg.NotifyHere, subscribedVia(cfg.Conns)), parked: newParking(), asks: newClientRequests(cfg.Node), streams: newSSEStreams(), metrics: m,
+		parked: newParking(), asks: newClientRequests(cfg.Node), streams: newSSEStreams(), metrics: m,
 	}
+	// The one step that joins the front to the cluster: the cluster gets
+	// the front, the front gets the registry and the relay. Nothing
+	// serves yet, so no request sees a half-wired seam.
+	var notifyHere func(string) bool
+	if cfg.Cluster != nil {
+		s.registry, s.relay = cfg.Cluster.Attach(s)
+	}
+	if s.registry != nil {
+		ids.revoked = s.registry.Revoked
+		states.spent = s.registry.SpendState
+		notifyHere = s.registry.NotifyHere
+	}
+	s.conns = newConnTable(notifyHere, subscribedVia(s.registry))
 
 	hooks := &server.Hooks{}
 	hooks.AddOnRequestInitialization(s.beforeRequest)

@@ -160,7 +160,7 @@ func parseClaims(p []byte) (SessionClaims, error) {
 }
 
 // Terminated reports whether id was ended by a DELETE on this node, or, when
-// a revocation check is set (SetRevoked), anywhere in the cluster.
+// the front is part of a cluster (Connections.Revoked), anywhere in the cluster.
 func (s *SessionIDs) Terminated(id string) bool {
 	s.mu.Lock()
 	_, ok := s.terminated[id]
@@ -175,14 +175,6 @@ func (s *SessionIDs) Terminated(id string) bool {
 func (s *SessionIDs) SetMaxAge(d time.Duration) {
 	s.mu.Lock()
 	s.maxAge = d
-	s.mu.Unlock()
-}
-
-// SetRevoked installs the cluster-wide revocation check: ids ended by a
-// DELETE on any node.
-func (s *SessionIDs) SetRevoked(fn func(id string) bool) {
-	s.mu.Lock()
-	s.revoked = fn
 	s.mu.Unlock()
 }
 

@@ -197,14 +197,17 @@ func (s *Server) serveSSEMessage(w http.ResponseWriter, r *http.Request) {
 		writeRPCError(w, http.StatusNotFound, &rpcError{Code: codeInvalidParams, Message: "invalid session id"})
 		return
 	}
+	if !s.canServe(w, sid) {
+		return
+	}
 	body, env, ok := s.readBody(w, r)
 	if !ok {
 		return
 	}
-	if _, here := s.streams.get(sid); !here && claims.Node != s.cfg.Node && s.cfg.ForwardSSE != nil {
+	if _, here := s.streams.get(sid); !here && claims.Node != s.cfg.Node && s.relay != nil {
 		// The stream lives on the node that minted the id; a load
 		// balancer sent the POST here. Hand it over rather than refuse it.
-		code, err := s.cfg.ForwardSSE(r.Context(), claims.Node, sid, body)
+		code, err := s.relay.ForwardSSE(r.Context(), claims.Node, sid, body)
 		if err != nil {
 			s.log.Warn("forwarding an SSE message to its stream's node", "conn", sid, "node", claims.Node, "err", err)
 			writeRPCError(w, http.StatusBadGateway, &rpcError{Code: codeInternal, Message: "the node holding this SSE stream is unreachable: " + claims.Node})
@@ -233,7 +236,7 @@ func (s *Server) serveSSEMessage(w http.ResponseWriter, r *http.Request) {
 }
 
 // DeliverSSE serves a legacy SSE message that another node received for a
-// stream this node holds (see Config.ForwardSSE), as if it had been posted
+// stream this node holds (see Relay.ForwardSSE), as if it had been posted
 // here by the stream's principal. It returns the HTTP status this node
 // answered, refusals included; an error only when it could not serve it.
 func (s *Server) DeliverSSE(ctx context.Context, connID string, body []byte) (int, error) {

@@ -49,12 +49,12 @@ func TestAnyNodeServesAnyConnection(t *testing.T) {
 		var srv *Server
 		srv, err = New(Config{Node: node, Backend: backend, Guard: authz.DevGuard(), SessionKey: testKey,
 			Logger: quietLogger(), Keepalive: time.Hour,
-			NotifyHere: func(id string) bool {
+			Cluster: &testCluster{notifyHere: func(id string) bool {
 				mu.Lock()
 				defer mu.Unlock()
 				h, ok := holder[id]
 				return !ok && node == "n1" || h == node
-			}})
+			}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -221,7 +221,10 @@ func TestElicitationAnswerForwardedToTheParkingNode(t *testing.T) {
 	var n1 *Server
 	var forwarded atomic.Int32
 	mk := func(node string, forward func(context.Context, string, []byte) (bool, error)) (*Server, string) {
-		cfg := Config{Node: node, Backend: backend, SessionKey: testKey, Logger: quietLogger(), Keepalive: time.Hour, ForwardResponse: forward}
+		cfg := Config{Node: node, Backend: backend, SessionKey: testKey, Logger: quietLogger(), Keepalive: time.Hour}
+		if forward != nil {
+			cfg.Cluster = &testCluster{forward: forward}
+		}
 		askClicks(t, 5*time.Second)(&cfg, reg)
 		srv, err := New(cfg)
 		if err != nil {
@@ -297,7 +300,10 @@ func TestConnRegistryCarriesCapabilitiesAcrossNodes(t *testing.T) {
 			}
 			var envs []*testEnv
 			for _, node := range []string{"n1", "n2"} {
-				cfg := Config{Node: node, Backend: backend, SessionKey: testKey, Logger: quietLogger(), Keepalive: time.Hour, Conns: conns}
+				cfg := Config{Node: node, Backend: backend, SessionKey: testKey, Logger: quietLogger(), Keepalive: time.Hour}
+				if conns != nil {
+					cfg.Cluster = &testCluster{conns: conns}
+				}
 				askClicks(t, 5*time.Second)(&cfg, reg)
 				srv, err := New(cfg)
 				if err != nil {

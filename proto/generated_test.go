@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/types/descriptorpb"
 
 	adminv1 "github.com/mcpswarm/mcpswarm/proto/mcpswarm/admin/v1"
+	forwardv1 "github.com/mcpswarm/mcpswarm/proto/mcpswarm/forward/v1"
 	peerv1 "github.com/mcpswarm/mcpswarm/proto/mcpswarm/peer/v1"
 )
 
@@ -22,6 +23,7 @@ func TestGeneratedCodeMatchesProtos(t *testing.T) {
 		generated protoreflect.FileDescriptor
 	}{
 		{"mcpswarm/peer/v1/peer.proto", peerv1.File_mcpswarm_peer_v1_peer_proto},
+		{"mcpswarm/forward/v1/forward.proto", forwardv1.File_mcpswarm_forward_v1_forward_proto},
 		{"mcpswarm/admin/v1/admin.proto", adminv1.File_mcpswarm_admin_v1_admin_proto},
 	} {
 		t.Run(tc.path, func(t *testing.T) {

@@ -3,8 +3,6 @@ package swarm
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -99,9 +97,8 @@ func merge(records []connRecord) (mcp.ConnInfo, bool) {
 // node learnt, notifications leave from the node holding its stream, and a
 // DELETE on any node ends it everywhere.
 type Conns struct {
-	s     *Swarm
-	reg   *cluster.Registry
-	holds func(id string) bool
+	s   *Swarm
+	reg *cluster.Registry
 
 	mu   sync.Mutex
 	mine map[string]connRecord // this node's records, authoritative
@@ -151,10 +148,6 @@ func (c *Conns) onChange(ch crdt.Change) {
 		c.kick.Kick()
 	}
 }
-
-// SetStreamHolder tells Conns how to ask the front whether this node holds
-// a connection's GET stream.
-func (c *Conns) SetStreamHolder(holds func(id string) bool) { c.holds = holds }
 
 // records returns every visible record of id, this node's own first.
 func (c *Conns) records(id string) []connRecord {
@@ -240,7 +233,7 @@ func (c *Conns) List() []mcp.ConnInfo {
 	return out
 }
 
-// Revoked reports whether any node ended connection id.
+// Revoked implements mcp.Connections: whether any node ended connection id.
 func (c *Conns) Revoked(id string) bool {
 	for _, r := range c.records(id) {
 		if r.Revoked {
@@ -250,7 +243,7 @@ func (c *Conns) Revoked(id string) bool {
 	return false
 }
 
-// StreamChanged records that this node holds (or no longer holds) the
+// StreamChanged implements mcp.Connections: it records that this node holds (or no longer holds) the
 // connection's GET stream.
 func (c *Conns) StreamChanged(id string, held bool) {
 	c.update(id, func(r *connRecord) {
@@ -262,10 +255,10 @@ func (c *Conns) StreamChanged(id string, held bool) {
 	})
 }
 
-// NotifyHere decides which node sends connection id's notifications: the
+// NotifyHere implements mcp.Connections: it decides which node sends connection id's notifications: the
 // one holding its GET stream; with no stream anywhere, its home node.
 func (c *Conns) NotifyHere(id string) bool {
-	if c.holds != nil && c.holds(id) {
+	if f := c.s.front(); f != nil && f.HoldsStream(id) {
 		return true
 	}
 	home := ""
@@ -359,90 +352,10 @@ func (c *Conns) restore() {
 	})
 }
 
-// ForwardResponse hands a client's JSON-RPC response (to sampling,
-// roots or elicitation) that reached this node to the node that sent the
-// request: the one its relay id names (see mcp.ResponseNode); for an
-// untagged id, the connection's home node first, then every other live
-// member, until one accepts it.
-func (c *Conns) ForwardResponse(ctx context.Context, connID string, body []byte) (bool, error) {
-	ctx, cancel := c.s.bounded(ctx)
-	defer cancel()
-	if node, ok := mcp.ResponseNode(body); ok {
-		// The request's id names the node that sent it: only that node
-		// can take the answer.
-		resp, err := c.s.deliver(ctx, node, connID, KindElicitationResponse, body)
-		if err != nil {
-			return false, fmt.Errorf("handing the response for connection %s to %s: %w", connID, node, err)
-		}
-		if code := resp.GetHttpStatus(); code < 200 || code >= 300 {
-			return false, fmt.Errorf("handing the response for connection %s to %s: it answered %d", connID, node, code)
-		}
-		return true, nil
-	}
-	info, _ := c.Get(connID)
-	var order []string
-	if info.Node != "" && info.Node != c.s.self {
-		order = append(order, info.Node)
-	}
-	for _, m := range c.s.cl.Members() {
-		if !m.Self && m.Name != info.Node && m.State == cluster.StateAlive {
-			order = append(order, m.Name)
-		}
-	}
-	var lastErr error
-	for _, node := range order {
-		resp, err := c.s.deliver(ctx, node, connID, KindElicitationResponse, body)
-		if err != nil {
-			lastErr = err
-			continue
-		}
-		if code := resp.GetHttpStatus(); code >= 200 && code < 300 {
-			return true, nil
-		}
-	}
-	if lastErr != nil {
-		return false, fmt.Errorf("no node took the response for connection %s: %w", connID, lastErr)
-	}
-	return false, nil
+// SpendState implements mcp.Connections: the cluster's arbiter of the
+// state's tool decides (see Nonces.Spend).
+func (c *Conns) SpendState(ctx context.Context, tool, nonce string, expires time.Time) (already bool) {
+	return c.s.nonces.Spend(ctx, tool, nonce, expires)
 }
 
-// BroadcastCancel hands a client's notifications/cancelled to every other
-// live node: the call it cancels runs wherever the client's POST landed,
-// and each node cancels it only if it is in flight there.
-func (c *Conns) BroadcastCancel(ctx context.Context, connID string, body []byte) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	for _, m := range c.s.cl.Members() {
-		if m.Self || m.State != cluster.StateAlive {
-			continue
-		}
-		if _, err := c.s.deliver(ctx, m.Name, connID, KindCancelled, body); err != nil {
-			c.s.log.Debug("forwarding a cancellation", "node", m.Name, "conn", connID, "err", err)
-		}
-	}
-}
-
-// ForwardSSE hands a legacy SSE message to the node holding its stream
-// and returns the HTTP status that node answered.
-func (c *Conns) ForwardSSE(ctx context.Context, node, connID string, body []byte) (int, error) {
-	resp, err := c.s.deliver(ctx, node, connID, KindSSEPost, body)
-	if errors.Is(err, ErrOwnerUnavailable) {
-		return 0, err
-	}
-	if err != nil {
-		return 0, c.s.forwardErr(node, err, true)
-	}
-	return int(resp.GetHttpStatus()), nil
-}
-
-// Kinds of client messages forwarded between nodes.
-const (
-	// KindElicitationResponse is a client's answer to elicitation/create.
-	KindElicitationResponse = "elicitation_response"
-	// KindCancelled is a client's notifications/cancelled.
-	KindCancelled = "cancelled"
-	// KindSSEPost is a legacy SSE message for a stream on another node.
-	KindSSEPost = "sse_post"
-)
-
-var _ mcp.ConnRegistry = (*Conns)(nil)
+var _ mcp.Connections = (*Conns)(nil)

@@ -13,7 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/mcpswarm/mcpswarm/authz"
-	peerv1 "github.com/mcpswarm/mcpswarm/proto/mcpswarm/peer/v1"
+	forwardv1 "github.com/mcpswarm/mcpswarm/proto/mcpswarm/forward/v1"
 	"github.com/mcpswarm/mcpswarm/session"
 )
 
@@ -25,8 +25,8 @@ var ErrMayHaveApplied = errors.New("the update may still have applied")
 // limit bounds it too; this keeps a hostile peer from making us decode more).
 const maxForwardResult = 4 << 20
 
-func callerToPB(c authz.Context) *peerv1.Caller {
-	return &peerv1.Caller{
+func callerToPB(c authz.Context) *forwardv1.Caller {
+	return &forwardv1.Caller{
 		Principal:     c.Principal.Subject,
 		Roles:         c.Principal.Roles,
 		Authenticated: c.Principal.Authenticated,
@@ -36,7 +36,7 @@ func callerToPB(c authz.Context) *peerv1.Caller {
 	}
 }
 
-func callerFromPB(pb *peerv1.Caller) (authz.Context, error) {
+func callerFromPB(pb *forwardv1.Caller) (authz.Context, error) {
 	if pb == nil || pb.GetPrincipal() == "" {
 		return authz.Context{}, errors.New("forwarded call names no principal")
 	}
@@ -48,15 +48,35 @@ func callerFromPB(pb *peerv1.Caller) (authz.Context, error) {
 	}, nil
 }
 
-// peer returns a client of node's peer service; an unknown or unreachable
-// node is ErrOwnerUnavailable.
-func (s *Swarm) peer(node string) (peerv1.PeerServiceClient, error) {
-	conn, err := s.cl.PeerConn(node)
+// conn returns the cluster's authenticated connection to node; an unknown
+// or unreachable node is ErrOwnerUnavailable.
+func (s *Swarm) conn(node string) (grpc.ClientConnInterface, error) {
+	cc, err := s.cl.PeerConn(node)
 	if err != nil {
 		return nil, fmt.Errorf("%w: node %s: %v", ErrOwnerUnavailable, node, err)
 	}
-	return peerv1.NewPeerServiceClient(conn), nil
+	return cc, nil
 }
+
+// call runs one forward-service call on node. A node of the previous
+// release has no forward service (its gRPC gate answers Unimplemented
+// before reading anything, so nothing ran): legacy then makes the same call
+// through that node's peer service.
+func (s *Swarm) call(ctx context.Context, node string, call func(forwardv1.ForwardServiceClient) error, legacy func(legacyClient) error) error {
+	cc, err := s.conn(node)
+	if err != nil {
+		return err
+	}
+	err = call(forwardv1.NewForwardServiceClient(cc))
+	if lacksForwardService(err) && legacy != nil {
+		return legacy(newLegacyClient(cc))
+	}
+	return err
+}
+
+// lacksForwardService reports whether err is a peer's answer that it does
+// not serve mcpswarm.forward.v1 (a node of the previous release).
+func lacksForwardService(err error) bool { return status.Code(err) == codes.Unimplemented }
 
 // bounded gives ctx the forward timeout when the caller set no deadline.
 func (s *Swarm) bounded(ctx context.Context) (context.Context, context.CancelFunc) {
@@ -66,20 +86,11 @@ func (s *Swarm) bounded(ctx context.Context) (context.Context, context.CancelFun
 	return context.WithTimeout(ctx, s.timeout)
 }
 
-// deliver hands a client message of kind (or an adoption) to node.
-func (s *Swarm) deliver(ctx context.Context, node, connID, kind string, body []byte) (*peerv1.DeliverClientMessageResponse, error) {
-	pc, err := s.peer(node)
-	if err != nil {
-		return nil, err
-	}
-	return pc.DeliverClientMessage(ctx, &peerv1.DeliverClientMessageRequest{Connection: connID, Message: body, Kind: kind})
-}
-
 // forward runs tool on session id at node, relaying progress to the
 // reporter in ctx.
 func (s *Swarm) forward(ctx context.Context, c authz.Context, node, id, tool string, args map[string]any) (res session.Result, err error) {
 	defer func(began time.Time) { s.met.forwarded(began, err) }(time.Now())
-	pc, err := s.peer(node)
+	cc, err := s.conn(node)
 	if err != nil {
 		return session.Result{}, err
 	}
@@ -91,15 +102,14 @@ func (s *Swarm) forward(ctx context.Context, c authz.Context, node, id, tool str
 	}
 	ctx, cancel := s.bounded(ctx)
 	defer cancel()
-	stream, err := pc.CallTool(ctx, &peerv1.CallToolRequest{
-		Caller: callerToPB(c), Session: id, Tool: tool, Arguments: argBytes,
-	})
+	req := &forwardv1.CallToolRequest{Caller: callerToPB(c), Session: id, Tool: tool, Arguments: argBytes}
+	recv, err := openCallTool(ctx, cc, req)
 	if err != nil {
 		return session.Result{}, s.forwardErr(node, err, false)
 	}
 	progress := session.ProgressFrom(ctx)
 	for {
-		ev, err := stream.Recv()
+		ev, err := recv()
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				return session.Result{}, fmt.Errorf("node %s ended the call without a result: %w", node, ErrMayHaveApplied)
@@ -107,11 +117,11 @@ func (s *Swarm) forward(ctx context.Context, c authz.Context, node, id, tool str
 			return session.Result{}, s.forwardErr(node, err, true)
 		}
 		switch e := ev.GetEvent().(type) {
-		case *peerv1.CallToolResponse_Progress:
+		case *forwardv1.CallToolResponse_Progress:
 			if progress != nil {
 				progress(e.Progress.GetProgress(), e.Progress.GetTotal(), e.Progress.GetMessage())
 			}
-		case *peerv1.CallToolResponse_Result:
+		case *forwardv1.CallToolResponse_Result:
 			raw := e.Result.GetResult()
 			if len(raw) > maxForwardResult {
 				return session.Result{}, fmt.Errorf("node %s answered %d bytes, over the %d byte limit", node, len(raw), maxForwardResult)
@@ -123,6 +133,33 @@ func (s *Swarm) forward(ctx context.Context, c authz.Context, node, id, tool str
 			return res, nil
 		}
 	}
+}
+
+// openCallTool starts a forwarded call and returns its event receiver. A
+// server stream reports a missing method on its first receive, so that is
+// where a node of the previous release is detected and the call made again
+// through its peer service (nothing ran on the first attempt).
+func openCallTool(ctx context.Context, cc grpc.ClientConnInterface, req *forwardv1.CallToolRequest) (func() (*forwardv1.CallToolResponse, error), error) {
+	stream, err := forwardv1.NewForwardServiceClient(cc).CallTool(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	first, err := stream.Recv()
+	if lacksForwardService(err) {
+		return newLegacyClient(cc).callTool(ctx, req)
+	}
+	pending := first
+	return func() (*forwardv1.CallToolResponse, error) {
+		if pending != nil || err != nil {
+			ev, e := pending, err
+			pending, err = nil, nil
+			if e != nil {
+				return nil, e
+			}
+			return ev, nil
+		}
+		return stream.Recv()
+	}, nil
 }
 
 // forwardErr turns a gRPC failure into the error the client sees.
@@ -155,170 +192,24 @@ func (s *Swarm) forwardErr(node string, err error, sent bool) error {
 }
 
 func (s *Swarm) forwardRead(ctx context.Context, c authz.Context, node, id, name string) (json.RawMessage, error) {
-	pc, err := s.peer(node)
-	if err != nil {
-		return nil, err
-	}
 	ctx, cancel := s.bounded(ctx)
 	defer cancel()
-	resp, err := pc.ReadResource(ctx, &peerv1.ReadResourceRequest{
-		Caller: callerToPB(c), Session: id, Uri: name,
+	req := &forwardv1.ReadResourceRequest{Caller: callerToPB(c), Session: id, Uri: name}
+	var contents []byte
+	err := s.call(ctx, node, func(fc forwardv1.ForwardServiceClient) error {
+		resp, err := fc.ReadResource(ctx, req)
+		contents = resp.GetContents()
+		return err
+	}, func(lc legacyClient) error {
+		var err error
+		contents, err = lc.readResource(ctx, req)
+		return err
 	})
+	if errors.Is(err, ErrOwnerUnavailable) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, s.forwardErr(node, err, false)
 	}
-	return json.RawMessage(resp.GetContents()), nil
-}
-
-// ownerHandler serves forwarded work on the owner node. Peers are
-// authenticated by the cluster credential, but the owner still checks that
-// the principal they name owns the session before anything runs.
-type ownerHandler struct{ s *Swarm }
-
-func (h ownerHandler) authorize(pb *peerv1.Caller, id string) (authz.Context, error) {
-	c, err := callerFromPB(pb)
-	if err != nil {
-		return c, status.Error(codes.InvalidArgument, err.Error())
-	}
-	info, ok := h.s.mgr.Get(id)
-	if !ok {
-		return c, h.s.ownerStatus(id, fmt.Errorf("session %s is not running on node %s: %w", id, h.s.self, session.ErrNotRunning))
-	}
-	if !authz.Owns(c.Principal, info.Principal) {
-		h.s.log.Info("refused forwarded call: principal does not own the session",
-			"principal", c.Principal.Subject, "session", id, "entry_node", c.Node)
-		return c, status.Errorf(codes.PermissionDenied, "principal %s does not own session %s", c.Principal.Subject, id)
-	}
-	return c, nil
-}
-
-// CallTool implements cluster.ForwardHandler.
-func (h ownerHandler) CallTool(req *peerv1.CallToolRequest, stream grpc.ServerStreamingServer[peerv1.CallToolResponse]) error {
-	if _, err := h.authorize(req.GetCaller(), req.GetSession()); err != nil {
-		return err
-	}
-	var args map[string]any
-	if len(req.GetArguments()) > 0 {
-		if err := json.Unmarshal(req.GetArguments(), &args); err != nil {
-			return status.Errorf(codes.InvalidArgument, "arguments are not a JSON object: %v", err)
-		}
-	}
-	sends := make(chan *peerv1.CallToolResponse, 64)
-	ctx := session.WithProgress(stream.Context(), func(p, total float64, msg string) {
-		// Progress comes from the session's goroutine: queue it without
-		// blocking the update; a full queue drops progress, never results.
-		select {
-		case sends <- &peerv1.CallToolResponse{Event: &peerv1.CallToolResponse_Progress{Progress: &peerv1.Progress{Progress: p, Total: total, Message: msg}}}:
-		default:
-		}
-	})
-	type outcome struct {
-		res session.Result
-		err error
-	}
-	done := make(chan outcome, 1)
-	go func() {
-		res, err := h.run(ctx, req.GetSession(), req.GetTool(), args)
-		done <- outcome{res, err}
-	}()
-	for {
-		select {
-		case ev := <-sends:
-			if err := stream.Send(ev); err != nil {
-				return err
-			}
-		case o := <-done:
-			// The update is over, so no more progress arrives: flush what
-			// is queued before the result.
-			for len(sends) > 0 {
-				if err := stream.Send(<-sends); err != nil {
-					return err
-				}
-			}
-			if o.err != nil {
-				return h.s.ownerStatus(req.GetSession(), o.err)
-			}
-			raw, err := json.Marshal(o.res)
-			if err != nil {
-				return status.Errorf(codes.Internal, "encoding result: %v", err)
-			}
-			return stream.Send(&peerv1.CallToolResponse{Event: &peerv1.CallToolResponse_Result{Result: &peerv1.ToolResult{Result: raw, IsError: o.res.IsError}}})
-		}
-	}
-}
-
-// run dispatches a forwarded operation on the local manager.
-func (h ownerHandler) run(ctx context.Context, id, tool string, args map[string]any) (session.Result, error) {
-	m := h.s.mgr
-	switch tool {
-	case opStop:
-		return session.Result{Text: "stopped " + id}, m.Stop(ctx, id)
-	case opModel:
-		raw, err := m.Model(id)
-		return session.Result{Text: string(raw)}, err
-	case opScreenshot:
-		txt, err := m.Screenshot(id, session.ScreenWidth, session.ScreenHeight)
-		return session.Result{Text: txt}, err
-	case opSendKey:
-		k := session.Key{}
-		k.Key, _ = args["key"].(string)
-		k.Ctrl, _ = args["ctrl"].(bool)
-		k.Alt, _ = args["alt"].(bool)
-		k.Shift, _ = args["shift"].(bool)
-		return m.SendKey(ctx, id, k)
-	default:
-		return m.Call(ctx, id, tool, args)
-	}
-}
-
-// ownerErr maps a local error to a status the entry node understands.
-func ownerErr(err error) error {
-	switch {
-	case errors.Is(err, session.ErrNotRunning):
-		return status.Error(codes.NotFound, err.Error())
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, session.ErrTimeout):
-		return status.Error(codes.DeadlineExceeded, err.Error())
-	case errors.Is(err, context.Canceled):
-		return status.Error(codes.Canceled, err.Error())
-	default:
-		return status.Error(codes.FailedPrecondition, err.Error())
-	}
-}
-
-// ReadResource implements cluster.ForwardHandler.
-func (h ownerHandler) ReadResource(_ context.Context, req *peerv1.ReadResourceRequest) (*peerv1.ReadResourceResponse, error) {
-	if _, err := h.authorize(req.GetCaller(), req.GetSession()); err != nil {
-		return nil, err
-	}
-	raw, err := h.s.mgr.ReadResource(req.GetSession(), req.GetUri())
-	if err != nil {
-		return nil, h.s.ownerStatus(req.GetSession(), err)
-	}
-	return &peerv1.ReadResourceResponse{MimeType: "application/json", Contents: raw}, nil
-}
-
-// DeliverClientMessage implements cluster.ForwardHandler.
-func (h ownerHandler) DeliverClientMessage(ctx context.Context, req *peerv1.DeliverClientMessageRequest) (*peerv1.DeliverClientMessageResponse, error) {
-	if req.GetKind() == KindAdoptSession {
-		code, body := h.s.adopt(ctx, req.GetMessage())
-		return &peerv1.DeliverClientMessageResponse{HttpStatus: int32(code), Body: body}, nil
-	}
-	if req.GetKind() == KindSpendState {
-		code, err := h.s.nonces.arbitrate(req.GetMessage())
-		if err != nil {
-			return nil, status.Error(codes.InvalidArgument, err.Error())
-		}
-		return &peerv1.DeliverClientMessageResponse{HttpStatus: int32(code)}, nil
-	}
-	h.s.mu.Lock()
-	fn := h.s.clientMsgs
-	h.s.mu.Unlock()
-	if fn == nil {
-		return nil, status.Error(codes.Unimplemented, "this node does not accept forwarded client messages")
-	}
-	code, body, err := fn(ctx, req.GetConnection(), req.GetKind(), req.GetMessage())
-	if err != nil {
-		return nil, status.Error(codes.FailedPrecondition, err.Error())
-	}
-	return &peerv1.DeliverClientMessageResponse{HttpStatus: int32(code), Body: body}, nil
+	return json.RawMessage(contents), nil
 }

@@ -8,15 +8,15 @@ import (
 	"sort"
 	"time"
 
+	"google.golang.org/grpc/status"
+
 	"github.com/mcpswarm/mcpswarm/cluster"
+	forwardv1 "github.com/mcpswarm/mcpswarm/proto/mcpswarm/forward/v1"
 	"github.com/mcpswarm/mcpswarm/session"
 )
 
-// KindAdoptSession carries a detached session's snapshot to the node that
-// takes it over.
-const KindAdoptSession = "adopt_session"
-
-// adoption is the message of KindAdoptSession.
+// adoption is a detached session's snapshot on its way to the node that
+// takes it over (as JSON, in the previous release's peer-service message).
 type adoption struct {
 	From     string           `json:"from"`
 	Snapshot session.Snapshot `json:"snapshot"`
@@ -153,44 +153,42 @@ func (s *Swarm) handOffOne(ctx context.Context, info session.Info, target string
 
 // adoptOn asks node to adopt snap.
 func (s *Swarm) adoptOn(ctx context.Context, node string, snap session.Snapshot) error {
-	body, err := json.Marshal(adoption{From: s.self, Snapshot: snap})
+	raw, err := json.Marshal(snap)
 	if err != nil {
 		return fmt.Errorf("encoding snapshot: %w", err)
 	}
-	resp, err := s.deliver(ctx, node, "", KindAdoptSession, body)
-	if err != nil {
+	err = s.call(ctx, node, func(fc forwardv1.ForwardServiceClient) error {
+		_, err := fc.AdoptSession(ctx, &forwardv1.AdoptSessionRequest{From: s.self, Snapshot: raw})
 		return err
+	}, func(lc legacyClient) error {
+		return lc.adopt(ctx, s.self, snap)
+	})
+	if st, ok := status.FromError(err); ok && err != nil {
+		return fmt.Errorf("node %s refused the session (%s): %s", node, st.Code(), st.Message())
 	}
-	if code := resp.GetHttpStatus(); code != http.StatusOK {
-		return fmt.Errorf("node %s answered %d: %s", node, code, resp.GetBody())
-	}
-	return nil
+	return err
 }
 
-// adopt serves a peer's KindAdoptSession: start the session here and
-// publish it before answering, so the hand-off completes with the session
-// visible under this node.
-func (s *Swarm) adopt(ctx context.Context, body []byte) (int, []byte) {
+// adopt serves a peer's adoption of snap, handed off by node from: start
+// the session here and publish it before answering, so the hand-off
+// completes with the session visible under this node. It answers an HTTP
+// status and, unless 200, why.
+func (s *Swarm) adopt(ctx context.Context, from string, snap session.Snapshot) (int, string) {
 	s.mu.Lock()
 	draining := s.draining
 	s.mu.Unlock()
 	if draining {
-		return http.StatusServiceUnavailable, []byte("node " + s.self + " is draining")
+		return http.StatusServiceUnavailable, "node " + s.self + " is draining"
 	}
-	var a adoption
-	if err := json.Unmarshal(body, &a); err != nil {
-		return http.StatusBadRequest, []byte("adoption is not JSON: " + err.Error())
-	}
-	snap := a.Snapshot
 	// The sender's own record is superseded by the generation the adoption
 	// carries; a record of another node with that generation or a later
 	// one means the id is taken.
-	if loc, ok := s.locate(snap.Info.ID); ok && loc.rec.Node != a.From && loc.rec.Handoff >= snap.Info.Handoff {
-		return http.StatusConflict, []byte("session " + snap.Info.ID + " already runs on node " + route(loc.rec))
+	if loc, ok := s.locate(snap.Info.ID); ok && loc.rec.Node != from && loc.rec.Handoff >= snap.Info.Handoff {
+		return http.StatusConflict, "session " + snap.Info.ID + " already runs on node " + route(loc.rec)
 	}
 	info, err := s.mgr.Adopt(ctx, snap)
 	if err != nil {
-		return http.StatusConflict, []byte(err.Error())
+		return http.StatusConflict, err.Error()
 	}
 	// The session may come back to a node that handed it off before.
 	s.handoffs.forget(info.ID)
@@ -202,7 +200,7 @@ func (s *Swarm) adopt(ctx context.Context, body []byte) (int, []byte) {
 	if err != nil {
 		s.log.Warn("publishing an adopted session", "session", info.ID, "err", err)
 	}
-	return http.StatusOK, nil
+	return http.StatusOK, ""
 }
 
 // Draining reports whether this node is draining: it takes no new sessions

@@ -3,9 +3,6 @@ package swarm
 import (
 	"context"
 	"encoding/binary"
-	"encoding/json"
-	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -13,12 +10,10 @@ import (
 
 	"github.com/mcpswarm/mcpswarm/cluster"
 	"github.com/mcpswarm/mcpswarm/crdt"
+	forwardv1 "github.com/mcpswarm/mcpswarm/proto/mcpswarm/forward/v1"
 )
 
 const regNonces = "nonces"
-
-// KindSpendState asks a node to arbitrate a single-use request state.
-const KindSpendState = "spend_state"
 
 // Nonces makes single-use tokens single-use across the cluster. One node
 // decides for each token (its arbiter: the owner of the session the gated
@@ -95,11 +90,6 @@ func (n *Nonces) arbiter(tool string) string {
 	return slices.Min(names)
 }
 
-type spendRequest struct {
-	Nonce   string `json:"nonce"`
-	Expires int64  `json:"expires"`
-}
-
 // Spend records nonce of a state for tool (valid until expires) and
 // reports whether it had been spent before, asking the arbiter. It fails
 // closed: when the arbiter cannot be asked, the state counts as spent.
@@ -108,28 +98,22 @@ func (n *Nonces) Spend(ctx context.Context, tool, nonce string, expires time.Tim
 	if node == n.s.self {
 		return n.decide(nonce, expires)
 	}
-	body, _ := json.Marshal(spendRequest{Nonce: nonce, Expires: expires.Unix()})
 	ctx, cancel := n.s.bounded(ctx)
 	defer cancel()
-	resp, err := n.s.deliver(ctx, node, "", KindSpendState, body)
+	err := n.s.call(ctx, node, func(fc forwardv1.ForwardServiceClient) error {
+		resp, err := fc.SpendState(ctx, &forwardv1.SpendStateRequest{Nonce: nonce, ExpiresUnix: expires.Unix()})
+		already = resp.GetAlreadySpent()
+		return err
+	}, func(lc legacyClient) error {
+		var err error
+		already, err = lc.spendState(ctx, nonce, expires)
+		return err
+	})
 	if err != nil {
 		n.s.log.Warn("asking the arbiter of a request state; refusing it", "arbiter", node, "err", err)
 		return true
 	}
-	return resp.GetHttpStatus() != http.StatusOK
-}
-
-// arbitrate answers another node's KindSpendState: 200 when the state was
-// fresh (and is now spent), 409 when it was spent already.
-func (n *Nonces) arbitrate(body []byte) (int, error) {
-	var req spendRequest
-	if err := json.Unmarshal(body, &req); err != nil || req.Nonce == "" || len(req.Nonce) > 128 {
-		return http.StatusBadRequest, fmt.Errorf("decoding a request state to arbitrate: %v", err)
-	}
-	if n.decide(req.Nonce, time.Unix(req.Expires, 0)) {
-		return http.StatusConflict, nil
-	}
-	return http.StatusOK, nil
+	return already
 }
 
 // decide is the arbiter's decision: spent if any node recorded it;

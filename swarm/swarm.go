@@ -7,15 +7,18 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
 
 	"github.com/mcpswarm/mcpswarm/cluster"
 	"github.com/mcpswarm/mcpswarm/crdt"
 	"github.com/mcpswarm/mcpswarm/internal/coalesce"
 	"github.com/mcpswarm/mcpswarm/internal/watch"
 	"github.com/mcpswarm/mcpswarm/mcp"
+	forwardv1 "github.com/mcpswarm/mcpswarm/proto/mcpswarm/forward/v1"
 	"github.com/mcpswarm/mcpswarm/session"
 )
 
@@ -90,7 +93,9 @@ type Swarm struct {
 	connMaxAge time.Duration
 	ackTimeout time.Duration
 
-	clientMsgs func(ctx context.Context, conn, kind string, msg []byte) (int, []byte, error)
+	// frontPtr is this node's MCP front, attached by mcp.New (Attach):
+	// what other nodes forward to this node is delivered to it.
+	frontPtr atomic.Pointer[frontBox]
 
 	pending  map[string]dirty
 	kick     coalesce.Signal
@@ -101,8 +106,9 @@ type Swarm struct {
 	stopMembers func()
 }
 
-// New declares the swarm's registries on the cluster and installs the
-// forwarding handler. Call it before cluster.Start.
+// New declares the swarm's registries and adds the forward service to the
+// cluster. Call it before cluster.Start and cluster.Register; attach the
+// MCP front by giving the swarm to mcp.New as its Cluster.
 func New(cfg Config) (*Swarm, error) {
 	if cfg.Cluster == nil || cfg.Manager == nil {
 		return nil, errors.New("swarm: Cluster and Manager are required")
@@ -155,7 +161,13 @@ func New(cfg Config) (*Swarm, error) {
 	}
 	s.sessions.OnChange(s.onSessionChange)
 	s.tools.OnChange(s.onToolsChange)
-	cfg.Cluster.SetForwardHandler(ownerHandler{s})
+	// The forward service rides the cluster's gRPC server and peer
+	// connections, under the peer credential; the previous release's
+	// forwarding RPCs of the peer service stay served for one release.
+	cfg.Cluster.AddService(func(r grpc.ServiceRegistrar) {
+		forwardv1.RegisterForwardServiceServer(r, forwardServer{s: s})
+	})
+	cfg.Cluster.SetForwardHandler(legacyHandler{forwardServer{s: s}})
 	return s, nil
 }
 
@@ -221,14 +233,6 @@ func (s *Swarm) Nonces() *Nonces { return s.nonces }
 
 // Conns is the cluster-wide connection registry for the MCP front.
 func (s *Swarm) Conns() *Conns { return s.conns }
-
-// SetClientMessageHandler installs what serves client messages forwarded by
-// peers (elicitation answers, cancellations, legacy SSE POSTs).
-func (s *Swarm) SetClientMessageHandler(fn func(ctx context.Context, conn, kind string, msg []byte) (status int, body []byte, err error)) {
-	s.mu.Lock()
-	s.clientMsgs = fn
-	s.mu.Unlock()
-}
 
 // record is the sessions-registry record of a local session.
 func (s *Swarm) record(info session.Info) sessionRecord {

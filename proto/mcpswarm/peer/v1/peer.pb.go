@@ -5,8 +5,9 @@
 // source: mcpswarm/peer/v1/peer.proto
 
 // Package mcpswarm.peer.v1 is the node-to-node protocol: registry replication
-// (push of deltas, digest exchange, catch-up with per-origin snapshots) and
-// forwarding of client work to the node that owns a session. Every call
+// (push of deltas, digest exchange, catch-up with per-origin snapshots). Client
+// work travels in mcpswarm.forward.v1; the forwarding RPCs left here are
+// deprecated and served for one release for nodes of the previous one. Every call
 // carries the cluster credential; nothing outside the cluster may call it.
 
 package peerv1
@@ -1750,14 +1751,14 @@ const file_mcpswarm_peer_v1_peer_proto_rawDesc = "" +
 	"\x1cDeliverClientMessageResponse\x12\x1f\n" +
 	"\vhttp_status\x18\x01 \x01(\x05R\n" +
 	"httpStatus\x12\x12\n" +
-	"\x04body\x18\x02 \x01(\fR\x04body2\xc9\x04\n" +
+	"\x04body\x18\x02 \x01(\fR\x04body2\xd8\x04\n" +
 	"\vPeerService\x12X\n" +
 	"\tReplicate\x12\".mcpswarm.peer.v1.ReplicateRequest\x1a#.mcpswarm.peer.v1.ReplicateResponse(\x010\x01\x12c\n" +
 	"\x0eExchangeDigest\x12'.mcpswarm.peer.v1.ExchangeDigestRequest\x1a(.mcpswarm.peer.v1.ExchangeDigestResponse\x12P\n" +
-	"\aCatchUp\x12 .mcpswarm.peer.v1.CatchUpRequest\x1a!.mcpswarm.peer.v1.CatchUpResponse0\x01\x12S\n" +
-	"\bCallTool\x12!.mcpswarm.peer.v1.CallToolRequest\x1a\".mcpswarm.peer.v1.CallToolResponse0\x01\x12]\n" +
-	"\fReadResource\x12%.mcpswarm.peer.v1.ReadResourceRequest\x1a&.mcpswarm.peer.v1.ReadResourceResponse\x12u\n" +
-	"\x14DeliverClientMessage\x12-.mcpswarm.peer.v1.DeliverClientMessageRequest\x1a..mcpswarm.peer.v1.DeliverClientMessageResponseB<Z:github.com/mcpswarm/mcpswarm/proto/mcpswarm/peer/v1;peerv1b\x06proto3"
+	"\aCatchUp\x12 .mcpswarm.peer.v1.CatchUpRequest\x1a!.mcpswarm.peer.v1.CatchUpResponse0\x01\x12X\n" +
+	"\bCallTool\x12!.mcpswarm.peer.v1.CallToolRequest\x1a\".mcpswarm.peer.v1.CallToolResponse\"\x03\x88\x02\x010\x01\x12b\n" +
+	"\fReadResource\x12%.mcpswarm.peer.v1.ReadResourceRequest\x1a&.mcpswarm.peer.v1.ReadResourceResponse\"\x03\x88\x02\x01\x12z\n" +
+	"\x14DeliverClientMessage\x12-.mcpswarm.peer.v1.DeliverClientMessageRequest\x1a..mcpswarm.peer.v1.DeliverClientMessageResponse\"\x03\x88\x02\x01B<Z:github.com/mcpswarm/mcpswarm/proto/mcpswarm/peer/v1;peerv1b\x06proto3"
 
 var (
 	file_mcpswarm_peer_v1_peer_proto_rawDescOnce sync.Once

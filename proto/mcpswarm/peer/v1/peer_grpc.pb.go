@@ -5,8 +5,9 @@
 // source: mcpswarm/peer/v1/peer.proto
 
 // Package mcpswarm.peer.v1 is the node-to-node protocol: registry replication
-// (push of deltas, digest exchange, catch-up with per-origin snapshots) and
-// forwarding of client work to the node that owns a session. Every call
+// (push of deltas, digest exchange, catch-up with per-origin snapshots). Client
+// work travels in mcpswarm.forward.v1; the forwarding RPCs left here are
+// deprecated and served for one release for nodes of the previous one. Every call
 // carries the cluster credential; nothing outside the cluster may call it.
 
 package peerv1
@@ -48,15 +49,21 @@ type PeerServiceClient interface {
 	// CatchUp streams what the caller lacks for the requested origins: deltas
 	// from the bounded log, or a snapshot of one origin's partition in chunks.
 	CatchUp(ctx context.Context, in *CatchUpRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[CatchUpResponse], error)
-	// CallTool runs a tool on a session this node owns, on behalf of a
-	// principal authorized on the entry node. Progress and log events stream
-	// back before the final result.
+	// Deprecated: Do not use.
+	// CallTool, ReadResource and DeliverClientMessage are the forwarding RPCs
+	// of the previous release, replaced by mcpswarm.forward.v1.ForwardService.
+	// A node still serves them (as an adapter onto ForwardService's handlers)
+	// and falls back to them for a peer that lacks ForwardService, for one
+	// release, so a rolling upgrade forwards and hands off across versions.
+	// They go in the release after.
 	CallTool(ctx context.Context, in *CallToolRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[CallToolResponse], error)
-	// ReadResource reads a session resource on the owner node.
+	// Deprecated: Do not use.
+	// ReadResource reads a session resource on the owner node (superseded by
+	// ForwardService.ReadResource).
 	ReadResource(ctx context.Context, in *ReadResourceRequest, opts ...grpc.CallOption) (*ReadResourceResponse, error)
-	// DeliverClientMessage forwards a client's JSON-RPC message (an
-	// elicitation answer, a cancellation, a legacy SSE POST) to the node that
-	// parked the call or holds the stream.
+	// Deprecated: Do not use.
+	// DeliverClientMessage forwards a client message by kind (superseded by
+	// ForwardService's typed Deliver*, SpendState and AdoptSession).
 	DeliverClientMessage(ctx context.Context, in *DeliverClientMessageRequest, opts ...grpc.CallOption) (*DeliverClientMessageResponse, error)
 }
 
@@ -110,6 +117,7 @@ func (c *peerServiceClient) CatchUp(ctx context.Context, in *CatchUpRequest, opt
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type PeerService_CatchUpClient = grpc.ServerStreamingClient[CatchUpResponse]
 
+// Deprecated: Do not use.
 func (c *peerServiceClient) CallTool(ctx context.Context, in *CallToolRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[CallToolResponse], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	stream, err := c.cc.NewStream(ctx, &PeerService_ServiceDesc.Streams[2], PeerService_CallTool_FullMethodName, cOpts...)
@@ -129,6 +137,7 @@ func (c *peerServiceClient) CallTool(ctx context.Context, in *CallToolRequest, o
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type PeerService_CallToolClient = grpc.ServerStreamingClient[CallToolResponse]
 
+// Deprecated: Do not use.
 func (c *peerServiceClient) ReadResource(ctx context.Context, in *ReadResourceRequest, opts ...grpc.CallOption) (*ReadResourceResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ReadResourceResponse)
@@ -139,6 +148,7 @@ func (c *peerServiceClient) ReadResource(ctx context.Context, in *ReadResourceRe
 	return out, nil
 }
 
+// Deprecated: Do not use.
 func (c *peerServiceClient) DeliverClientMessage(ctx context.Context, in *DeliverClientMessageRequest, opts ...grpc.CallOption) (*DeliverClientMessageResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(DeliverClientMessageResponse)
@@ -165,15 +175,21 @@ type PeerServiceServer interface {
 	// CatchUp streams what the caller lacks for the requested origins: deltas
 	// from the bounded log, or a snapshot of one origin's partition in chunks.
 	CatchUp(*CatchUpRequest, grpc.ServerStreamingServer[CatchUpResponse]) error
-	// CallTool runs a tool on a session this node owns, on behalf of a
-	// principal authorized on the entry node. Progress and log events stream
-	// back before the final result.
+	// Deprecated: Do not use.
+	// CallTool, ReadResource and DeliverClientMessage are the forwarding RPCs
+	// of the previous release, replaced by mcpswarm.forward.v1.ForwardService.
+	// A node still serves them (as an adapter onto ForwardService's handlers)
+	// and falls back to them for a peer that lacks ForwardService, for one
+	// release, so a rolling upgrade forwards and hands off across versions.
+	// They go in the release after.
 	CallTool(*CallToolRequest, grpc.ServerStreamingServer[CallToolResponse]) error
-	// ReadResource reads a session resource on the owner node.
+	// Deprecated: Do not use.
+	// ReadResource reads a session resource on the owner node (superseded by
+	// ForwardService.ReadResource).
 	ReadResource(context.Context, *ReadResourceRequest) (*ReadResourceResponse, error)
-	// DeliverClientMessage forwards a client's JSON-RPC message (an
-	// elicitation answer, a cancellation, a legacy SSE POST) to the node that
-	// parked the call or holds the stream.
+	// Deprecated: Do not use.
+	// DeliverClientMessage forwards a client message by kind (superseded by
+	// ForwardService's typed Deliver*, SpendState and AdoptSession).
 	DeliverClientMessage(context.Context, *DeliverClientMessageRequest) (*DeliverClientMessageResponse, error)
 	mustEmbedUnimplementedPeerServiceServer()
 }

@@ -1,0 +1,247 @@
+package swarm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/mcpswarm/mcpswarm/authz"
+	forwardv1 "github.com/mcpswarm/mcpswarm/proto/mcpswarm/forward/v1"
+	"github.com/mcpswarm/mcpswarm/session"
+)
+
+// maxNonceBytes bounds a request state's nonce a peer asks to spend.
+const maxNonceBytes = 128
+
+// forwardServer serves mcpswarm.forward.v1.ForwardService: the work other
+// nodes forward to this one. The cluster registers it under the peer
+// credential (cluster.AddService), so only members reach it; the owner still
+// checks that the principal a call names owns the session before anything
+// runs.
+type forwardServer struct {
+	forwardv1.UnimplementedForwardServiceServer
+	s *Swarm
+}
+
+var _ forwardv1.ForwardServiceServer = forwardServer{}
+
+func (f forwardServer) authorize(pb *forwardv1.Caller, id string) (authz.Context, error) {
+	c, err := callerFromPB(pb)
+	if err != nil {
+		return c, status.Error(codes.InvalidArgument, err.Error())
+	}
+	info, ok := f.s.mgr.Get(id)
+	if !ok {
+		return c, f.s.ownerStatus(id, fmt.Errorf("session %s is not running on node %s: %w", id, f.s.self, session.ErrNotRunning))
+	}
+	if !authz.Owns(c.Principal, info.Principal) {
+		f.s.log.Info("refused forwarded call: principal does not own the session",
+			"principal", c.Principal.Subject, "session", id, "entry_node", c.Node)
+		return c, status.Errorf(codes.PermissionDenied, "principal %s does not own session %s", c.Principal.Subject, id)
+	}
+	return c, nil
+}
+
+// CallTool runs a forwarded tools/call on a session this node owns,
+// streaming its progress and then its result.
+func (f forwardServer) CallTool(req *forwardv1.CallToolRequest, stream grpc.ServerStreamingServer[forwardv1.CallToolResponse]) error {
+	return f.callTool(stream.Context(), req, stream.Send)
+}
+
+// callTool is CallTool with the stream's send, shared with the previous
+// release's peer-service adapter.
+func (f forwardServer) callTool(ctx context.Context, req *forwardv1.CallToolRequest, send func(*forwardv1.CallToolResponse) error) error {
+	if _, err := f.authorize(req.GetCaller(), req.GetSession()); err != nil {
+		return err
+	}
+	var args map[string]any
+	if len(req.GetArguments()) > 0 {
+		if err := json.Unmarshal(req.GetArguments(), &args); err != nil {
+			return status.Errorf(codes.InvalidArgument, "arguments are not a JSON object: %v", err)
+		}
+	}
+	sends := make(chan *forwardv1.CallToolResponse, 64)
+	ctx = session.WithProgress(ctx, func(p, total float64, msg string) {
+		// Progress comes from the session's goroutine: queue it without
+		// blocking the update; a full queue drops progress, never results.
+		select {
+		case sends <- &forwardv1.CallToolResponse{Event: &forwardv1.CallToolResponse_Progress{Progress: &forwardv1.Progress{Progress: p, Total: total, Message: msg}}}:
+		default:
+		}
+	})
+	type outcome struct {
+		res session.Result
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := f.run(ctx, req.GetSession(), req.GetTool(), args)
+		done <- outcome{res, err}
+	}()
+	for {
+		select {
+		case ev := <-sends:
+			if err := send(ev); err != nil {
+				return err
+			}
+		case o := <-done:
+			// The update is over, so no more progress arrives: flush what
+			// is queued before the result.
+			for len(sends) > 0 {
+				if err := send(<-sends); err != nil {
+					return err
+				}
+			}
+			if o.err != nil {
+				return f.s.ownerStatus(req.GetSession(), o.err)
+			}
+			raw, err := json.Marshal(o.res)
+			if err != nil {
+				return status.Errorf(codes.Internal, "encoding result: %v", err)
+			}
+			return send(&forwardv1.CallToolResponse{Event: &forwardv1.CallToolResponse_Result{Result: &forwardv1.ToolResult{Result: raw, IsError: o.res.IsError}}})
+		}
+	}
+}
+
+// run dispatches a forwarded operation on the local manager.
+func (f forwardServer) run(ctx context.Context, id, tool string, args map[string]any) (session.Result, error) {
+	m := f.s.mgr
+	switch tool {
+	case opStop:
+		return session.Result{Text: "stopped " + id}, m.Stop(ctx, id)
+	case opModel:
+		raw, err := m.Model(id)
+		return session.Result{Text: string(raw)}, err
+	case opScreenshot:
+		txt, err := m.Screenshot(id, session.ScreenWidth, session.ScreenHeight)
+		return session.Result{Text: txt}, err
+	case opSendKey:
+		k := session.Key{}
+		k.Key, _ = args["key"].(string)
+		k.Ctrl, _ = args["ctrl"].(bool)
+		k.Alt, _ = args["alt"].(bool)
+		k.Shift, _ = args["shift"].(bool)
+		return m.SendKey(ctx, id, k)
+	default:
+		return m.Call(ctx, id, tool, args)
+	}
+}
+
+// ownerErr maps a local error to a status the entry node understands.
+func ownerErr(err error) error {
+	switch {
+	case errors.Is(err, session.ErrNotRunning):
+		return status.Error(codes.NotFound, err.Error())
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, session.ErrTimeout):
+		return status.Error(codes.DeadlineExceeded, err.Error())
+	case errors.Is(err, context.Canceled):
+		return status.Error(codes.Canceled, err.Error())
+	default:
+		return status.Error(codes.FailedPrecondition, err.Error())
+	}
+}
+
+// ReadResource reads a resource of a session this node owns.
+func (f forwardServer) ReadResource(_ context.Context, req *forwardv1.ReadResourceRequest) (*forwardv1.ReadResourceResponse, error) {
+	if _, err := f.authorize(req.GetCaller(), req.GetSession()); err != nil {
+		return nil, err
+	}
+	raw, err := f.s.mgr.ReadResource(req.GetSession(), req.GetUri())
+	if err != nil {
+		return nil, f.s.ownerStatus(req.GetSession(), err)
+	}
+	return &forwardv1.ReadResourceResponse{MimeType: "application/json", Contents: raw}, nil
+}
+
+// attached returns the front, or Unavailable before mcp.New attached it
+// (the sender treats that as a node it cannot reach right now).
+func (f forwardServer) attached() (frontDelivery, error) {
+	fr := f.s.front()
+	if fr == nil {
+		return nil, status.Error(codes.Unavailable, "the MCP front of node "+f.s.self+" is not attached yet")
+	}
+	return fr, nil
+}
+
+// frontDelivery is the part of mcp.Front forwarded client messages use.
+type frontDelivery interface {
+	DeliverResponse(ctx context.Context, connID string, body []byte) (int, error)
+	DeliverSSE(ctx context.Context, connID string, body []byte) (int, error)
+}
+
+// DeliverResponse hands a client's response to this node's front.
+func (f forwardServer) DeliverResponse(ctx context.Context, req *forwardv1.DeliverResponseRequest) (*forwardv1.DeliverResponseResponse, error) {
+	fr, err := f.attached()
+	if err != nil {
+		return nil, err
+	}
+	code, err := fr.DeliverResponse(ctx, req.GetConnection(), req.GetMessage())
+	if err != nil {
+		return nil, status.Error(codes.FailedPrecondition, err.Error())
+	}
+	return &forwardv1.DeliverResponseResponse{HttpStatus: int32(code)}, nil
+}
+
+// DeliverCancel hands a client's notifications/cancelled to this node's
+// front, which cancels the call if it is in flight here.
+func (f forwardServer) DeliverCancel(ctx context.Context, req *forwardv1.DeliverCancelRequest) (*forwardv1.DeliverCancelResponse, error) {
+	fr, err := f.attached()
+	if err != nil {
+		return nil, err
+	}
+	code, err := fr.DeliverResponse(ctx, req.GetConnection(), req.GetMessage())
+	if err != nil {
+		return nil, status.Error(codes.FailedPrecondition, err.Error())
+	}
+	return &forwardv1.DeliverCancelResponse{HttpStatus: int32(code)}, nil
+}
+
+// DeliverSseMessage serves a legacy SSE message for a stream this node
+// holds.
+func (f forwardServer) DeliverSseMessage(ctx context.Context, req *forwardv1.DeliverSseMessageRequest) (*forwardv1.DeliverSseMessageResponse, error) {
+	fr, err := f.attached()
+	if err != nil {
+		return nil, err
+	}
+	code, err := fr.DeliverSSE(ctx, req.GetConnection(), req.GetMessage())
+	if err != nil {
+		return nil, status.Error(codes.FailedPrecondition, err.Error())
+	}
+	return &forwardv1.DeliverSseMessageResponse{HttpStatus: int32(code)}, nil
+}
+
+// SpendState decides, as the arbiter, whether a request state's nonce was
+// spent, spending it if not.
+func (f forwardServer) SpendState(_ context.Context, req *forwardv1.SpendStateRequest) (*forwardv1.SpendStateResponse, error) {
+	if req.GetNonce() == "" || len(req.GetNonce()) > maxNonceBytes {
+		return nil, status.Errorf(codes.InvalidArgument, "a request state's nonce must be 1 to %d bytes, got %d", maxNonceBytes, len(req.GetNonce()))
+	}
+	already := f.s.nonces.decide(req.GetNonce(), time.Unix(req.GetExpiresUnix(), 0))
+	return &forwardv1.SpendStateResponse{AlreadySpent: already}, nil
+}
+
+// AdoptSession starts a session handed off by another node and publishes it
+// before answering.
+func (f forwardServer) AdoptSession(ctx context.Context, req *forwardv1.AdoptSessionRequest) (*forwardv1.AdoptSessionResponse, error) {
+	var snap session.Snapshot
+	if err := json.Unmarshal(req.GetSnapshot(), &snap); err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "the snapshot is not JSON: %v", err)
+	}
+	code, msg := f.s.adopt(ctx, req.GetFrom(), snap)
+	switch code {
+	case http.StatusOK:
+		return &forwardv1.AdoptSessionResponse{}, nil
+	case http.StatusServiceUnavailable:
+		return nil, status.Error(codes.Unavailable, msg)
+	default:
+		return nil, status.Error(codes.AlreadyExists, msg)
+	}
+}
