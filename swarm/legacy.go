@@ -208,4 +208,3 @@ func (h legacyHandler) DeliverClientMessage(ctx context.Context, req *peerv1.Del
 	}
 	return &peerv1.DeliverClientMessageResponse{HttpStatus: code}, nil
 }
-
