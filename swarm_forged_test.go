@@ -15,6 +15,7 @@ import (
 	"github.com/mcpswarm/mcpswarm"
 	"github.com/mcpswarm/mcpswarm/cluster"
 	adminv1 "github.com/mcpswarm/mcpswarm/proto/mcpswarm/admin/v1"
+	forwardv1 "github.com/mcpswarm/mcpswarm/proto/mcpswarm/forward/v1"
 	peerv1 "github.com/mcpswarm/mcpswarm/proto/mcpswarm/peer/v1"
 )
 
@@ -28,10 +29,26 @@ func dial(t *testing.T, addr string, opts ...grpc.DialOption) *grpc.ClientConn {
 	return cc
 }
 
-// forwardClick calls Peer.CallTool on node n as if forwarded for principal.
-func forwardClick(ctx context.Context, pc peerv1.PeerServiceClient, principal string) error {
-	stream, err := pc.CallTool(ctx, &peerv1.CallToolRequest{
-		Caller:  &peerv1.Caller{Principal: principal, Authenticated: true, EntryNode: "node2", Transport: "streamable-http"},
+// forwardClick calls CallTool on the node behind cc as if forwarded for
+// principal: through the forward service, or (legacy) through the previous
+// release's peer-service RPC that nodes still serve for one release.
+func forwardClick(ctx context.Context, cc grpc.ClientConnInterface, principal string, legacy bool) error {
+	if legacy {
+		stream, err := peerv1.NewPeerServiceClient(cc).CallTool(ctx, &peerv1.CallToolRequest{
+			Caller:  &peerv1.Caller{Principal: principal, Authenticated: true, EntryNode: "node2", Transport: "streamable-http"},
+			Session: "fg", Tool: "fg.inc.click",
+		})
+		if err != nil {
+			return err
+		}
+		for {
+			if _, err := stream.Recv(); err != nil {
+				return err
+			}
+		}
+	}
+	stream, err := forwardv1.NewForwardServiceClient(cc).CallTool(ctx, &forwardv1.CallToolRequest{
+		Caller:  &forwardv1.Caller{Principal: principal, Authenticated: true, EntryNode: "node2", Transport: "streamable-http"},
 		Session: "fg", Tool: "fg.inc.click",
 	})
 	if err != nil {
@@ -55,29 +72,39 @@ func TestForgedTrafficIsRefused(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 
-	// No cluster credential: refused before anything runs.
-	err := forwardClick(ctx, peerv1.NewPeerServiceClient(dial(t, n1.GRPCAddr())), "alice")
-	if status.Code(err) != codes.Unauthenticated {
-		t.Fatalf("forward without credential: %v, want Unauthenticated", err)
-	}
-	// A credential from another cluster's key: refused too.
-	otherKey, _ := mcpswarm.GenerateClusterKey()
-	k, _ := mcpswarm.ParseClusterKey(otherKey)
-	wrong, _ := cluster.PeerCredentials(k, "node2")
-	err = forwardClick(ctx, peerv1.NewPeerServiceClient(dial(t, n1.GRPCAddr(), grpc.WithPerRPCCredentials(wrong))), "alice")
-	if status.Code(err) != codes.Unauthenticated {
-		t.Fatalf("forward with another cluster's credential: %v, want Unauthenticated", err)
-	}
-	// A genuine peer credential claiming a principal that does not own the
-	// session: the owner re-checks and refuses.
 	key, err := mcpswarm.LoadClusterKey(e.keyFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	creds, _ := cluster.PeerCredentials(key, "node2")
-	err = forwardClick(ctx, peerv1.NewPeerServiceClient(dial(t, n1.GRPCAddr(), grpc.WithPerRPCCredentials(creds))), "mallory")
-	if status.Code(err) != codes.PermissionDenied {
-		t.Fatalf("forward claiming mallory: %v, want PermissionDenied", err)
+	for _, legacy := range []bool{false, true} {
+		// No cluster credential: refused before anything runs.
+		err := forwardClick(ctx, dial(t, n1.GRPCAddr()), "alice", legacy)
+		if status.Code(err) != codes.Unauthenticated {
+			t.Fatalf("forward (legacy %v) without credential: %v, want Unauthenticated", legacy, err)
+		}
+		// A credential from another cluster's key: refused too.
+		otherKey, _ := mcpswarm.GenerateClusterKey()
+		k, _ := mcpswarm.ParseClusterKey(otherKey)
+		wrong, _ := cluster.PeerCredentials(k, "node2")
+		err = forwardClick(ctx, dial(t, n1.GRPCAddr(), grpc.WithPerRPCCredentials(wrong)), "alice", legacy)
+		if status.Code(err) != codes.Unauthenticated {
+			t.Fatalf("forward (legacy %v) with another cluster's credential: %v, want Unauthenticated", legacy, err)
+		}
+		// A genuine peer credential claiming a principal that does not own
+		// the session: the owner re-checks and refuses.
+		creds, _ := cluster.PeerCredentials(key, "node2")
+		err = forwardClick(ctx, dial(t, n1.GRPCAddr(), grpc.WithPerRPCCredentials(creds)), "mallory", legacy)
+		if status.Code(err) != codes.PermissionDenied {
+			t.Fatalf("forward (legacy %v) claiming mallory: %v, want PermissionDenied", legacy, err)
+		}
+	}
+	// The forward service's other calls need the credential too.
+	anon := forwardv1.NewForwardServiceClient(dial(t, n1.GRPCAddr()))
+	if _, err := anon.SpendState(ctx, &forwardv1.SpendStateRequest{Nonce: "n", ExpiresUnix: time.Now().Add(time.Hour).Unix()}); status.Code(err) != codes.Unauthenticated {
+		t.Fatalf("SpendState without credential: %v, want Unauthenticated", err)
+	}
+	if _, err := anon.AdoptSession(ctx, &forwardv1.AdoptSessionRequest{From: "node2", Snapshot: []byte(`{}`)}); status.Code(err) != codes.Unauthenticated {
+		t.Fatalf("AdoptSession without credential: %v, want Unauthenticated", err)
 	}
 	if m := textOf(alice.call("swarm_get_model", map[string]any{"id": "fg"})); !strings.Contains(m, `"count":0`) {
 		t.Fatalf("a refused forward changed the model: %s", m)
