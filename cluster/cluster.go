@@ -197,7 +197,7 @@ func (c *Cluster) registries() []*Registry {
 // Register registers the peer service, and the services added with
 // AddService, on s. Install UnaryInterceptor and StreamInterceptor (or
 // ServerOptions) on s as well.
-func (c *Cluster) Register(s *grpc.Server) {
+func (c *Cluster) Register(s grpc.ServiceRegistrar) {
 	peerv1.RegisterPeerServiceServer(s, &peerServer{c: c})
 	c.svcMu.Lock()
 	services := slices.Clone(c.services)
