@@ -13,7 +13,10 @@ import (
 // itself (what other nodes hand to this node arrives through it) and gets
 // back the connection registry and the relay the front calls. Both
 // directions of the seam are wired in this one step: nothing is set on the
-// front or on the cluster afterwards. A nil Config.Cluster is a lone node.
+// front or on the cluster afterwards. Attach only keeps the front; the
+// cluster may call it once Attach returned (New finishes its own wiring
+// right after, before the front serves). A nil Config.Cluster is a lone
+// node.
 type Cluster interface {
 	Attach(front Front) (Connections, Relay)
 }

@@ -68,19 +68,6 @@ func New(cfg Config) (*Server, error) {
 		cfg: cfg, log: cfg.Logger, ids: ids, states: states, init: newInitGate(cfg.Guard.Limits, cfg.Dev),
 		parked: newParking(), asks: newClientRequests(cfg.Node), streams: newSSEStreams(), metrics: m,
 	}
-	// The one step that joins the front to the cluster: the cluster gets
-	// the front, the front gets the registry and the relay. Nothing
-	// serves yet, so no request sees a half-wired seam.
-	var notifyHere func(string) bool
-	if cfg.Cluster != nil {
-		s.registry, s.relay = cfg.Cluster.Attach(s)
-	}
-	if s.registry != nil {
-		ids.revoked = s.registry.Revoked
-		states.spent = s.registry.SpendState
-		notifyHere = s.registry.NotifyHere
-	}
-	s.conns = newConnTable(notifyHere, subscribedVia(s.registry))
 
 	hooks := &server.Hooks{}
 	hooks.AddOnRequestInitialization(s.beforeRequest)
@@ -134,6 +121,20 @@ func New(cfg Config) (*Server, error) {
 		server.WithSessionIDGenerator(s.sseSessionID),
 	)
 	s.handler = s.front()
+	// The one step that joins the front to the cluster: the cluster gets
+	// the front, the front gets the registry and the relay. It comes last,
+	// once the front is built, and before it serves or watches anything.
+	var notifyHere func(string) bool
+	if cfg.Cluster != nil {
+		s.registry, s.relay = cfg.Cluster.Attach(s)
+	}
+	if s.registry != nil {
+		// Set before any use: the ids are not shared yet.
+		ids.revoked = s.registry.Revoked
+		states.spent = s.registry.SpendState
+		notifyHere = s.registry.NotifyHere
+	}
+	s.conns = newConnTable(notifyHere, subscribedVia(s.registry))
 	s.stopWatch = cfg.Backend.Watch(s.onEvent)
 	return s, nil
 }
