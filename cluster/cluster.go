@@ -207,18 +207,6 @@ func (c *Cluster) Register(s grpc.ServiceRegistrar) {
 	}
 }
 
-// AddService adds a gRPC service only cluster members may call, served
-// beside the peer service on the same server (so the same listener,
-// transport, TLS, message limits and keepalives): register is called by
-// Register with a registrar whose services check the peer credential
-// before each call reads a message. Call it before Register; clients reach
-// the service through PeerConn.
-func (c *Cluster) AddService(register func(grpc.ServiceRegistrar)) {
-	c.svcMu.Lock()
-	c.services = append(c.services, register)
-	c.svcMu.Unlock()
-}
-
 // ServerOptions returns the options the node's gRPC server needs for the
 // peer service: message size limits, keepalive and the credential
 // interceptors.

@@ -17,6 +17,18 @@ import (
 	peerv1 "github.com/mcpswarm/mcpswarm/proto/mcpswarm/peer/v1"
 )
 
+// AddService adds a gRPC service only cluster members may call, served
+// beside the peer service on the same server (so the same listener,
+// transport, TLS, message limits and keepalives): register is called by
+// Register with a registrar whose services check the peer credential
+// before each call reads a message. Call it before Register; clients reach
+// the service through PeerConn.
+func (c *Cluster) AddService(register func(grpc.ServiceRegistrar)) {
+	c.svcMu.Lock()
+	c.services = append(c.services, register)
+	c.svcMu.Unlock()
+}
+
 // peerRegistrar registers services that only cluster members may call:
 // each method checks the caller's peer credential before its handler reads
 // a message, whatever interceptors the server has, and puts the caller's
