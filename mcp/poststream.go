@@ -43,10 +43,15 @@ type postStream struct {
 	closed   bool
 	stop     chan struct{}
 	ticking  bool
+	// hdr is the header mcp-go sets: its own goroutines write it under
+	// mcp-go's lock while the tick may start the SSE response under ours,
+	// so the real header is touched only under p.mu and hdr is copied
+	// into it when mcp-go writes its status.
+	hdr http.Header
 }
 
 func newPostStream(w http.ResponseWriter, node string) *postStream {
-	return &postStream{w: w, node: node, stop: make(chan struct{})}
+	return &postStream{w: w, node: node, stop: make(chan struct{}), hdr: make(http.Header)}
 }
 
 func withPostStream(ctx context.Context, p *postStream) context.Context {
@@ -58,8 +63,8 @@ func postStreamFrom(ctx context.Context) *postStream {
 	return p
 }
 
-// Header returns the response header.
-func (p *postStream) Header() http.Header { return p.w.Header() }
+// Header returns the header mcp-go's answer will carry.
+func (p *postStream) Header() http.Header { return p.hdr }
 
 // WriteHeader writes the status once (the stream may have started it).
 func (p *postStream) WriteHeader(code int) {
@@ -67,7 +72,17 @@ func (p *postStream) WriteHeader(code int) {
 	defer p.mu.Unlock()
 	if !p.wroteHeader {
 		p.wroteHeader = true
+		p.copyHeaderLocked()
 		p.w.WriteHeader(code)
+	}
+}
+
+// copyHeaderLocked moves what mcp-go set into the real header before the
+// status goes out.
+func (p *postStream) copyHeaderLocked() {
+	h := p.w.Header()
+	for k, v := range p.hdr {
+		h[k] = v
 	}
 }
 
@@ -78,12 +93,14 @@ func (p *postStream) Write(b []byte) (int, error) {
 	if !p.midEvent {
 		p.drainLocked()
 	}
-	p.wroteHeader = true
-	if p.sseByUs && p.w.Header().Get("Content-Type") == "application/json" {
+	if !p.wroteHeader {
+		p.copyHeaderLocked()
+		p.wroteHeader = true
+	}
+	if p.sseByUs && p.hdr.Get("Content-Type") == "application/json" {
 		// mcp-go answers in JSON (one Encode, one Write) on a response
 		// this stream already made SSE: frame the answer as an event, or
 		// the client reads a stream that never answers.
-		p.w.Header().Set("Content-Type", "text/event-stream")
 		if _, err := fmt.Fprintf(p.w, "event: message\ndata: %s\n\n", bytes.TrimRight(tagRequestIDs(b, p.node), "\n")); err != nil {
 			return 0, err
 		}
