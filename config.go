@@ -65,6 +65,9 @@ type Config struct {
 	MaxBodyBytes int64
 	// HTTP bounds the HTTP listener's connections (timeouts and caps).
 	HTTP HTTPLimits
+	// DebugAddr, when set, serves net/http/pprof there (loopback only).
+	// Empty (the default) means no profiling endpoint.
+	DebugAddr string
 	// TLS, when set, puts the gRPC listener and peer connections under
 	// mutual TLS; otherwise they run in plaintext with the peer credential.
 	TLS TLSFiles
@@ -126,6 +129,11 @@ func (c *Config) Validate() error {
 		}
 		if err := validAddr(j); err != nil {
 			return &FieldError{Flag: "join", Err: err}
+		}
+	}
+	if c.DebugAddr != "" {
+		if err := validDebugAddr(c.DebugAddr); err != nil {
+			return &FieldError{Flag: "debug-addr", Err: err}
 		}
 	}
 	if c.DataDir == "" {

@@ -76,6 +76,7 @@ type Node struct {
 	http    *http.Server
 	httpLn  net.Listener
 	grpcLn  net.Listener
+	debugLn net.Listener
 	mux     *http.ServeMux
 
 	guard     authz.Guard

@@ -43,12 +43,14 @@ type knobs struct {
 	settle   time.Duration // longest wait for the nodes to come back
 	tol      float64       // allowed distance from the baseline
 	logDir   string        // where the nodes' output goes instead of memory (SOAK_LOGDIR)
+	profiles string        // where heap profiles before and after the load go (SOAK_PROFILES); empty: none
 }
 
 func envKnobs() (knobs, error) {
 	k := knobs{clients: 500, duration: 10 * time.Minute, think: time.Second,
 		warmup: 30 * time.Second, baseline: 30 * time.Second, settle: 4 * time.Minute, tol: 0.10}
 	k.logDir = os.Getenv("SOAK_LOGDIR")
+	k.profiles = os.Getenv("SOAK_PROFILES")
 	if v := os.Getenv("SOAK_CLIENTS"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 5000 {
@@ -135,7 +137,7 @@ func run(ctx context.Context, bin string, k knobs) (*report, error) {
 	}
 	defer os.RemoveAll(dir)
 	t0 := time.Now()
-	cl, err := startCluster(ctx, bin, dir, k.logDir, 3, k.clients)
+	cl, err := startCluster(ctx, bin, dir, k.logDir, 3, k.clients, k.profiles != "")
 	if err != nil {
 		return nil, err
 	}
@@ -179,6 +181,11 @@ func run(ctx context.Context, bin string, k knobs) (*report, error) {
 		return nil, err
 	}
 	rep.Baseline = smp.baseline(int(k.baseline/time.Second) / 2)
+	if k.profiles != "" {
+		if err := saveHeapProfiles(ctx, cl.nodes, k.profiles, "baseline"); err != nil {
+			return nil, err
+		}
+	}
 
 	slog.Info("load", "clients", k.clients, "for", k.duration, "think", k.think)
 	t := &tally{}
@@ -196,6 +203,11 @@ func run(ctx context.Context, bin string, k knobs) (*report, error) {
 		return nil, err
 	}
 	rep.SettleSeconds = time.Since(settleStart).Seconds()
+	if k.profiles != "" {
+		if err := saveHeapProfiles(ctx, cl.nodes, k.profiles, "after"); err != nil {
+			return nil, err
+		}
+	}
 	rep.After = back
 	rep.Series = smp.series
 	for _, n := range cl.nodes {

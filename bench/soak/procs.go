@@ -26,6 +26,7 @@ type node struct {
 	name    string
 	baseURL string // http://127.0.0.1:PORT
 	gossip  string
+	debug   string // the --debug-addr (pprof) address, or "" when not profiled
 	cmd     *exec.Cmd
 	log     *syncBuffer
 	exited  chan struct{}
@@ -43,7 +44,7 @@ type cluster struct {
 // first. The per-source HTTP connection cap is lifted (0): every client of
 // the soak is 127.0.0.1, as behind a proxy, and the docs say to raise it
 // there.
-func startCluster(ctx context.Context, bin, dir, logDir string, n, clients int) (*cluster, error) {
+func startCluster(ctx context.Context, bin, dir, logDir string, n, clients int, profile bool) (*cluster, error) {
 	key, err := exec.CommandContext(ctx, bin, "keygen").Output()
 	if err != nil {
 		return nil, fmt.Errorf("mcpswarm keygen: %w", err)
@@ -72,13 +73,22 @@ func startCluster(ctx context.Context, bin, dir, logDir string, n, clients int) 
 		if i > 0 {
 			join = c.nodes[0].gossip
 		}
-		nd, err := startNode(ctx, bin, name, join, logDir,
-			"--data-dir", filepath.Join(dir, name), "--cluster-key-file", keyFile, "--policy", polFile,
-			"--http-conns-per-source", "0", "--log-format", "text", "--log-level", "warn")
+		args := []string{"--data-dir", filepath.Join(dir, name), "--cluster-key-file", keyFile, "--policy", polFile,
+			"--http-conns-per-source", "0", "--log-format", "text", "--log-level", "warn"}
+		debug := ""
+		if profile {
+			if debug, err = freeAddr(); err != nil {
+				c.stop()
+				return nil, err
+			}
+			args = append(args, "--debug-addr", debug)
+		}
+		nd, err := startNode(ctx, bin, name, join, logDir, args...)
 		if err != nil {
 			c.stop()
 			return nil, err
 		}
+		nd.debug = debug
 		c.nodes = append(c.nodes, nd)
 	}
 	return c, nil

@@ -46,6 +46,7 @@ func serveFlags(cfg *mcpswarm.Config, logFormat, logLevel, configFile *string) *
 	fs.StringVar(&cfg.TLS.Cert, "tls-cert", "", "PEM certificate of this node for the gRPC listener and peer connections (with --tls-key and --tls-ca)")
 	fs.StringVar(&cfg.TLS.Key, "tls-key", "", "PEM private key of --tls-cert")
 	fs.StringVar(&cfg.TLS.CA, "tls-ca", "", "PEM CA bundle that signs every node's certificate")
+	fs.StringVar(&cfg.DebugAddr, "debug-addr", "", "loopback address serving net/http/pprof (heap, goroutine profiles; unauthenticated, so loopback only; default: off)")
 	fs.StringVar(logFormat, "log-format", "auto", "log format: text, json, or auto (text on a terminal, else json)")
 	fs.StringVar(logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	return fs
