@@ -55,6 +55,12 @@ func (t *connTable) addListen(key string, p authz.Principal, cs server.ClientSes
 	t.mu.Unlock()
 }
 
+func (t *connTable) size() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.conns)
+}
+
 func (t *connTable) remove(id string) {
 	t.mu.Lock()
 	delete(t.conns, id)
@@ -218,6 +224,9 @@ func (s *Server) onEvent(ev Event) {
 			s.notifyMeta(cs, string(mcp.MethodNotificationResourceUpdated), map[string]any{"uri": uri}, meta)
 		}
 	case SessionsChanged:
+		if _, ok := s.cfg.Backend.Lookup(ev.Session); !ok {
+			s.tools.forgetSession(ev.Session) // stopped (or moved away)
+		}
 		all := func(authz.Principal) bool { return true }
 		for _, uri := range []string{URISessions, URIMe} {
 			for _, cs := range s.conns.match(string(mcp.MethodNotificationResourceUpdated), uri, all) {

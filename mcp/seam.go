@@ -78,6 +78,9 @@ type Front interface {
 	// DeliverSSE serves a legacy SSE message another node's Relay forwarded
 	// here.
 	DeliverSSE(ctx context.Context, connID string, body []byte) (status int, err error)
+	// Forget drops this node's local state of connection id once another
+	// node ended it (the revocation reached this node).
+	Forget(connID string)
 }
 
 var _ Front = (*Server)(nil)

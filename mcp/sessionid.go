@@ -231,7 +231,7 @@ func (m *sidManager) Terminate(id string) (bool, error) {
 type resolver struct{ ids *SessionIDs }
 
 func (r resolver) ResolveSessionIdManager(req *http.Request) server.SessionIdManager {
-	if req == nil {
+	if req == nil || isLocalCleanup(req.Context()) {
 		return r.ids.Manager("", false)
 	}
 	return r.ids.Manager(boundSubject(req.Context()), true)

@@ -84,10 +84,15 @@ func askMarked(st server.ServerTool, ask bool, prompt string) server.ServerTool 
 const maxCachedTools = 1 << 17
 
 // toolCache keeps each derived tool's mcp-go form, so a listing does not
-// rebuild (and allocate) every definition on every request.
+// rebuild (and allocate) every definition on every request. Entries are
+// grouped by session and dropped when the session stops (forgetSession):
+// tool names are unique per session, so without that the tools of every
+// stopped session stayed until maxCachedTools (issue #13's soak: ~3 KiB per
+// ended session per node).
 type toolCache struct {
 	mu sync.RWMutex
-	m  map[string]cachedTool
+	m  map[string]map[string]cachedTool // session -> tool name -> tool
+	n  int
 }
 
 type cachedTool struct {
@@ -103,19 +108,42 @@ func sameTool(a, b session.Tool) bool {
 
 func (c *toolCache) get(t session.Tool, handler func(session.Tool) server.ToolHandlerFunc) server.ServerTool {
 	c.mu.RLock()
-	e, ok := c.m[t.Name]
+	e, ok := c.m[t.Session][t.Name]
 	c.mu.RUnlock()
 	if ok && sameTool(e.def, t) {
 		return e.st
 	}
 	st := server.ServerTool{Tool: mcpTool(t), Handler: handler(t)}
 	c.mu.Lock()
-	if c.m == nil || len(c.m) >= maxCachedTools {
-		c.m = make(map[string]cachedTool)
+	if c.m == nil || c.n >= maxCachedTools {
+		c.m, c.n = make(map[string]map[string]cachedTool), 0
 	}
-	c.m[t.Name] = cachedTool{def: t, st: st}
+	byName := c.m[t.Session]
+	if byName == nil {
+		byName = make(map[string]cachedTool)
+		c.m[t.Session] = byName
+	}
+	if _, had := byName[t.Name]; !had {
+		c.n++
+	}
+	byName[t.Name] = cachedTool{def: t, st: st}
 	c.mu.Unlock()
 	return st
+}
+
+// forgetSession drops the cached tools of session id.
+func (c *toolCache) forgetSession(id string) {
+	c.mu.Lock()
+	c.n -= len(c.m[id])
+	delete(c.m, id)
+	c.mu.Unlock()
+}
+
+// size is how many tools are cached.
+func (c *toolCache) size() int {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.n
 }
 
 // callView installs only the called tool: a static one, one of the caller's

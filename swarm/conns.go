@@ -24,7 +24,7 @@ const regConns = "conns"
 // node learnt at initialize. A revocation by any node ends the connection
 // everywhere.
 type connRecord struct {
-	Info mcp.ConnInfo `json:"info"`
+	Info mcp.ConnInfo `json:"info,omitzero"`
 	// HelloAt stamps what initialize taught: protocol version, client info
 	// and capabilities (and the home node and principal).
 	HelloAt time.Time `json:"hello_at,omitzero"`
@@ -33,7 +33,10 @@ type connRecord struct {
 	SubsAt  time.Time `json:"subs_at,omitzero"`
 	// StreamNode is set by the node holding the connection's GET stream.
 	StreamNode string `json:"stream_node,omitempty"`
-	Revoked    bool   `json:"revoked,omitempty"`
+	// Revoked marks a connection ended on some node. A revoked record
+	// keeps nothing else (revoked): refusal needs only the id (the key)
+	// and the age (Touched), and it is kept for the id's maximum age.
+	Revoked bool `json:"revoked,omitempty"`
 	// Touched is when this node last changed the record; its writer
 	// forgets it once older than the session ids' maximum age.
 	Touched time.Time `json:"touched,omitzero"`
@@ -125,12 +128,32 @@ func (c *Conns) onChange(ch crdt.Change) {
 	}
 	var r connRecord
 	keep := ch.New != nil && json.Unmarshal(ch.New, &r) == nil
+	if f := c.s.front(); keep && r.Revoked && f != nil {
+		// Ended on another node: drop what the front holds for it here
+		// (after the lock: the front calls back into Conns).
+		defer f.Forget(ch.Key)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !keep {
+	if !keep || r.Revoked {
+		// A revocation is held in this node's own record (below), so
+		// the other node's copy need not be decoded and kept too.
 		delete(c.others[ch.Key], ch.Origin)
 		if len(c.others[ch.Key]) == 0 {
 			delete(c.others, ch.Key)
+		}
+	}
+	if !keep {
+		return
+	}
+	if r.Revoked {
+		if !c.mine[ch.Key].Revoked {
+			// Keep the revocation in this node's own record too (and so
+			// in its bbolt file): it must outlive the node that took the
+			// DELETE.
+			c.mine[ch.Key] = revoked(time.Now())
+			c.dirty[ch.Key] = true
+			c.kick.Kick()
 		}
 		return
 	}
@@ -138,16 +161,12 @@ func (c *Conns) onChange(ch crdt.Change) {
 		c.others[ch.Key] = map[crdt.Origin]connRecord{}
 	}
 	c.others[ch.Key][ch.Origin] = r
-	if r.Revoked && !c.mine[ch.Key].Revoked {
-		// Keep the revocation in this node's own record too (and so in
-		// its bbolt file): it must outlive the node that took the DELETE.
-		mine := c.mine[ch.Key]
-		mine.Revoked, mine.StreamNode, mine.Touched = true, "", time.Now()
-		c.mine[ch.Key] = mine
-		c.dirty[ch.Key] = true
-		c.kick.Kick()
-	}
 }
+
+// revoked is the record of an ended connection: the revocation and its
+// time, and none of the client's facts (its clientInfo and capabilities
+// were up to 16 KiB, kept on every node for the id's maximum age).
+func revoked(now time.Time) connRecord { return connRecord{Revoked: true, Touched: now} }
 
 // records returns every visible record of id, this node's own first.
 func (c *Conns) records(id string) []connRecord {
@@ -179,7 +198,7 @@ func (c *Conns) Put(info mcp.ConnInfo) {
 // Delete implements mcp.ConnRegistry: a revocation every node honours,
 // applied by every live peer before Delete returns (as Put).
 func (c *Conns) Delete(id string) {
-	c.update(id, func(r *connRecord) { r.Revoked, r.StreamNode = true, "" })
+	c.update(id, func(r *connRecord) { *r = revoked(time.Time{}) })
 	c.commit(id)
 }
 
@@ -282,7 +301,16 @@ func (c *Conns) update(id string, fn func(*connRecord)) {
 	}
 	c.mu.Lock()
 	r := c.mine[id]
+	if r.Revoked {
+		// An ended connection learns nothing more: a late request's facts
+		// must not grow its revocation back.
+		c.mu.Unlock()
+		return
+	}
 	fn(&r)
+	if r.Revoked {
+		r = revoked(time.Time{})
+	}
 	r.Touched = time.Now()
 	c.mine[id] = r
 	c.dirty[id] = true

@@ -1,0 +1,40 @@
+package swarm
+
+import "github.com/mcpswarm/mcpswarm/crdt"
+
+// Footprint is what this node holds of the replicated registries: entries
+// (every origin's) and the bytes of their values, and the connection
+// records kept decoded. Tests use it to show that ended connections and
+// stopped sessions leave only small, bounded records behind.
+type Footprint struct {
+	Sessions, Tools, Conns                int // registry entries
+	SessionBytes, ToolBytes, ConnBytes    int // their values' bytes
+	ConnsMine, ConnsDecoded, ConnsRevoked int // this node's records, others' decoded, revoked (own)
+}
+
+// Footprint measures the registries now.
+func (s *Swarm) Footprint() Footprint {
+	var f Footprint
+	count := func(reg interface{ Range(func(crdt.Entry) bool) }, n, b *int) {
+		reg.Range(func(e crdt.Entry) bool {
+			*n++
+			*b += len(e.Value)
+			return true
+		})
+	}
+	count(s.sessions, &f.Sessions, &f.SessionBytes)
+	count(s.tools, &f.Tools, &f.ToolBytes)
+	count(s.conns.reg, &f.Conns, &f.ConnBytes)
+	s.conns.mu.Lock()
+	f.ConnsMine = len(s.conns.mine)
+	for _, r := range s.conns.mine {
+		if r.Revoked {
+			f.ConnsRevoked++
+		}
+	}
+	for _, byOrigin := range s.conns.others {
+		f.ConnsDecoded += len(byOrigin)
+	}
+	s.conns.mu.Unlock()
+	return f
+}

@@ -1,0 +1,86 @@
+package mcpswarm_test
+
+import (
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/mcpswarm/mcpswarm"
+)
+
+// Issue #13's soak: each load cycle (a connection and a session, started,
+// driven through other nodes, stopped, DELETEd on a third node) left ~41 KiB
+// on every node. What a cycle may leave is pinned here by counting, not by
+// heap size: every node forgets the connection's MCP state and the
+// session's converted tools, and the only thing kept is one small
+// revocation record per node per connection (for the id's maximum age).
+func TestEndedConnectionsAndStoppedSessionsLeaveOnlySmallRevocations(t *testing.T) {
+	e := newSwarmEnv(t)
+	nodes := e.cluster(3)
+	const cycles = 12
+	for i := range cycles {
+		home, via, end := nodes[i%3], nodes[(i+1)%3], nodes[(i+2)%3]
+		id := fmt.Sprintf("lk%02d", i)
+		c := connect(t, home, connOpts{token: aliceToken})
+		if res := c.call("swarm_start", map[string]any{"app": "counter", "id": id}); res.IsError {
+			t.Fatal(textOf(res))
+		}
+		// Driven through another node: its front converts and caches
+		// the session's tools and keeps state for the connection.
+		o := connect(t, via, connOpts{token: aliceToken, sessionID: c.id})
+		eventually(t, 30*time.Second, via.HTTPAddr()+" lists "+id+"'s tools", func() bool { return o.tools()[id+".inc.click"] })
+		if res := o.call(id+".inc.click", nil); res.IsError {
+			t.Fatal(textOf(res))
+		}
+		if res := c.call("swarm_stop", map[string]any{"id": id}); res.IsError {
+			t.Fatal(textOf(res))
+		}
+		// The DELETE lands on the third node.
+		deleteConn(t, end, aliceToken, c.id)
+	}
+	for k, n := range nodes {
+		var f mcpswarm.Footprint
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			f = n.Footprint()
+			if f.FrontConns == 0 && f.CachedTools == 0 && f.Sessions == 0 && f.Tools == 0 &&
+				f.ConnsRevoked == cycles && f.Conns == 3*cycles {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("node %d still holds, 30 s after %d cycles: %+v; want no front connections, no cached tools, "+
+					"no session or tool records, and one revocation per connection from each of the 3 nodes", k, cycles, f)
+			}
+		}
+		t.Logf("node %d after %d cycles: %+v (%.0f bytes per connection record)", k, cycles, f, float64(f.ConnBytes)/float64(f.Conns))
+		if f.ConnsDecoded != 0 {
+			t.Errorf("node %d keeps %d other nodes' records of ended connections decoded, want 0 (its own revocation suffices)", k, f.ConnsDecoded)
+		}
+		// A revocation is the id (the key) and {"revoked":true,"touched":…}:
+		// no client facts.
+		if per := f.ConnBytes / f.Conns; per > 80 {
+			t.Errorf("node %d: a revoked connection's record is %d bytes, want at most 80 (no clientInfo or capabilities)", k, per)
+		}
+	}
+}
+
+// deleteConn ends connection id with a DELETE on node n, as its client
+// would (mcp-go's client sends its DELETE without the bearer token).
+func deleteConn(t testing.TB, n *mcpswarm.Node, token, id string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodDelete, "http://"+n.HTTPAddr()+"/mcp", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Mcp-Session-Id", id)
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("DELETE of connection %s on %s: %s", id, n.HTTPAddr(), resp.Status)
+	}
+}
