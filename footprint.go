@@ -10,6 +10,8 @@ type Footprint struct {
 	FrontConns int
 	// CachedTools counts derived tool definitions the front keeps converted.
 	CachedTools int
+	// UIActions counts entries of the UI action journal ("uiactions").
+	UIActions int
 }
 
 // Footprint counts what the node holds now (zero before Start).
@@ -20,6 +22,9 @@ func (n *Node) Footprint() Footprint {
 	}
 	if n.front != nil {
 		f.FrontConns, f.CachedTools = n.front.LocalState()
+	}
+	if n.journal != nil {
+		f.UIActions = n.journal.Len()
 	}
 	return f
 }
