@@ -105,6 +105,10 @@ type Conns struct {
 
 	mu   sync.Mutex
 	mine map[string]connRecord // this node's records, authoritative
+	// ended holds this node's revocations instead of mine: only when
+	// (unix nanoseconds), since a revoked record carries nothing else and
+	// one is kept per ended connection for the id's maximum age.
+	ended map[string]int64
 	// others holds the other nodes' visible records, decoded.
 	others map[string]map[crdt.Origin]connRecord
 	dirty  map[string]bool
@@ -114,8 +118,8 @@ type Conns struct {
 }
 
 func newConns(s *Swarm, reg *cluster.Registry) *Conns {
-	c := &Conns{s: s, reg: reg, mine: map[string]connRecord{}, others: map[string]map[crdt.Origin]connRecord{},
-		dirty: map[string]bool{}, kick: s.kick}
+	c := &Conns{s: s, reg: reg, mine: map[string]connRecord{}, ended: map[string]int64{},
+		others: map[string]map[crdt.Origin]connRecord{}, dirty: map[string]bool{}, kick: s.kick}
 	reg.OnChange(c.onChange)
 	return c
 }
@@ -147,11 +151,11 @@ func (c *Conns) onChange(ch crdt.Change) {
 		return
 	}
 	if r.Revoked {
-		if !c.mine[ch.Key].Revoked {
+		if _, had := c.ended[ch.Key]; !had {
 			// Keep the revocation in this node's own record too (and so
 			// in its bbolt file): it must outlive the node that took the
 			// DELETE.
-			c.mine[ch.Key] = revoked(time.Now())
+			c.setMineLocked(ch.Key, revoked(time.Now()))
 			c.dirty[ch.Key] = true
 			c.kick.Kick()
 		}
@@ -168,12 +172,31 @@ func (c *Conns) onChange(ch crdt.Change) {
 // were up to 16 KiB, kept on every node for the id's maximum age).
 func revoked(now time.Time) connRecord { return connRecord{Revoked: true, Touched: now} }
 
+// mineLocked returns this node's record of id, a revocation included.
+func (c *Conns) mineLocked(id string) (connRecord, bool) {
+	if at, ok := c.ended[id]; ok {
+		return revoked(time.Unix(0, at)), true
+	}
+	r, ok := c.mine[id]
+	return r, ok
+}
+
+// setMineLocked stores this node's record of id: a revocation in ended.
+func (c *Conns) setMineLocked(id string, r connRecord) {
+	if r.Revoked {
+		delete(c.mine, id)
+		c.ended[id] = r.Touched.UnixNano()
+		return
+	}
+	c.mine[id] = r
+}
+
 // records returns every visible record of id, this node's own first.
 func (c *Conns) records(id string) []connRecord {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := make([]connRecord, 0, 1+len(c.others[id]))
-	if r, ok := c.mine[id]; ok {
+	if r, ok := c.mineLocked(id); ok {
 		out = append(out, r)
 	}
 	for _, r := range c.others[id] {
@@ -210,7 +233,8 @@ func (c *Conns) commit(id string) {
 		return
 	}
 	c.mu.Lock()
-	b, err := json.Marshal(c.mine[id])
+	r, _ := c.mineLocked(id)
+	b, err := json.Marshal(r)
 	delete(c.dirty, id)
 	c.mu.Unlock()
 	if err == nil {
@@ -300,7 +324,7 @@ func (c *Conns) update(id string, fn func(*connRecord)) {
 		return
 	}
 	c.mu.Lock()
-	r := c.mine[id]
+	r, _ := c.mineLocked(id)
 	if r.Revoked {
 		// An ended connection learns nothing more: a late request's facts
 		// must not grow its revocation back.
@@ -312,7 +336,7 @@ func (c *Conns) update(id string, fn func(*connRecord)) {
 		r = revoked(time.Time{})
 	}
 	r.Touched = time.Now()
-	c.mine[id] = r
+	c.setMineLocked(id, r)
 	c.dirty[id] = true
 	c.mu.Unlock()
 	c.kick.Kick()
@@ -323,7 +347,8 @@ func (c *Conns) flush() {
 	c.mu.Lock()
 	batch := make(map[string][]byte, len(c.dirty))
 	for id := range c.dirty {
-		b, err := json.Marshal(c.mine[id])
+		r, _ := c.mineLocked(id)
+		b, err := json.Marshal(r)
 		if err == nil {
 			batch[id] = b
 		}
@@ -354,6 +379,13 @@ func (c *Conns) sweepWith(now time.Time, maxAge time.Duration, remove func(id st
 			delete(c.dirty, id)
 		}
 	}
+	for id, at := range c.ended {
+		if now.Sub(time.Unix(0, at)) > maxAge {
+			old = append(old, id)
+			delete(c.ended, id)
+			delete(c.dirty, id)
+		}
+	}
 	c.mu.Unlock()
 	for _, id := range old {
 		if err := remove(id); err != nil {
@@ -374,7 +406,7 @@ func (c *Conns) restore() {
 		var r connRecord
 		if json.Unmarshal(e.Value, &r) == nil {
 			r.StreamNode = "" // streams do not survive a restart
-			c.mine[e.Key] = r
+			c.setMineLocked(e.Key, r)
 		}
 		return true
 	})

@@ -1,11 +1,14 @@
 package swarm
 
 import (
+	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/mcpswarm/mcpswarm/internal/coalesce"
 	mcpfront "github.com/mcpswarm/mcpswarm/mcp"
 )
 
@@ -45,7 +48,7 @@ func TestConnectionKnowledgeMergesPartByPart(t *testing.T) {
 }
 
 func TestExpiredConnectionRecordsAreForgotten(t *testing.T) {
-	c := &Conns{mine: map[string]connRecord{}, dirty: map[string]bool{}}
+	c := &Conns{mine: map[string]connRecord{}, ended: map[string]int64{}, dirty: map[string]bool{}}
 	now := time.Now()
 	c.mine["old"] = connRecord{Info: mcpfront.ConnInfo{ID: "old"}, Touched: now.Add(-8 * 24 * time.Hour)}
 	c.mine["new"] = connRecord{Info: mcpfront.ConnInfo{ID: "new"}, Touched: now.Add(-time.Hour)}
@@ -56,5 +59,40 @@ func TestExpiredConnectionRecordsAreForgotten(t *testing.T) {
 	}
 	if _, ok := c.mine["new"]; !ok {
 		t.Fatal("a recent record was forgotten")
+	}
+}
+
+// Issue #13: a revocation keeps only its time, is swept like any record
+// once older than the ids' maximum age, and learns nothing more: a late
+// request's client facts must not grow it back.
+func TestRevocationsStaySmallAndExpire(t *testing.T) {
+	c := &Conns{mine: map[string]connRecord{}, ended: map[string]int64{}, dirty: map[string]bool{}, kick: coalesce.NewSignal()}
+	big := mcpfront.ConnInfo{ID: "c1", Principal: "alice", ClientInfo: mcp.Implementation{Name: strings.Repeat("x", 4096)}}
+	c.update("c1", func(r *connRecord) { stamp(r, mcpfront.ConnInfo{}, big, time.Now()) })
+	c.update("c1", func(r *connRecord) { *r = revoked(time.Time{}) })
+	c.update("c1", func(r *connRecord) { stamp(r, mcpfront.ConnInfo{}, big, time.Now()) })
+	if len(c.mine) != 0 || len(c.ended) != 1 {
+		t.Fatalf("after the revocation: %d live records, %d revocations; want 0 and 1", len(c.mine), len(c.ended))
+	}
+	r, _ := c.mineLocked("c1")
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Revoked || len(b) > 64 {
+		t.Fatalf("the revoked record is %d bytes: %s; want revoked and at most 64 bytes", len(b), b)
+	}
+	if _, ok := merge([]connRecord{r}); ok {
+		t.Fatal("a revoked connection reads as known")
+	}
+	now := time.Now()
+	c.ended["gone-old"] = now.Add(-8 * 24 * time.Hour).UnixNano()
+	var removed []string
+	c.sweepWith(now, 7*24*time.Hour, func(id string) error { removed = append(removed, id); return nil })
+	if _, ok := c.ended["gone-old"]; ok || len(removed) != 1 || removed[0] != "gone-old" {
+		t.Fatalf("after the sweep: revocations %v, removed %v", c.ended, removed)
+	}
+	if _, ok := c.ended["c1"]; !ok {
+		t.Fatal("a recent revocation was forgotten")
 	}
 }

@@ -26,12 +26,8 @@ func (s *Swarm) Footprint() Footprint {
 	count(s.tools, &f.Tools, &f.ToolBytes)
 	count(s.conns.reg, &f.Conns, &f.ConnBytes)
 	s.conns.mu.Lock()
-	f.ConnsMine = len(s.conns.mine)
-	for _, r := range s.conns.mine {
-		if r.Revoked {
-			f.ConnsRevoked++
-		}
-	}
+	f.ConnsMine = len(s.conns.mine) + len(s.conns.ended)
+	f.ConnsRevoked = len(s.conns.ended)
 	for _, byOrigin := range s.conns.others {
 		f.ConnsDecoded += len(byOrigin)
 	}
