@@ -77,6 +77,9 @@ func (n *Node) build() error {
 		n.serveHTTP(),
 		{name: "swarm", start: n.startSwarm, stop: n.stopSwarm},
 	}
+	if n.cfg.DebugAddr != "" {
+		n.parts = append(n.parts, n.serveDebug())
+	}
 	if n.cfg.Stdio {
 		n.parts = append(n.parts, component{name: "stdio", start: n.startStdio})
 	}
