@@ -105,9 +105,9 @@ type Conns struct {
 
 	mu   sync.Mutex
 	mine map[string]connRecord // this node's records, authoritative
-	// ended holds this node's revocations instead of mine: only when
-	// (unix nanoseconds), since a revoked record carries nothing else and
-	// one is kept per ended connection for the id's maximum age.
+	// ended holds this node's revocations (id -> when, in unix
+	// nanoseconds) instead of mine: a revoked record carries nothing else,
+	// and one is kept per ended connection for the id's maximum age.
 	ended map[string]int64
 	// others holds the other nodes' visible records, decoded.
 	others map[string]map[crdt.Origin]connRecord
