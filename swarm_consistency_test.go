@@ -51,6 +51,20 @@ func TestRevocationSurvivesTheRevokersDeath(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	// The revoker's partition goes (DeadGrace): each survivor holds the
+	// revocation in its own partition by then, and keeps refusing.
+	for _, n := range []int{0, 2} {
+		eventually(t, 20*time.Second, "a survivor holds the revocation itself", func() bool { return nodes[n].Footprint().ConnsRevoked == 1 })
+	}
+	deadline = time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, n := range []int{0, 2} {
+			if st := postStatus(t, nodes[n], c.id); st != http.StatusNotFound {
+				t.Fatalf("after the revoker's records went, node%d answered %d for the revoked id", n+1, st)
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // One 2026-07-28 approval presented to two nodes at the same moment runs

@@ -109,6 +109,12 @@ type Conns struct {
 	// nanoseconds) instead of mine: a revoked record carries nothing else,
 	// and one is kept per ended connection for the id's maximum age.
 	ended map[string]int64
+	// elsewhere holds the revocations other nodes hold (id -> when): a
+	// revocation lives in its revoker's partition only, and is copied into
+	// this node's own when that partition goes away while the id is still
+	// valid (the revoker died or restarted), so it outlives the revoker
+	// without every node holding every revocation three times.
+	elsewhere map[string]int64
 	// others holds the other nodes' visible records, decoded.
 	others map[string]map[crdt.Origin]connRecord
 	dirty  map[string]bool
@@ -119,7 +125,7 @@ type Conns struct {
 
 func newConns(s *Swarm, reg *cluster.Registry) *Conns {
 	c := &Conns{s: s, reg: reg, mine: map[string]connRecord{}, ended: map[string]int64{},
-		others: map[string]map[crdt.Origin]connRecord{}, dirty: map[string]bool{}, kick: s.kick}
+		elsewhere: map[string]int64{}, others: map[string]map[crdt.Origin]connRecord{}, dirty: map[string]bool{}, kick: s.kick}
 	reg.OnChange(c.onChange)
 	return c
 }
@@ -132,6 +138,9 @@ func (c *Conns) onChange(ch crdt.Change) {
 	}
 	var r connRecord
 	keep := ch.New != nil && json.Unmarshal(ch.New, &r) == nil
+	if !keep {
+		c.lostRevocation(ch)
+	}
 	if f := c.s.front(); keep && r.Revoked && f != nil {
 		// Ended on another node: drop what the front holds for it here
 		// (after the lock: the front calls back into Conns).
@@ -151,11 +160,11 @@ func (c *Conns) onChange(ch crdt.Change) {
 		return
 	}
 	if r.Revoked {
-		if _, had := c.ended[ch.Key]; !had {
-			// Keep the revocation in this node's own record too (and so
-			// in its bbolt file): it must outlive the node that took the
-			// DELETE.
-			c.setMineLocked(ch.Key, revoked(time.Now()))
+		c.elsewhere[ch.Key] = r.Touched.UnixNano()
+		if _, live := c.mine[ch.Key]; live {
+			// This node's record of the ended connection goes: the
+			// revocation is the whole truth now (flush removes it).
+			delete(c.mine, ch.Key)
 			c.dirty[ch.Key] = true
 			c.kick.Kick()
 		}
@@ -167,6 +176,36 @@ func (c *Conns) onChange(ch crdt.Change) {
 	c.others[ch.Key][ch.Origin] = r
 }
 
+// lostRevocation keeps a revocation another node held when it leaves that
+// node's partition (hidden, dropped, or replaced by a restart's new epoch)
+// while the id is still valid: this node then holds it in its own
+// partition, with the original time, so it expires when the original
+// would have. One removed at its expiry (by its holder's sweep) is not
+// copied: copying needs a margin before the expiry, so two nodes never
+// copy each other's revocations back and forth.
+func (c *Conns) lostRevocation(ch crdt.Change) {
+	var old connRecord
+	if ch.Old == nil || json.Unmarshal(ch.Old, &old) != nil || !old.Revoked {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if time.Since(old.Touched) > c.s.connMaxAge-revocationCopyMargin {
+		delete(c.elsewhere, ch.Key)
+		return
+	}
+	if _, have := c.ended[ch.Key]; have {
+		return
+	}
+	c.setMineLocked(ch.Key, old)
+	c.dirty[ch.Key] = true
+	c.kick.Kick()
+}
+
+// revocationCopyMargin is how long before its expiry a revocation that
+// leaves another node's partition is no longer copied (see lostRevocation).
+const revocationCopyMargin = time.Minute
+
 // revoked is the record of an ended connection: the revocation and its
 // time, and none of the client's facts (its clientInfo and capabilities
 // were up to 16 KiB, kept on every node for the id's maximum age).
@@ -174,6 +213,21 @@ func revoked(now time.Time) connRecord { return connRecord{Revoked: true, Touche
 
 // mineLocked returns this node's record of id, a revocation included.
 func (c *Conns) mineLocked(id string) (connRecord, bool) {
+	if at, ok := c.ended[id]; ok {
+		return revoked(time.Unix(0, at)), true
+	}
+	if at, ok := c.elsewhere[id]; ok {
+		// Ended on another node: this node's view of it is the
+		// revocation (its own live record went when that arrived).
+		return revoked(time.Unix(0, at)), true
+	}
+	r, ok := c.mine[id]
+	return r, ok
+}
+
+// ownLocked returns the record this node publishes for id in its own
+// partition: a live record or one of its revocations.
+func (c *Conns) ownLocked(id string) (connRecord, bool) {
 	if at, ok := c.ended[id]; ok {
 		return revoked(time.Unix(0, at)), true
 	}
@@ -233,10 +287,13 @@ func (c *Conns) commit(id string) {
 		return
 	}
 	c.mu.Lock()
-	r, _ := c.mineLocked(id)
+	r, own := c.ownLocked(id)
 	b, err := json.Marshal(r)
 	delete(c.dirty, id)
 	c.mu.Unlock()
+	if !own {
+		return // ended on another node, which holds the revocation
+	}
 	if err == nil {
 		err = c.reg.Put(id, b)
 	}
@@ -346,8 +403,13 @@ func (c *Conns) update(id string, fn func(*connRecord)) {
 func (c *Conns) flush() {
 	c.mu.Lock()
 	batch := make(map[string][]byte, len(c.dirty))
+	var gone []string
 	for id := range c.dirty {
-		r, _ := c.mineLocked(id)
+		r, ok := c.ownLocked(id)
+		if !ok {
+			gone = append(gone, id)
+			continue
+		}
 		b, err := json.Marshal(r)
 		if err == nil {
 			batch[id] = b
@@ -355,6 +417,11 @@ func (c *Conns) flush() {
 	}
 	c.dirty = map[string]bool{}
 	c.mu.Unlock()
+	for _, id := range gone {
+		if err := c.reg.Remove(id); err != nil {
+			c.s.log.Warn("removing a connection record", "conn", id, "err", err)
+		}
+	}
 	for id, b := range batch {
 		if err := c.reg.Put(id, b); err != nil {
 			c.s.log.Warn("publishing connection record", "conn", id, "err", err)
@@ -384,6 +451,11 @@ func (c *Conns) sweepWith(now time.Time, maxAge time.Duration, remove func(id st
 			old = append(old, id)
 			delete(c.ended, id)
 			delete(c.dirty, id)
+		}
+	}
+	for id, at := range c.elsewhere {
+		if now.Sub(time.Unix(0, at)) > maxAge {
+			delete(c.elsewhere, id)
 		}
 	}
 	c.mu.Unlock()

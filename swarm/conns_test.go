@@ -8,6 +8,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/mcpswarm/mcpswarm/crdt"
 	"github.com/mcpswarm/mcpswarm/internal/coalesce"
 	mcpfront "github.com/mcpswarm/mcpswarm/mcp"
 )
@@ -94,5 +95,39 @@ func TestRevocationsStaySmallAndExpire(t *testing.T) {
 	}
 	if _, ok := c.ended["c1"]; !ok {
 		t.Fatal("a recent revocation was forgotten")
+	}
+}
+
+// A revocation lives in its revoker's partition only; when that partition
+// goes while the id is still valid (its node died or restarted), this node
+// takes the revocation into its own, with the original time. One removed
+// at its expiry is not copied, so nodes never copy each other's back.
+func TestARevocationLeavingAnotherPartitionIsKeptHere(t *testing.T) {
+	maxAge := 7 * 24 * time.Hour
+	c := &Conns{s: &Swarm{connMaxAge: maxAge}, mine: map[string]connRecord{}, ended: map[string]int64{},
+		elsewhere: map[string]int64{}, dirty: map[string]bool{}, kick: coalesce.NewSignal()}
+	at := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
+	fresh, _ := json.Marshal(revoked(at))
+	c.elsewhere["c1"] = at.UnixNano()
+	c.lostRevocation(crdt.Change{Key: "c1", Old: fresh})
+	if got, ok := c.ended["c1"]; !ok || got != at.UnixNano() || !c.dirty["c1"] {
+		t.Fatalf("a valid revocation that left another partition: ended %v, dirty %v; want it kept with its time and published", c.ended, c.dirty)
+	}
+	if !c.Revoked("c1") {
+		t.Fatal("the id reads as not revoked")
+	}
+	old, _ := json.Marshal(revoked(time.Now().Add(-maxAge + time.Second)))
+	c.elsewhere["c2"] = 1
+	c.lostRevocation(crdt.Change{Key: "c2", Old: old})
+	if _, ok := c.ended["c2"]; ok {
+		t.Fatal("a revocation removed at its expiry was copied")
+	}
+	if _, ok := c.elsewhere["c2"]; ok {
+		t.Fatal("an expired revocation is still known")
+	}
+	live, _ := json.Marshal(connRecord{Info: mcpfront.ConnInfo{ID: "c3"}})
+	c.lostRevocation(crdt.Change{Key: "c3", Old: live})
+	if _, ok := c.ended["c3"]; ok {
+		t.Fatal("a live record's removal became a revocation")
 	}
 }

@@ -10,6 +10,8 @@ type Footprint struct {
 	Sessions, Tools, Conns                int // registry entries
 	SessionBytes, ToolBytes, ConnBytes    int // their values' bytes
 	ConnsMine, ConnsDecoded, ConnsRevoked int // this node's records, others' decoded, revoked (own)
+	// RevokedElsewhere counts the revocations other nodes hold, known here.
+	RevokedElsewhere int
 }
 
 // Footprint measures the registries now.
@@ -28,6 +30,7 @@ func (s *Swarm) Footprint() Footprint {
 	s.conns.mu.Lock()
 	f.ConnsMine = len(s.conns.mine) + len(s.conns.ended)
 	f.ConnsRevoked = len(s.conns.ended)
+	f.RevokedElsewhere = len(s.conns.elsewhere)
 	for _, byOrigin := range s.conns.others {
 		f.ConnsDecoded += len(byOrigin)
 	}
