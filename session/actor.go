@@ -86,7 +86,7 @@ func (a *actor) render(m Model) (r rendered, err error) {
 	if r.resources, err = project(a.projs, m); err != nil {
 		return r, err
 	}
-	w, err := json.Marshal(WidgetTree(r.view))
+	w, err := widgetsDoc(r.view)
 	if err != nil {
 		return r, fmt.Errorf("encoding widgets: %w", err)
 	}
