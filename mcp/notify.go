@@ -5,112 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
-
-	"github.com/mcpswarm/mcpswarm/authz"
 )
-
-// conn is a connection registered on this node: mcp-go can deliver
-// notifications to it here (its home node, or the node holding its GET).
-type conn struct {
-	principal authz.Principal
-	session   server.ClientSession // nil until registered here
-	subs      map[string]bool
-	// listen marks a 2026-07-28 subscriptions/listen stream: what it gets
-	// is its session's subscription filter, not subs.
-	listen bool
-}
-
-// connTable tracks this node's registered connections and their resource
-// subscriptions.
-type connTable struct {
-	mu    sync.Mutex
-	conns map[string]*conn
-	here  func(connID string) bool
-	// subscribed reports subscriptions made through other nodes (from the
-	// cluster's connection registry); nil when there is none.
-	subscribed func(connID, uri string) bool
-}
-
-func newConnTable(here func(string) bool, subscribed func(connID, uri string) bool) *connTable {
-	return &connTable{conns: make(map[string]*conn), here: here, subscribed: subscribed}
-}
-
-func (t *connTable) add(id string, p authz.Principal, cs server.ClientSession) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if c, ok := t.conns[id]; ok {
-		c.principal, c.session = p, cs
-		return
-	}
-	t.conns[id] = &conn{principal: p, session: cs, subs: make(map[string]bool)}
-}
-
-func (t *connTable) addListen(key string, p authz.Principal, cs server.ClientSession) {
-	t.mu.Lock()
-	t.conns[key] = &conn{principal: p, session: cs, listen: true}
-	t.mu.Unlock()
-}
-
-func (t *connTable) size() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.conns)
-}
-
-func (t *connTable) remove(id string) {
-	t.mu.Lock()
-	delete(t.conns, id)
-	t.mu.Unlock()
-}
-
-func (t *connTable) subscribe(id string, p authz.Principal, uri string, on bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	c, ok := t.conns[id]
-	if !ok {
-		// Subscribed from a node where the connection is not registered:
-		// remember it so a later GET stream here gets the updates.
-		c = &conn{principal: p, subs: make(map[string]bool)}
-		t.conns[id] = c
-	}
-	if on {
-		c.subs[uri] = true
-	} else {
-		delete(c.subs, uri)
-	}
-}
-
-// match returns the sessions to send method (about uri, for
-// resources/updated) whose principal passes keep: legacy connections that
-// subscribed to uri (or any, for list changes), and 2026-07-28 listen
-// streams whose filter opted in.
-func (t *connTable) match(method, uri string, keep func(authz.Principal) bool) []server.ClientSession {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	var out []server.ClientSession
-	for _, c := range t.conns {
-		if c.session == nil || !keep(c.principal) {
-			continue
-		}
-		if !c.listen && t.here != nil && !t.here(c.session.SessionID()) {
-			continue
-		}
-		if c.listen {
-			if listenWants(c.session, method, uri) {
-				out = append(out, c.session)
-			}
-			continue
-		}
-		if uri == "" || c.subs[uri] || (t.subscribed != nil && t.subscribed(c.session.SessionID(), uri)) {
-			out = append(out, c.session)
-		}
-	}
-	return out
-}
 
 func listenWants(cs server.ClientSession, method, uri string) bool {
 	fs, ok := cs.(server.SessionWithSubscriptionFilter)
@@ -205,7 +103,7 @@ func (s *Server) onEvent(ev Event) {
 	switch ev.Kind {
 	case ToolsChanged:
 		m := string(mcp.MethodNotificationToolsListChanged)
-		for _, cs := range s.conns.match(m, "", func(p authz.Principal) bool { return p.Subject == ev.Principal }) {
+		for _, cs := range s.conns.match(m, "", principalOnly(ev.Principal)) {
 			s.notify(cs, m, nil)
 		}
 	case ResourceChanged:
@@ -220,26 +118,25 @@ func (s *Server) onEvent(ev Event) {
 		if len(ev.Patch) > 0 {
 			meta = map[string]any{MetaPatch: json.RawMessage(ev.Patch)}
 		}
-		for _, cs := range s.conns.match(string(mcp.MethodNotificationResourceUpdated), uri, func(p authz.Principal) bool { return authz.Owns(p, owner) }) {
+		for _, cs := range s.conns.match(string(mcp.MethodNotificationResourceUpdated), uri, ownerOf(owner)) {
 			s.notifyMeta(cs, string(mcp.MethodNotificationResourceUpdated), map[string]any{"uri": uri}, meta)
 		}
 	case SessionsChanged:
 		if _, ok := s.cfg.Backend.Lookup(ev.Session); !ok {
 			s.tools.forgetSession(ev.Session) // stopped (or moved away)
 		}
-		all := func(authz.Principal) bool { return true }
 		for _, uri := range []string{URISessions, URIMe} {
-			for _, cs := range s.conns.match(string(mcp.MethodNotificationResourceUpdated), uri, all) {
+			for _, cs := range s.conns.match(string(mcp.MethodNotificationResourceUpdated), uri, everyone) {
 				s.notify(cs, string(mcp.MethodNotificationResourceUpdated), map[string]any{"uri": uri})
 			}
 		}
 		// The set of concrete session resources changed too.
 		m := string(mcp.MethodNotificationResourcesListChanged)
-		for _, cs := range s.conns.match(m, "", func(p authz.Principal) bool { return authz.Owns(p, ev.Principal) }) {
+		for _, cs := range s.conns.match(m, "", ownerOf(ev.Principal)) {
 			s.notify(cs, m, nil)
 		}
 	case MembersChanged:
-		for _, cs := range s.conns.match(string(mcp.MethodNotificationResourceUpdated), URIMembers, func(authz.Principal) bool { return true }) {
+		for _, cs := range s.conns.match(string(mcp.MethodNotificationResourceUpdated), URIMembers, everyone) {
 			s.notify(cs, string(mcp.MethodNotificationResourceUpdated), map[string]any{"uri": URIMembers})
 		}
 	}

@@ -1,0 +1,194 @@
+package mcp
+
+import (
+	"sync"
+
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/mcpswarm/mcpswarm/authz"
+)
+
+// conn is a connection registered on this node: mcp-go can deliver
+// notifications to it here (its home node, or the node holding its GET).
+type conn struct {
+	principal authz.Principal
+	session   server.ClientSession // nil until registered here
+	subs      map[string]bool
+	// listen marks a 2026-07-28 subscriptions/listen stream: what it gets
+	// is its session's subscription filter, not subs.
+	listen bool
+}
+
+// connTable tracks this node's registered connections and their resource
+// subscriptions. Connections are indexed by principal subject, so a change
+// to one principal's session visits that principal's connections (and the
+// admins') instead of every connection on the node.
+type connTable struct {
+	mu    sync.Mutex
+	conns map[string]*conn
+	// bySubject indexes conns by principal subject; admins holds those
+	// whose principal has the admin role (they own every session).
+	bySubject map[string]map[string]*conn
+	admins    map[string]*conn
+	here      func(connID string) bool
+	// subscribed reports subscriptions made through other nodes (from the
+	// cluster's connection registry); nil when there is none.
+	subscribed func(connID, uri string) bool
+}
+
+func newConnTable(here func(string) bool, subscribed func(connID, uri string) bool) *connTable {
+	return &connTable{conns: make(map[string]*conn), bySubject: make(map[string]map[string]*conn),
+		admins: make(map[string]*conn), here: here, subscribed: subscribed}
+}
+
+// put stores c under key in conns and the indexes. Callers hold mu.
+func (t *connTable) put(key string, c *conn) {
+	t.drop(key)
+	t.conns[key] = c
+	m := t.bySubject[c.principal.Subject]
+	if m == nil {
+		m = make(map[string]*conn)
+		t.bySubject[c.principal.Subject] = m
+	}
+	m[key] = c
+	if c.principal.IsAdmin() {
+		t.admins[key] = c
+	}
+}
+
+// drop removes key from conns and the indexes. Callers hold mu.
+func (t *connTable) drop(key string) {
+	c, ok := t.conns[key]
+	if !ok {
+		return
+	}
+	delete(t.conns, key)
+	if m := t.bySubject[c.principal.Subject]; m != nil {
+		delete(m, key)
+		if len(m) == 0 {
+			delete(t.bySubject, c.principal.Subject)
+		}
+	}
+	delete(t.admins, key)
+}
+
+func (t *connTable) add(id string, p authz.Principal, cs server.ClientSession) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	subs := make(map[string]bool)
+	if c, ok := t.conns[id]; ok {
+		subs = c.subs
+	}
+	t.put(id, &conn{principal: p, session: cs, subs: subs})
+}
+
+func (t *connTable) addListen(key string, p authz.Principal, cs server.ClientSession) {
+	t.mu.Lock()
+	t.put(key, &conn{principal: p, session: cs, listen: true})
+	t.mu.Unlock()
+}
+
+func (t *connTable) size() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.conns)
+}
+
+func (t *connTable) remove(id string) {
+	t.mu.Lock()
+	t.drop(id)
+	t.mu.Unlock()
+}
+
+func (t *connTable) subscribe(id string, p authz.Principal, uri string, on bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	c, ok := t.conns[id]
+	if !ok {
+		// Subscribed from a node where the connection is not registered:
+		// remember it so a later GET stream here gets the updates.
+		c = &conn{principal: p, subs: make(map[string]bool)}
+		t.put(id, c)
+	}
+	if on {
+		c.subs[uri] = true
+	} else {
+		delete(c.subs, uri)
+	}
+}
+
+// audience says which principals a notification may reach.
+type audience struct {
+	subject string // "" with all: every principal
+	all     bool
+	admins  bool // also principals with the admin role
+}
+
+// ownerOf is the audience of a session owned by subject: the owner and
+// admins (authz.Owns).
+func ownerOf(subject string) audience { return audience{subject: subject, admins: true} }
+
+// principalOnly is the audience of exactly the principal subject.
+func principalOnly(subject string) audience { return audience{subject: subject} }
+
+// everyone is every principal.
+var everyone = audience{all: true}
+
+func (a audience) keeps(p authz.Principal) bool {
+	switch {
+	case a.all:
+		return true
+	case a.admins:
+		return authz.Owns(p, a.subject)
+	default:
+		return p.Subject == a.subject
+	}
+}
+
+// match returns the sessions to send method (about uri, for
+// resources/updated) whose principal is in aud: legacy connections that
+// subscribed to uri (or any, for list changes), and 2026-07-28 listen
+// streams whose filter opted in. The cheap local checks run before the
+// registry lookups (whether this node delivers, subscriptions made
+// elsewhere).
+func (t *connTable) match(method, uri string, aud audience) []server.ClientSession {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []server.ClientSession
+	visit := func(c *conn) {
+		if c.session == nil || !aud.keeps(c.principal) {
+			return
+		}
+		if c.listen {
+			if listenWants(c.session, method, uri) {
+				out = append(out, c.session)
+			}
+			return
+		}
+		id := c.session.SessionID()
+		if uri != "" && !c.subs[uri] && (t.subscribed == nil || !t.subscribed(id, uri)) {
+			return
+		}
+		if t.here != nil && !t.here(id) {
+			return
+		}
+		out = append(out, c.session)
+	}
+	if aud.all {
+		for _, c := range t.conns {
+			visit(c)
+		}
+		return out
+	}
+	for _, c := range t.bySubject[aud.subject] {
+		visit(c)
+	}
+	if aud.admins {
+		for _, c := range t.admins {
+			if c.principal.Subject != aud.subject {
+				visit(c)
+			}
+		}
+	}
+	return out
+}

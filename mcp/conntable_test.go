@@ -1,0 +1,159 @@
+package mcp
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/mcpswarm/mcpswarm/authz"
+)
+
+// tableSession is a registered connection for connTable tests; filter makes
+// it a listen stream's session.
+type tableSession struct {
+	id     string
+	filter *mcp.SubscriptionFilter
+}
+
+func (s *tableSession) Initialize()                                         {}
+func (s *tableSession) Initialized() bool                                   { return true }
+func (s *tableSession) NotificationChannel() chan<- mcp.JSONRPCNotification { return nil }
+func (s *tableSession) SessionID() string                                   { return s.id }
+func (s *tableSession) SetSubscriptionFilter(f mcp.SubscriptionFilter)      { s.filter = &f }
+func (s *tableSession) SubscriptionFilter() (mcp.SubscriptionFilter, bool) {
+	if s.filter == nil {
+		return mcp.SubscriptionFilter{}, false
+	}
+	return *s.filter, true
+}
+
+// scanMatch is match as it was before the index: every connection visited,
+// the principal tested by keep. It is the reference the index must agree
+// with.
+func scanMatch(t *connTable, method, uri string, keep func(authz.Principal) bool) []server.ClientSession {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []server.ClientSession
+	for _, c := range t.conns {
+		if c.session == nil || !keep(c.principal) {
+			continue
+		}
+		if !c.listen && t.here != nil && !t.here(c.session.SessionID()) {
+			continue
+		}
+		if c.listen {
+			if listenWants(c.session, method, uri) {
+				out = append(out, c.session)
+			}
+			continue
+		}
+		if uri == "" || c.subs[uri] || (t.subscribed != nil && t.subscribed(c.session.SessionID(), uri)) {
+			out = append(out, c.session)
+		}
+	}
+	return out
+}
+
+func sessionIDs(ss []server.ClientSession) []string {
+	out := make([]string, 0, len(ss))
+	for _, s := range ss {
+		out = append(out, fmt.Sprintf("%s/%p", s.SessionID(), s))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// The indexed match answers exactly what scanning every connection
+// answered, over random registrations, re-registrations under another
+// principal, subscriptions (here and through other nodes), listen streams
+// and removals.
+func TestConnTableMatchAgreesWithAScan(t *testing.T) {
+	uris := []string{"mcpswarm://session/a/widgets", "mcpswarm://session/b/context", URISessions, URIMembers}
+	principals := []authz.Principal{{Subject: "alice"}, {Subject: "bob"}, {Subject: ""},
+		{Subject: "root", Roles: []string{authz.RoleAdmin}}, {Subject: "alice", Roles: []string{authz.RoleAdmin}}}
+	methods := []string{string(mcp.MethodNotificationResourceUpdated), string(mcp.MethodNotificationToolsListChanged), string(mcp.MethodNotificationResourcesListChanged)}
+	for seed := range uint64(100) {
+		rng := rand.New(rand.NewPCG(seed, 17))
+		notHere := map[string]bool{}
+		remote := map[string]bool{} // connID + " " + uri subscribed through another node
+		tbl := newConnTable(func(id string) bool { return !notHere[id] },
+			func(id, uri string) bool { return remote[id+" "+uri] })
+		ids := []string{"c0", "c1", "c2", "c3", "c4", "c5"}
+		for op := range 60 {
+			id := ids[rng.IntN(len(ids))]
+			p := principals[rng.IntN(len(principals))]
+			switch rng.IntN(8) {
+			case 0, 1:
+				tbl.add(id, p, &tableSession{id: id})
+			case 2:
+				tbl.subscribe(id, p, uris[rng.IntN(len(uris))], rng.IntN(3) > 0)
+			case 3:
+				tbl.remove(id)
+			case 4:
+				f := mcp.SubscriptionFilter{ToolsListChanged: rng.IntN(2) == 0, ResourcesListChanged: rng.IntN(2) == 0,
+					ResourceSubscriptions: []string{uris[rng.IntN(len(uris))]}}
+				tbl.addListen(fmt.Sprintf("listen:%d", op), p, &tableSession{id: id, filter: &f})
+			case 5:
+				remote[id+" "+uris[rng.IntN(len(uris))]] = rng.IntN(2) == 0
+			case 6:
+				notHere[id] = rng.IntN(2) == 0
+			}
+			for _, m := range methods {
+				for _, uri := range append([]string{""}, uris...) {
+					for _, owner := range []string{"alice", "bob", "root", ""} {
+						cases := []struct {
+							aud  audience
+							keep func(authz.Principal) bool
+						}{
+							{ownerOf(owner), func(q authz.Principal) bool { return authz.Owns(q, owner) }},
+							{principalOnly(owner), func(q authz.Principal) bool { return q.Subject == owner }},
+							{everyone, func(authz.Principal) bool { return true }},
+						}
+						for _, c := range cases {
+							got, want := sessionIDs(tbl.match(m, uri, c.aud)), sessionIDs(scanMatch(tbl, m, uri, c.keep))
+							if !slices.Equal(got, want) {
+								t.Fatalf("seed %d op %d: match(%s, %q, %+v) = %v, a scan gives %v", seed, op, m, uri, c.aud, got, want)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkConnTableMatch is one resource event for a session of one
+// principal on a node holding conns connections of 64 principals (none
+// subscribed): the scan (the old path, as baseline) against the index. The
+// registry lookups are counted, as they copy records in the swarm.
+func BenchmarkConnTableMatch(b *testing.B) {
+	for _, n := range []int{16, 1024} {
+		lookups := 0
+		tbl := newConnTable(func(string) bool { lookups++; return true },
+			func(string, string) bool { lookups++; return false })
+		for i := range n {
+			id := fmt.Sprintf("c%d", i)
+			tbl.add(id, authz.Principal{Subject: fmt.Sprintf("p%d", i%64)}, &tableSession{id: id})
+		}
+		uri := SessionURI("s1", "widgets")
+		m := string(mcp.MethodNotificationResourceUpdated)
+		b.Run(fmt.Sprintf("conns=%d/scan", n), func(b *testing.B) {
+			lookups = 0
+			for b.Loop() {
+				scanMatch(tbl, m, uri, func(p authz.Principal) bool { return authz.Owns(p, "p1") })
+			}
+			b.ReportMetric(float64(lookups)/float64(b.N), "lookups/op")
+		})
+		b.Run(fmt.Sprintf("conns=%d/index", n), func(b *testing.B) {
+			lookups = 0
+			for b.Loop() {
+				tbl.match(m, uri, ownerOf("p1"))
+			}
+			b.ReportMetric(float64(lookups)/float64(b.N), "lookups/op")
+		})
+	}
+}
