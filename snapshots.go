@@ -82,7 +82,9 @@ func migrateSnapshots(dir string, legacy cluster.Storage, log *slog.Logger) erro
 
 // Save implements session.Store.
 func (s *snapshotStore) Save(snap session.Snapshot) error {
-	b, err := json.Marshal(snap)
+	// MarshalJSON's bytes are already compact: json.Marshal would only
+	// copy and re-scan them (most of a snapshot's encoding cost).
+	b, err := snap.MarshalJSON()
 	if err != nil {
 		return fmt.Errorf("encoding snapshot of %s: %w", snap.Info.ID, err)
 	}

@@ -58,6 +58,7 @@ type actor struct {
 	resources map[string]json.RawMessage
 	focus     string          // the widget the last successful write went to
 	infoDoc   json.RawMessage // the session part of the context resource
+	parts     *snapshotParts  // info and tools encoded for snapshots; actor goroutine only
 
 	bmu      sync.Mutex
 	breakers map[string]*gobreaker.TwoStepCircuitBreaker[struct{}]
@@ -120,7 +121,14 @@ func (a *actor) prepare(r rendered) step {
 		a.infoDoc = sessionDoc(a.info)
 	}
 	r.resources[ResourceContext] = contextDoc(a.infoDoc, r.resources, r.resources[ResourceWidgets], tools.tools)
-	return step{r: r, tools: tools, changed: changed, snap: Snapshot{Info: a.info, Model: r.modelJSON, Tools: tools.tools}}
+	snap := Snapshot{Info: a.info, Model: r.modelJSON, Tools: tools.tools}
+	if a.parts == nil || a.parts.set != tools {
+		a.parts, _ = encodeParts(a.info, tools) // on an error (never for these types) snapshots encode in full
+	}
+	if a.parts != nil {
+		snap.enc = a.parts
+	}
+	return step{r: r, tools: tools, changed: changed, snap: snap}
 }
 
 // with returns the set after adding tools, as add would, without changing

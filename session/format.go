@@ -28,8 +28,13 @@ const (
 // this code reads.
 var ErrFormat = errors.New("format version is newer than this node reads")
 
-// MarshalJSON writes the current snapshot format.
+// MarshalJSON writes the current snapshot format. A snapshot the actor
+// built splices its model into its info and tools encoded once per tool
+// set; the bytes are those of encoding every field.
 func (s Snapshot) MarshalJSON() ([]byte, error) {
+	if s.enc != nil && len(s.Model) > 0 {
+		return s.enc.appendSnapshot(make([]byte, 0, s.enc.size()+len(s.Model)), s.Model), nil
+	}
 	type plain Snapshot
 	return json.Marshal(struct {
 		V int `json:"v"`
@@ -78,4 +83,52 @@ func (r *Result) UnmarshalJSON(b []byte) error {
 	}
 	*r = Result(doc.plain)
 	return nil
+}
+
+// snapshotParts are the parts of a session's snapshot that rarely change,
+// encoded once: its info (fixed for an actor's life) and its sticky tool
+// set (replaced, never written, when it changes). Re-encoding the tools,
+// input schemas included, on every update was most of a snapshot's cost.
+// Immutable once built.
+type snapshotParts struct {
+	set   *sticky // the tool set tools encodes
+	info  []byte
+	tools []byte
+}
+
+// The constant parts of the current snapshot format around its fields.
+const (
+	snapHead  = `{"v":1,"info":`
+	snapModel = `,"model":`
+	snapTools = `,"tools":`
+)
+
+// encodeParts encodes info and set's tools for snapshots.
+func encodeParts(info Info, set *sticky) (*snapshotParts, error) {
+	ib, err := json.Marshal(info)
+	if err != nil {
+		return nil, fmt.Errorf("encoding session info: %w", err)
+	}
+	tb, err := json.Marshal(set.tools)
+	if err != nil {
+		return nil, fmt.Errorf("encoding tools: %w", err)
+	}
+	return &snapshotParts{set: set, info: ib, tools: tb}, nil
+}
+
+// size is the snapshot's encoded length without its model.
+func (p *snapshotParts) size() int {
+	return len(snapHead) + len(p.info) + len(snapModel) + len(snapTools) + len(p.tools) + 1
+}
+
+// appendSnapshot appends the snapshot of model (compact JSON, as
+// json.Marshal writes it).
+func (p *snapshotParts) appendSnapshot(b []byte, model []byte) []byte {
+	b = append(b, snapHead...)
+	b = append(b, p.info...)
+	b = append(b, snapModel...)
+	b = append(b, model...)
+	b = append(b, snapTools...)
+	b = append(b, p.tools...)
+	return append(b, '}')
 }

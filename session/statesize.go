@@ -45,11 +45,15 @@ type stateSizer struct {
 // and the setting.
 func (z *stateSizer) check(snap Snapshot, tools *sticky, limit int) error {
 	if tools != z.tools {
-		base, err := stateBytes(Snapshot{Info: snap.Info, Tools: snap.Tools})
-		if err != nil {
-			return err
+		if snap.enc != nil && snap.enc.set == tools {
+			z.tools, z.base = tools, snap.enc.size()
+		} else {
+			base, err := stateBytes(Snapshot{Info: snap.Info, Tools: snap.Tools})
+			if err != nil {
+				return err
+			}
+			z.tools, z.base = tools, base
 		}
-		z.tools, z.base = tools, base
 	}
 	return checkStateSize(z.base+len(snap.Model), limit)
 }

@@ -13,6 +13,9 @@ type Snapshot struct {
 	Info  Info            `json:"info"`
 	Model json.RawMessage `json:"model"`
 	Tools []Tool          `json:"tools"`
+	// enc holds Info and Tools already encoded (see snapshotParts) when
+	// the actor built the snapshot; nil encodes them on MarshalJSON.
+	enc *snapshotParts
 }
 
 // Store keeps session snapshots. It must be safe for concurrent use. The

@@ -104,3 +104,37 @@ func benchWidgetsResource(b *testing.B, view Node) {
 		}
 	})
 }
+
+// BenchmarkSnapshotEncoding encodes a counter session's snapshot: every
+// field (the old path, as baseline) against info and tools encoded once,
+// through json.Marshal (as the node's store calls it) and MarshalJSON.
+func BenchmarkSnapshotEncoding(b *testing.B) {
+	set := newSticky("c", 0)
+	set.add(Derive("c", widgetsViews()["counter"]).Tools)
+	info := Info{ID: "c", App: "counter", Principal: "p", Status: "running"}
+	parts, err := encodeParts(info, set)
+	if err != nil {
+		b.Fatal(err)
+	}
+	model := json.RawMessage(`{"count":5}`)
+	plain := Snapshot{Info: info, Model: model, Tools: set.tools}
+	spliced := plain
+	spliced.enc = parts
+	for _, c := range []struct {
+		name string
+		enc  func() ([]byte, error)
+	}{
+		{"every field", func() ([]byte, error) { return json.Marshal(plain) }},
+		{"parts/json.Marshal", func() ([]byte, error) { return json.Marshal(spliced) }},
+		{"parts/MarshalJSON", spliced.MarshalJSON},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := c.enc(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
