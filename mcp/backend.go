@@ -70,8 +70,8 @@ type EventKind int
 const (
 	// ToolsChanged: Principal's derived tool set changed.
 	ToolsChanged EventKind = iota + 1
-	// ResourceChanged: resource Resource of Session changed (Patch is the
-	// RFC 6902 patch for a model projection, when known).
+	// ResourceChanged: resource Resource of Session changed (Patch computes
+	// the RFC 6902 patch for a model projection, when known).
 	ResourceChanged
 	// MembersChanged: the member list changed.
 	MembersChanged
@@ -85,5 +85,8 @@ type Event struct {
 	Principal string
 	Session   string
 	Resource  string
-	Patch     json.RawMessage
+	// Patch, when not nil, computes the resource's JSON patch on demand:
+	// only a notification to a subscriber needs it. Safe to call from any
+	// goroutine, more than once.
+	Patch func() json.RawMessage
 }

@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -114,11 +113,14 @@ func (s *Server) onEvent(ev Event) {
 				owner = info.Principal
 			}
 		}
+		targets := s.conns.match(string(mcp.MethodNotificationResourceUpdated), uri, ownerOf(owner))
 		var meta map[string]any
-		if len(ev.Patch) > 0 {
-			meta = map[string]any{MetaPatch: json.RawMessage(ev.Patch)}
+		if len(targets) > 0 && ev.Patch != nil {
+			if p := ev.Patch(); len(p) > 0 {
+				meta = map[string]any{MetaPatch: p}
+			}
 		}
-		for _, cs := range s.conns.match(string(mcp.MethodNotificationResourceUpdated), uri, ownerOf(owner)) {
+		for _, cs := range targets {
 			s.notifyMeta(cs, string(mcp.MethodNotificationResourceUpdated), map[string]any{"uri": uri}, meta)
 		}
 	case SessionsChanged:

@@ -103,32 +103,49 @@ func TestUpdateOrderIsSaveReplyPublish(t *testing.T) {
 	release.Do(func() { close(hold) })
 }
 
-// changes, the pure part of publishing, lists what a render changed.
+// changes, the pure part of publishing, lists what a render changed. The
+// context resource is not rendered: it changed when its parts did (the
+// other resources, the tool names).
 func TestChangesListsWhatARenderChanged(t *testing.T) {
 	info := Info{ID: "s", Principal: "p"}
 	raw := func(s string) json.RawMessage { return json.RawMessage(s) }
 	old := map[string]json.RawMessage{"model/a": raw(`{"n":1}`), ResourceWidgets: raw(`[1]`)}
 	cur := map[string]json.RawMessage{"model/a": raw(`{"n":2}`), ResourceWidgets: raw(`[1]`), "model/b": raw(`{}`)}
+	same := map[string]json.RawMessage{"model/a": raw(`{"n":1}`), ResourceWidgets: raw(`[1]`)}
+	one := []Tool{{Name: "s.discover_tools"}}
+	two := []Tool{{Name: "s.discover_tools"}, {Name: "s.w.click"}}
+	redefined := []Tool{{Name: "s.discover_tools", Description: "other"}}
 	for i, tc := range []struct {
 		old            map[string]json.RawMessage
+		cur            map[string]json.RawMessage
+		newTools       []Tool
 		tools, listens bool
 		want           []string
 	}{
-		{old, false, false, nil},
-		{old, true, false, []string{"tools"}},
-		{nil, true, true, []string{"tools"}},
-		{old, false, true, []string{"model/a", "model/b"}},
-		{old, true, true, []string{"tools", "model/a", "model/b"}},
+		{old, cur, one, false, false, nil},
+		{old, cur, one, true, false, []string{"tools"}},
+		{nil, cur, one, true, true, []string{"tools"}},
+		{old, cur, one, false, true, []string{"context", "model/a", "model/b"}},
+		{old, cur, one, true, true, []string{"tools", "context", "model/a", "model/b"}},
+		{old, same, one, false, true, nil},
+		{old, same, two, true, true, []string{"tools", "context"}}, // a tool was added: its name is in context
+		{old, same, redefined, true, true, []string{"tools"}},      // same names: context is unchanged
 	} {
 		var got []string
-		for _, ev := range changes(info, tc.old, cur, tc.tools, tc.listens) {
+		for _, ev := range changes(info, tc.old, tc.cur, one, tc.newTools, tc.tools, tc.listens) {
 			if ev.Kind == ToolsChanged {
 				got = append(got, "tools")
 				continue
 			}
 			got = append(got, ev.Resource)
-			if ev.Resource == "model/a" && !strings.Contains(string(ev.Patch), `"replace"`) {
-				t.Errorf("Test %d: model/a patch %s", i, ev.Patch)
+			if ev.Resource == "model/a" && !strings.Contains(string(ev.Patch()), `"replace"`) {
+				t.Errorf("Test %d: model/a patch %s", i, ev.Patch())
+			}
+			if ev.Resource == "model/b" && string(ev.Patch()) != `[{"op":"replace","path":"","value":{}}]` {
+				t.Errorf("Test %d: model/b patch %s", i, ev.Patch())
+			}
+			if !strings.HasPrefix(ev.Resource, "model/") && ev.Patch != nil {
+				t.Errorf("Test %d: %s has a patch", i, ev.Resource)
 			}
 		}
 		if strings.Join(got, ",") != strings.Join(tc.want, ",") {

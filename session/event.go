@@ -58,8 +58,9 @@ type Event struct {
 	Principal string
 	// Resource is "widgets", "context" or "model/<key>" (ResourceChanged).
 	Resource string
-	// Patch is the RFC 6902 JSON Patch from the resource's previous content
-	// (ResourceChanged for model/<key>; nil for widgets and context, which
-	// clients re-read).
-	Patch json.RawMessage
+	// Patch computes the RFC 6902 JSON Patch from the resource's previous
+	// content, on first call (ResourceChanged for model/<key>; nil for
+	// widgets and context, which clients re-read). It is safe to call
+	// from any goroutine, any number of times.
+	Patch func() json.RawMessage
 }

@@ -46,6 +46,9 @@ func (m *Manager) ReadResource(id, name string) (json.RawMessage, error) {
 	}
 	a.mu.RLock()
 	defer a.mu.RUnlock()
+	if name == ResourceContext {
+		return a.contextResource(), nil
+	}
 	b, ok := a.resources[name]
 	if !ok {
 		return nil, fmt.Errorf("reading resource %s of session %s: %w", Sanitize(name), id, ErrUnknownResource)

@@ -268,7 +268,7 @@ func TestStickyToolsAndEvents(t *testing.T) {
 	var patch json.RawMessage
 	for _, e := range evs {
 		if e.Kind == ResourceChanged && e.Resource == "model/count" {
-			patch = e.Patch
+			patch = e.Patch()
 		}
 	}
 	mu.Unlock()

@@ -113,3 +113,83 @@ func BenchmarkContextDocCounter(b *testing.B) {
 		})
 	}
 }
+
+// changesBefore is changes as it was while the context resource was
+// rendered on every update and patches computed eagerly: it compared every
+// resource, context included, byte for byte.
+func changesBefore(info Info, old, cur map[string]json.RawMessage, toolsChanged, listened bool) []Event {
+	var evs []Event
+	if toolsChanged {
+		evs = append(evs, Event{Kind: ToolsChanged, Session: info.ID, Principal: info.Principal})
+	}
+	if old == nil || !listened {
+		return evs
+	}
+	for _, name := range slices.Sorted(maps.Keys(cur)) {
+		prev, ok := old[name]
+		now := cur[name]
+		if ok && string(prev) == string(now) {
+			continue
+		}
+		if !ok {
+			prev = []byte("null")
+		}
+		ev := Event{Kind: ResourceChanged, Session: info.ID, Principal: info.Principal, Resource: name}
+		if strings.HasPrefix(name, "model/") {
+			ev.Patch = lazyPatch(prev, now)
+		}
+		evs = append(evs, ev)
+	}
+	return evs
+}
+
+// Deciding whether the context resource changed from its parts lists the
+// same events, with the same patches, as rendering it and comparing bytes.
+func TestPropChangesAnswerAsBefore(t *testing.T) {
+	doc := rapid.SampledFrom([]json.RawMessage{json.RawMessage(`{"n":1}`), json.RawMessage(`{"n":2}`), json.RawMessage(`[1,{"a":null}]`), json.RawMessage(`"x"`)})
+	names := rapid.SampledFrom([]string{"s.discover_tools", "s.a.click", "s.b.click", "s.c.type_into"})
+	rapid.Check(t, func(t *rapid.T) {
+		info := Info{ID: "s", Principal: "p"}
+		sess := sessionDoc(info)
+		keys := rapid.SliceOfNDistinct(rapid.SampledFrom([]string{"model/a", "model/b", "model/c"}), 0, 3, rapid.ID[string]).Draw(t, "keys")
+		render := func(label string) (map[string]json.RawMessage, []Tool) {
+			res := map[string]json.RawMessage{ResourceWidgets: doc.Draw(t, label+" widgets")}
+			for _, k := range keys {
+				res[k] = doc.Draw(t, label+" "+k)
+			}
+			var tools []Tool
+			for _, n := range rapid.SliceOfN(names, 0, 4).Draw(t, label+" tools") {
+				tools = append(tools, Tool{Name: n})
+			}
+			return res, tools
+		}
+		old, oldTools := render("old")
+		if rapid.Bool().Draw(t, "first render") {
+			old = nil
+		}
+		cur, curTools := render("cur")
+		toolsChanged, listened := rapid.Bool().Draw(t, "tools changed"), rapid.Bool().Draw(t, "listened")
+		withContext := func(res map[string]json.RawMessage, tools []Tool) map[string]json.RawMessage {
+			if res == nil {
+				return nil
+			}
+			out := maps.Clone(res)
+			out[ResourceContext] = contextDoc(sess, res, res[ResourceWidgets], tools)
+			return out
+		}
+		want := changesBefore(info, withContext(old, oldTools), withContext(cur, curTools), toolsChanged, listened)
+		got := changes(info, old, cur, oldTools, curTools, toolsChanged, listened)
+		if len(got) != len(want) {
+			t.Fatalf("%d events, before %d: %+v / %+v", len(got), len(want), got, want)
+		}
+		for i := range got {
+			g, w := got[i], want[i]
+			if g.Kind != w.Kind || g.Resource != w.Resource || g.Session != w.Session || g.Principal != w.Principal || (g.Patch == nil) != (w.Patch == nil) {
+				t.Fatalf("event %d: %+v, before %+v", i, g, w)
+			}
+			if g.Patch != nil && string(g.Patch()) != string(w.Patch()) {
+				t.Fatalf("event %d patch %s, before %s", i, g.Patch(), w.Patch())
+			}
+		}
+	})
+}
