@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"pgregory.net/rapid"
 )
 
 // oddNode is a custom widget whose names and state need JSON escaping.
@@ -31,6 +33,7 @@ func widgetsViews() map[string]Node {
 		Viewport{ID: "v"}, Scrubber{ID: "s"}, Chart{ID: "ch"},
 		Row{Items: []Node{Text{Text: "t<\"quoted\">"}, Box{Title: "bx"}, Progress{Max: 1}, StatusBar{Items: []string{"st"}}}},
 		Row{}, Column{Items: []Node{nil}},
+		Button{ID: "esc", Label: "<\"a\\b\">&\u2028\xff", Disabled: true}, Text{Text: "\x01\t\u00e9"}, Box{Title: "</script>"},
 	}}
 	odd := Column{Items: []Node{
 		oddNode{id: "w\u202eid", kind: "k\"ind<>", action: "a\\b"},
@@ -137,4 +140,24 @@ func BenchmarkSnapshotEncoding(b *testing.B) {
 			}
 		})
 	}
+}
+
+// The built-in widgets that append their own state write what encoding
+// their Describe map writes, for any string.
+func TestPropAppendedStateIsDescribeEncoded(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		s := rapid.OneOf(rapid.String(), rapid.StringN(0, 8, -1), rapid.SampledFrom([]string{"<>&", "\u2028\u2029", "\xff", `"\`})).Draw(t, "s")
+		for _, w := range []interface {
+			Describer
+			stateAppender
+		}{Button{Label: s, Disabled: rapid.Bool().Draw(t, "disabled")}, Text{Text: s}, Box{Title: s}} {
+			want, err := json.Marshal(w.Describe())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := w.appendState(nil); string(got) != string(want) {
+				t.Fatalf("%T: %s, Describe encodes %s", w, got, want)
+			}
+		}
+	})
 }
