@@ -58,6 +58,7 @@ type actor struct {
 	resources map[string]json.RawMessage
 	focus     string          // the widget the last successful write went to
 	infoDoc   json.RawMessage // the session part of the context resource
+	derived   Derivation      // the last render's derivation; actor goroutine only
 	parts     *snapshotParts  // info and tools encoded for snapshots; actor goroutine only
 
 	bmu      sync.Mutex
@@ -83,7 +84,7 @@ func (a *actor) render(m Model) (r rendered, err error) {
 		return r, fmt.Errorf("encoding model: %w", err)
 	}
 	r.view = a.app.View(m)
-	r.derived = Derive(a.info.ID, r.view)
+	r.derived = Rederive(a.info.ID, r.view, a.derived)
 	if r.resources, err = project(a.projs, m); err != nil {
 		return r, err
 	}
@@ -112,6 +113,7 @@ func (a *actor) prepare(r rendered) step {
 	for _, w := range r.derived.Warnings {
 		a.warnOnce(w.String(), "deriving tools", "widget", w.Widget, "action", w.Action, "reason", w.Reason)
 	}
+	a.derived = r.derived
 	tools, changed, refused := a.tools.with(r.derived.Tools)
 	if refused > 0 {
 		a.warnOnce("tool limit", "session reached its tool limit; new tools are not offered",
