@@ -98,6 +98,10 @@ type toolCache struct {
 type cachedTool struct {
 	def session.Tool
 	st  server.ServerTool
+	// view is the call view of this tool alone, shared by every call to
+	// it: views are installed and read, never written (mcp-go copies a
+	// session's tools before changing them).
+	view map[string]server.ServerTool
 }
 
 func sameTool(a, b session.Tool) bool {
@@ -107,13 +111,19 @@ func sameTool(a, b session.Tool) bool {
 }
 
 func (c *toolCache) get(t session.Tool, handler func(session.Tool) server.ToolHandlerFunc) server.ServerTool {
+	return c.entry(t, handler).st
+}
+
+// entry returns t's cached entry, building it when t is new or changed.
+func (c *toolCache) entry(t session.Tool, handler func(session.Tool) server.ToolHandlerFunc) cachedTool {
 	c.mu.RLock()
 	e, ok := c.m[t.Session][t.Name]
 	c.mu.RUnlock()
 	if ok && sameTool(e.def, t) {
-		return e.st
+		return e
 	}
 	st := server.ServerTool{Tool: mcpTool(t), Handler: handler(t)}
+	e = cachedTool{def: t, st: st, view: map[string]server.ServerTool{t.Name: st}}
 	c.mu.Lock()
 	if c.m == nil || c.n >= maxCachedTools {
 		c.m, c.n = make(map[string]map[string]cachedTool), 0
@@ -126,9 +136,9 @@ func (c *toolCache) get(t session.Tool, handler func(session.Tool) server.ToolHa
 	if _, had := byName[t.Name]; !had {
 		c.n++
 	}
-	byName[t.Name] = cachedTool{def: t, st: st}
+	byName[t.Name] = e
 	c.mu.Unlock()
-	return st
+	return e
 }
 
 // forgetSession drops the cached tools of session id.
@@ -161,7 +171,7 @@ func (s *Server) callView(c authz.Context, name string) map[string]server.Server
 	}
 	for _, t := range s.cfg.Backend.Tools(c.Principal) {
 		if t.Name == name {
-			return map[string]server.ServerTool{name: s.tools.get(t, s.derivedHandler)}
+			return s.tools.entry(t, s.derivedHandler).view
 		}
 	}
 	if s.mcp.GetTool(name) != nil {
