@@ -88,7 +88,7 @@ func (a *actor) render(m Model) (r rendered, err error) {
 	if r.resources, err = project(a.projs, m); err != nil {
 		return r, err
 	}
-	w, err := widgetsDoc(r.view)
+	w, err := widgetsDoc(r.view, len(a.resources[ResourceWidgets])) // a.resources: written on this goroutine only
 	if err != nil {
 		return r, fmt.Errorf("encoding widgets: %w", err)
 	}

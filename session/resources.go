@@ -56,11 +56,13 @@ func widgetTree(view Node, depth int) map[string]any {
 // widgetsDoc encodes the widgets resource of view: byte for byte what
 // json.Marshal(WidgetTree(view)) writes, without the intermediate maps and
 // slices (they were a tenth of the bytes a click allocated).
-func widgetsDoc(view Node) (json.RawMessage, error) {
+// sizeHint is the expected length (the previous render's), so the
+// buffer is allocated once.
+func widgetsDoc(view Node, sizeHint int) (json.RawMessage, error) {
 	if view == nil {
 		return json.RawMessage("null"), nil
 	}
-	return appendWidgets(make([]byte, 0, 256), view, 0)
+	return appendWidgets(make([]byte, 0, max(sizeHint+sizeHint/8, 256)), view, 0)
 }
 
 // appendWidgets appends view's node as widgetTree describes it, with keys

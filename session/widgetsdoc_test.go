@@ -54,7 +54,7 @@ func TestWidgetsDocEncodesWidgetTreeExactly(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		got, err := widgetsDoc(view)
+		got, err := widgetsDoc(view, 0)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -75,7 +75,7 @@ func (badState) WidgetID() string         { return "bad" }
 func (badState) Describe() map[string]any { return map[string]any{"f": func() {}} }
 
 func TestWidgetsDocRefusesUnencodableState(t *testing.T) {
-	_, err := widgetsDoc(Column{Items: []Node{badState{}}})
+	_, err := widgetsDoc(Column{Items: []Node{badState{}}}, 0)
 	if err == nil || !strings.Contains(err.Error(), `widget "bad"`) {
 		t.Errorf("err = %v, want one naming the widget", err)
 	}
@@ -101,7 +101,7 @@ func benchWidgetsResource(b *testing.B, view Node) {
 	b.Run("widgetsDoc", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := widgetsDoc(view); err != nil {
+			if _, err := widgetsDoc(view, 0); err != nil {
 				b.Fatal(err)
 			}
 		}
