@@ -78,14 +78,14 @@ func TestConnTableMatchAgreesWithAScan(t *testing.T) {
 	principals := []authz.Principal{{Subject: "alice"}, {Subject: "bob"}, {Subject: ""},
 		{Subject: "root", Roles: []string{authz.RoleAdmin}}, {Subject: "alice", Roles: []string{authz.RoleAdmin}}}
 	methods := []string{string(mcp.MethodNotificationResourceUpdated), string(mcp.MethodNotificationToolsListChanged), string(mcp.MethodNotificationResourcesListChanged)}
-	for seed := range uint64(100) {
+	for seed := range uint64(50) {
 		rng := rand.New(rand.NewPCG(seed, 17))
 		notHere := map[string]bool{}
 		remote := map[string]bool{} // connID + " " + uri subscribed through another node
 		tbl := newConnTable(func(id string) bool { return !notHere[id] },
 			func(id, uri string) bool { return remote[id+" "+uri] })
 		ids := []string{"c0", "c1", "c2", "c3", "c4", "c5"}
-		for op := range 60 {
+		for op := range 50 {
 			id := ids[rng.IntN(len(ids))]
 			p := principals[rng.IntN(len(principals))]
 			switch rng.IntN(8) {
