@@ -27,9 +27,12 @@ type connTable struct {
 	mu    sync.Mutex
 	conns map[string]*conn
 	// bySubject indexes conns by principal subject; admins holds those
-	// whose principal has the admin role (they own every session).
-	bySubject map[string]map[string]*conn
-	admins    map[string]*conn
+	// whose principal has the admin role (they own every session). Slices,
+	// not maps: most subjects hold one connection (every anonymous
+	// connection is its own subject), and a map each cost 300 B per
+	// connection.
+	bySubject map[string][]*conn
+	admins    []*conn
 	here      func(connID string) bool
 	// subscribed reports subscriptions made through other nodes (from the
 	// cluster's connection registry); nil when there is none.
@@ -37,22 +40,16 @@ type connTable struct {
 }
 
 func newConnTable(here func(string) bool, subscribed func(connID, uri string) bool) *connTable {
-	return &connTable{conns: make(map[string]*conn), bySubject: make(map[string]map[string]*conn),
-		admins: make(map[string]*conn), here: here, subscribed: subscribed}
+	return &connTable{conns: make(map[string]*conn), bySubject: make(map[string][]*conn), here: here, subscribed: subscribed}
 }
 
 // put stores c under key in conns and the indexes. Callers hold mu.
 func (t *connTable) put(key string, c *conn) {
 	t.drop(key)
 	t.conns[key] = c
-	m := t.bySubject[c.principal.Subject]
-	if m == nil {
-		m = make(map[string]*conn)
-		t.bySubject[c.principal.Subject] = m
-	}
-	m[key] = c
+	t.bySubject[c.principal.Subject] = append(t.bySubject[c.principal.Subject], c)
 	if c.principal.IsAdmin() {
-		t.admins[key] = c
+		t.admins = append(t.admins, c)
 	}
 }
 
@@ -63,13 +60,24 @@ func (t *connTable) drop(key string) {
 		return
 	}
 	delete(t.conns, key)
-	if m := t.bySubject[c.principal.Subject]; m != nil {
-		delete(m, key)
-		if len(m) == 0 {
-			delete(t.bySubject, c.principal.Subject)
+	if rest := without(t.bySubject[c.principal.Subject], c); len(rest) > 0 {
+		t.bySubject[c.principal.Subject] = rest
+	} else {
+		delete(t.bySubject, c.principal.Subject)
+	}
+	t.admins = without(t.admins, c)
+}
+
+// without removes c from cs, in place (order does not matter).
+func without(cs []*conn, c *conn) []*conn {
+	for i, x := range cs {
+		if x == c {
+			last := len(cs) - 1
+			cs[i], cs[last] = cs[last], nil
+			return cs[:last]
 		}
 	}
-	delete(t.admins, key)
+	return cs
 }
 
 func (t *connTable) add(id string, p authz.Principal, cs server.ClientSession) {
