@@ -84,6 +84,12 @@ func TestRequestState(t *testing.T) {
 	args := map[string]any{"b": 1, "a": "x"}
 	tok := s.seal("alice", "s.w.click", args)
 	same := map[string]any{"a": "x", "b": 1}
+	// Tamper with the tag's last characters so they always differ: "AA"
+	// alone left a token that already ended in "AA" intact (1 run in 256).
+	tampered := tok[:len(tok)-2] + "AA"
+	if tampered == tok {
+		tampered = tok[:len(tok)-2] + "BB"
+	}
 	cases := []struct {
 		name, tok, principal, tool string
 		args                       map[string]any
@@ -92,7 +98,7 @@ func TestRequestState(t *testing.T) {
 		{"other principal", tok, "bob", "s.w.click", args, ErrStateMismatch},
 		{"other tool", tok, "alice", "s.w.type_into", args, ErrStateMismatch},
 		{"other args", tok, "alice", "s.w.click", map[string]any{"a": "y", "b": 1}, ErrStateMismatch},
-		{"tampered", tok[:len(tok)-2] + "AA", "alice", "s.w.click", args, ErrStateInvalid},
+		{"tampered", tampered, "alice", "s.w.click", args, ErrStateInvalid},
 		{"garbage", "rs1.zzz", "alice", "s.w.click", args, ErrStateInvalid},
 		{"no prefix", "hello", "alice", "s.w.click", args, ErrStateInvalid},
 		{"ok", tok, "alice", "s.w.click", same, nil},
