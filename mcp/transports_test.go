@@ -128,6 +128,9 @@ func TestStdioTransport(t *testing.T) {
 	}
 	_ = c.Close()
 	_ = inW.Close()
+	// The client is gone, as a client process that exits: a late
+	// notification the server writes must fail, not wait for a reader.
+	_ = outR.Close()
 	cancel()
 	select {
 	case err := <-done:
