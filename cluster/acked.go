@@ -37,9 +37,21 @@ func (e *LaggingError) Unwrap() error { return e.Cause }
 // then it returns a *LaggingError naming the peers still behind. A peer
 // that joins or dies meanwhile is counted as the membership is when the
 // wait is checked.
+//
+// Before it returns, with or without an error, every peer that has not
+// applied those writes (suspect and dead ones included) has lost its
+// lease on this node (lease.go): it refuses to serve until it has caught
+// up. That wait ends at most Lease plus a small margin after the peer's
+// last acknowledgement, so it adds nothing when the peer was cut off
+// longer than that.
 func (r *Registry) AwaitPeers(ctx context.Context) error {
 	seq := r.seq(r.c.origin)
-	return r.c.repl.awaitAcked(ctx, r.name, seq)
+	err := r.c.repl.awaitAcked(ctx, r.name, seq)
+	// Bounded by Lease+leaseMargin by construction, so it needs no
+	// deadline of its own and does not inherit ctx's, which has often
+	// just ended.
+	_ = r.c.repl.awaitLapse(context.WithoutCancel(ctx), r.name, seq)
+	return err
 }
 
 // ackSignal returns a channel closed at the next acknowledgement.

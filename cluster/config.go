@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/memberlist"
+	"github.com/jonboulle/clockwork"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/mcpswarm/mcpswarm/crdt"
@@ -85,6 +86,18 @@ type Config struct {
 	StreamIdle time.Duration
 	// CatchUpTimeout bounds one whole catch-up or digest call.
 	CatchUpTimeout time.Duration
+	// Lease is how long a node trusts that it holds everything a live peer
+	// wrote after the last in-order, gap-free message it applied from that
+	// peer (lease.go). Past it the node is behind: InSync fails and it must
+	// not serve connection state. Senders heartbeat every min(StreamIdle,
+	// Lease)/3; a writer whose peer missed an acknowledgement waits until
+	// that peer's lease has surely lapsed. Keep it below the swarm's
+	// acknowledgement bound.
+	Lease time.Duration
+	// Clock drives the cluster's own timers (lease, heartbeats, the wait
+	// for a lapsed lease); nil is the wall clock. memberlist and gRPC keep
+	// real time whatever is set here.
+	Clock clockwork.Clock
 	// SuspectAfter is how many consecutive failed gRPC attempts to a peer
 	// that memberlist still reports alive mark it suspect.
 	SuspectAfter int
@@ -116,35 +129,37 @@ type Config struct {
 // 5 ms batching and a 1 s anti-entropy round.
 func DefaultConfig() Config {
 	return Config{
-		GossipAddr:         "0.0.0.0:7946",         // memberlist's conventional port
-		DeadGrace:          30 * time.Second,       // hidden → deleted, as Phoenix's down period
-		BatchDelay:         5 * time.Millisecond,   // a few ms of batching per push
-		AntiEntropy:        time.Second,            // digest exchange with one random peer
-		PeerQueue:          256,                    // batches per peer before dropping to catch-up
-		MaxMessageBytes:    4 << 20,                // gRPC's default receive limit
-		SnapshotChunkBytes: 256 << 10,              // well below MaxMessageBytes
-		StreamIdle:         15 * time.Second,       // heartbeat every 5 s
-		CatchUpTimeout:     30 * time.Second,       // room for a 100k-entry snapshot on a slow link
-		SuspectAfter:       3,                      // three failed attempts in a row
-		RetryMin:           100 * time.Millisecond, // first re-dial
-		RetryMax:           5 * time.Second,        // backoff ceiling
-		JoinRetry:          5 * time.Second,        // re-resolve seeds while alone
-		Reconnect:          2 * time.Second,        // rejoin dead members and absent seeds: a healed partition merges within seconds
-		CRDT:               defaultCRDT(),          // log 1024 deltas / 1 MiB, keys 256 B, values 1 MiB, drop memory 60 rounds
-		Memberlist:         nil,                    // memberlist.DefaultLANConfig timers as they are
-		Logger:             nil,                    // discard
-		Registerer:         nil,                    // no metrics
-		Dialer:             nil,                    // net.Dialer
-		Resolve:            nil,                    // system resolver
-		TLS:                nil,                    // plaintext + credential
-		Join:               nil,                    // alone
-		Version:            "",                     // set by the binary
-		Key:                nil,                    // required
-		DataDir:            "",                     // in memory
-		Storage:            nil,                    // from DataDir
-		AdvertiseAddr:      "",                     // the bound address
-		GRPCAddr:           "",                     // required
-		Name:               "",                     // required
+		GossipAddr:         "0.0.0.0:7946",          // memberlist's conventional port
+		DeadGrace:          30 * time.Second,        // hidden → deleted, as Phoenix's down period
+		BatchDelay:         5 * time.Millisecond,    // a few ms of batching per push
+		AntiEntropy:        time.Second,             // digest exchange with one random peer
+		PeerQueue:          256,                     // batches per peer before dropping to catch-up
+		MaxMessageBytes:    4 << 20,                 // gRPC's default receive limit
+		SnapshotChunkBytes: 256 << 10,               // well below MaxMessageBytes
+		StreamIdle:         15 * time.Second,        // heartbeat every 5 s
+		CatchUpTimeout:     30 * time.Second,        // room for a 100k-entry snapshot on a slow link
+		Lease:              1500 * time.Millisecond, // below the swarm's 2 s acknowledgement bound: heartbeat every 500 ms
+		Clock:              nil,                     // wall clock
+		SuspectAfter:       3,                       // three failed attempts in a row
+		RetryMin:           100 * time.Millisecond,  // first re-dial
+		RetryMax:           5 * time.Second,         // backoff ceiling
+		JoinRetry:          5 * time.Second,         // re-resolve seeds while alone
+		Reconnect:          2 * time.Second,         // rejoin dead members and absent seeds: a healed partition merges within seconds
+		CRDT:               defaultCRDT(),           // log 1024 deltas / 1 MiB, keys 256 B, values 1 MiB, drop memory 60 rounds
+		Memberlist:         nil,                     // memberlist.DefaultLANConfig timers as they are
+		Logger:             nil,                     // discard
+		Registerer:         nil,                     // no metrics
+		Dialer:             nil,                     // net.Dialer
+		Resolve:            nil,                     // system resolver
+		TLS:                nil,                     // plaintext + credential
+		Join:               nil,                     // alone
+		Version:            "",                      // set by the binary
+		Key:                nil,                     // required
+		DataDir:            "",                      // in memory
+		Storage:            nil,                     // from DataDir
+		AdvertiseAddr:      "",                      // the bound address
+		GRPCAddr:           "",                      // required
+		Name:               "",                      // required
 	}
 }
 
@@ -223,6 +238,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.StreamIdle <= 0 {
 		c.StreamIdle = d.StreamIdle
+	}
+	if c.Lease <= 0 {
+		c.Lease = d.Lease
+	}
+	if c.Clock == nil {
+		c.Clock = clockwork.NewRealClock()
 	}
 	if c.CatchUpTimeout <= 0 {
 		c.CatchUpTimeout = d.CatchUpTimeout

@@ -260,7 +260,7 @@ func (r *replicator) stream(l *link) (bool, error) {
 		return false, err
 	}
 	established := false
-	hb := time.NewTicker(cfg.StreamIdle / 3)
+	hb := cfg.Clock.NewTicker(heartbeatEvery(cfg))
 	defer hb.Stop()
 	for {
 		// Queued batches go before heartbeats.
@@ -282,7 +282,7 @@ func (r *replicator) stream(l *link) (bool, error) {
 			if err := sendReq(b, b.req); err != nil {
 				return established, err
 			}
-		case <-hb.C:
+		case <-hb.Chan():
 			if err := sendReq(r.positionBatch()); err != nil {
 				return established, err
 			}
@@ -312,6 +312,11 @@ func (r *replicator) stream(l *link) (bool, error) {
 
 // acked records a peer's acknowledgement of b (nil: a position).
 func (r *replicator) acked(l *link, b *batch, resp *peerv1.ReplicateResponse) {
+	if len(resp.GetGaps()) == 0 {
+		// The peer applied everything up to b and renewed its lease on
+		// this node no later than now (lease.go).
+		r.leases.ackFrom(l.name, r.c.cfg.Clock.Now())
+	}
 	gapped := map[string]bool{}
 	for _, g := range resp.GetGaps() {
 		vs, err := versionsFromPB(g, r.c.lim)

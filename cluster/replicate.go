@@ -32,6 +32,8 @@ type replicator struct {
 	ackMu sync.Mutex
 	ackCh chan struct{} // closed at the next acknowledgement (acked.go)
 
+	leases *leases // lease.go
+
 	linksMu sync.Mutex
 	links   map[string]*link // by member name; written by the loop only
 
@@ -49,6 +51,7 @@ func newReplicator(c *Cluster) *replicator {
 	return &replicator{
 		c: c, log: c.log,
 		wake:    make(chan struct{}, 1),
+		leases:  newLeases(),
 		flushed: map[string]uint64{},
 		events:  make(chan func(), 256),
 		links:   map[string]*link{},

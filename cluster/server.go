@@ -206,14 +206,19 @@ func (s *peerServer) handleBatch(caller string, streamSender *crdt.Origin, refs 
 	}
 	gaps := map[string][]crdt.Version{}
 	var order []string
+	clean := true // everything applied, no gap: renews the sender's lease
 	for _, pb := range req.GetDeltas() {
 		if !pb.ProtoReflect().IsValid() {
+			clean = false
 			continue
 		}
 		if len(pb.GetPuts())+len(pb.GetRemoves()) > 0 {
 			s.c.metrics.deltasRecv.Inc()
 		}
 		res, ok := s.c.applyRemote(sender, pb, "push")
+		if !ok || res.Gap {
+			clean = false
+		}
 		if !ok || !res.Gap {
 			continue
 		}
@@ -223,6 +228,9 @@ func (s *peerServer) handleBatch(caller string, streamSender *crdt.Origin, refs 
 		o := crdt.Origin{Name: pb.GetOriginName(), Epoch: pb.GetOriginEpoch()}
 		gaps[pb.GetRegistry()] = append(gaps[pb.GetRegistry()], crdt.Version{Origin: o, Seq: res.Have})
 		s.c.repl.requestSync(caller, o == sender)
+	}
+	if clean {
+		s.c.repl.leases.heardFrom(sender, s.c.cfg.Clock.Now())
 	}
 	resp := &peerv1.ReplicateResponse{}
 	for _, reg := range order {
