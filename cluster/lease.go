@@ -26,11 +26,11 @@ import (
 // lastAck(P) + Lease + leaseMargin before answering: by then P's lease has
 // lapsed and P refuses until its link is back and it has caught up.
 //
-// Dead members: a node cannot tell a peer's death from its own isolation.
-// While members it had heard from are dead but not yet forgotten (the
-// DeadGrace), it stays in sync only if it and the live members it hears
-// from are a strict majority of those members plus itself. One node of
-// three killed: the other two go on; one node cut off from two: it
+// Unreachable members: a node cannot tell a peer's death from its own
+// isolation. While members it had heard from are suspect or dead but not
+// yet forgotten (the DeadGrace), it stays in sync only if it and the
+// members it hears from are a strict majority of those plus itself. One
+// node of three killed: the other two go on; one node cut off from two: it
 // refuses until healed, or until the grace forgets the others (then it is
 // alone and serves what it has).
 
@@ -65,7 +65,7 @@ func (l *leases) ackFrom(peer string, at time.Time) {
 // must not serve connection state until it has heard from it again.
 type BehindError struct {
 	// Members are the members this node has not heard from within the
-	// lease (or the dead ones it cannot outvote), sorted.
+	// lease, or the unreachable ones it cannot outvote; sorted.
 	Members []string
 	// Since is how long ago the freshest of them was heard (0: never
 	// relevant, the dead-majority case).
@@ -75,6 +75,10 @@ type BehindError struct {
 }
 
 func (e *BehindError) Error() string {
+	if e.Since == 0 {
+		return fmt.Sprintf("this node cannot reach %s and cannot outvote them: it may be the one cut off; retry in %s",
+			strings.Join(e.Members, ", "), e.Retry)
+	}
 	return fmt.Sprintf("this node may be missing writes of %s (last heard %s ago); retry in %s",
 		strings.Join(e.Members, ", "), e.Since.Round(time.Millisecond), e.Retry)
 }
@@ -86,36 +90,43 @@ func (e *BehindError) RetryAfter() time.Duration { return e.Retry }
 func heartbeatEvery(cfg Config) time.Duration { return min(cfg.StreamIdle, cfg.Lease) / 3 }
 
 // InSync reports whether this node holds, within the lease, every write of
-// every live member it has heard from; otherwise it returns a *BehindError.
-// A lone node, or one whose peers all left, is in sync. A member is
-// required from its first gap-free message on (so a joining node does not
-// make the others refuse before its first link is up).
+// every member it must hear from; otherwise it returns a *BehindError.
+//
+// A member is required from its first gap-free message on (so a joining
+// node does not make the others refuse before its first link is up) until
+// it leaves or the view forgets it. A required member that is alive or
+// draining must have been heard within the lease. One that is suspect
+// (unreachable over gRPC) or dead may be gone or may be on the other side
+// of a partition this node is in: the node goes on only if it and the
+// required members it hears from are a strict majority of itself and every
+// required member. A lone node, or one whose peers all left, is in sync.
 func (c *Cluster) InSync() error {
 	now := c.cfg.Clock.Now()
 	l := c.repl.leases
-	var stale, dead []string
-	var since time.Duration
-	live := 0
 	members := c.Members()
 	known := make(map[crdt.Origin]bool, len(members))
+	var stale, gone []string
+	var since time.Duration
+	fresh := 1 // this node
 	l.mu.Lock()
 	for _, m := range members {
 		known[m.Origin] = true
-		if m.Self {
+		at, heard := l.heard[m.Origin]
+		if m.Self || !heard {
 			continue
 		}
-		at, heard := l.heard[m.Origin]
-		switch {
-		case m.State.live():
-			live++
-			if heard && now.Sub(at) > c.cfg.Lease {
+		switch m.State {
+		case StateAlive, StateDraining:
+			if d := now.Sub(at); d > c.cfg.Lease {
 				stale = append(stale, m.Name)
-				if d := now.Sub(at); since == 0 || d < since {
+				if since == 0 || d < since {
 					since = d
 				}
+			} else {
+				fresh++
 			}
-		case m.State == StateDead && heard:
-			dead = append(dead, m.Name)
+		case StateSuspect, StateDead:
+			gone = append(gone, m.Name)
 		}
 	}
 	for o := range l.heard {
@@ -128,8 +139,8 @@ func (c *Cluster) InSync() error {
 	if len(stale) > 0 {
 		return &BehindError{Members: stale, Since: since, Retry: retry}
 	}
-	if len(dead) > 0 && 1+live <= len(dead) {
-		return &BehindError{Members: dead, Retry: retry}
+	if len(gone) > 0 && fresh <= len(gone) {
+		return &BehindError{Members: gone, Retry: retry}
 	}
 	return nil
 }
