@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	"github.com/mcpswarm/mcpswarm/crdt"
 )
 
@@ -85,6 +87,10 @@ func (e *BehindError) Error() string {
 
 // RetryAfter is how long a client should wait before asking again.
 func (e *BehindError) RetryAfter() time.Duration { return e.Retry }
+
+// Clock is the clock the cluster's own timers run on (Config.Clock), for
+// layers above that bound their waits on the same time.
+func (c *Cluster) Clock() clockwork.Clock { return c.cfg.Clock }
 
 // heartbeatEvery is how often a sender heartbeats each stream.
 func heartbeatEvery(cfg Config) time.Duration { return min(cfg.StreamIdle, cfg.Lease) / 3 }

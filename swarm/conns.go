@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	"github.com/mcpswarm/mcpswarm/cluster"
 	"github.com/mcpswarm/mcpswarm/crdt"
 	"github.com/mcpswarm/mcpswarm/internal/coalesce"
@@ -281,7 +283,8 @@ func (c *Conns) Delete(id string) {
 
 // commit writes this node's record of id now and waits, within the
 // AckTimeout, until every live peer has applied it. A peer that misses the
-// bound is logged and counted; it catches up by anti-entropy.
+// bound is logged and counted, and refuses the connection until it has
+// caught up (its lease lapsed before commit returns; see CanServe).
 func (c *Conns) commit(id string) {
 	if id == "" {
 		return
@@ -301,11 +304,14 @@ func (c *Conns) commit(id string) {
 		c.s.log.Warn("publishing connection record", "conn", id, "err", err)
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), c.s.ackTimeout)
+	clock := c.s.cl.Clock()
+	ctx, cancel := clockwork.WithTimeout(context.Background(), clock, c.s.ackTimeout)
 	defer cancel()
-	start := time.Now()
+	start := clock.Now()
+	// A peer that misses the bound has lost its lease when AwaitPeers
+	// returns: it refuses the connection (CanServe) until it caught up.
 	err = c.reg.AwaitPeers(ctx)
-	c.s.met.connAck(time.Since(start), err == nil)
+	c.s.met.connAck(clock.Since(start), err == nil)
 	if err != nil {
 		c.s.log.Warn("connection state not applied by every live peer in time", "conn", id, "err", err)
 	}

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	"github.com/mcpswarm/mcpswarm/cluster"
 	"github.com/mcpswarm/mcpswarm/crdt"
 	forwardv1 "github.com/mcpswarm/mcpswarm/proto/mcpswarm/forward/v1"
@@ -132,7 +134,7 @@ func (n *Nonces) decide(nonce string, expires time.Time) (already bool) {
 		n.s.log.Warn("recording a spent request state", "err", err)
 		return true
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), n.s.ackTimeout)
+	ctx, cancel := clockwork.WithTimeout(context.Background(), n.s.cl.Clock(), n.s.ackTimeout)
 	defer cancel()
 	if err := n.reg.AwaitPeers(ctx); err != nil {
 		n.s.log.Warn("spent request state not applied by every live peer in time", "err", err)
