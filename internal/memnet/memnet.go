@@ -1,0 +1,232 @@
+// Package memnet is an in-memory network for multi-node tests: channels
+// carry gossip (a memberlist.Transport), grpc's bufconn carries gRPC, and
+// any node can be cut off from the others and healed. No sockets, no ports.
+//
+// memberlist's own MockNetwork is not used: its unbuffered channels block a
+// sender forever once the receiving node has stopped, which leaks
+// goroutines in tests that stop or kill nodes; here a packet to a stopped
+// or busy node is dropped, as UDP would.
+//
+// It only moves bytes: memberlist's own timers (probes, suspicion) keep
+// running on wall time, as do gRPC's.
+package memnet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+	"google.golang.org/grpc/test/bufconn"
+)
+
+// ErrCut is what a cut node's dials and writes fail with.
+var ErrCut = errors.New("memnet: link cut")
+
+// bufSize is each bufconn listener's buffer.
+const bufSize = 1 << 20
+
+// Network connects a fixed set of named nodes.
+type Network struct {
+	nodes map[string]*Node // by name; fixed after New
+	addrs map[string]*Node // gossip and gRPC addresses → node; fixed after New
+
+	mu    sync.Mutex
+	cut   map[string]bool
+	conns map[*conn]bool
+	ends  map[string]*endpoint // the running gossip endpoint per node name
+}
+
+// Node is one node's endpoints.
+type Node struct {
+	net  *Network
+	name string
+	// GRPCAddr is the node's gRPC address, as peers dial it.
+	GRPCAddr string
+	// GossipAddr is the node's memberlist address, for Join lists.
+	GossipAddr string
+	// Listener accepts the node's inbound gRPC connections: serve the
+	// node's grpc.Server on it.
+	Listener *bufconn.Listener
+	index    int
+}
+
+// New makes a network of the named nodes. memberlist's MockNetwork is not
+// safe to grow while in use, so every node is made here.
+func New(names ...string) *Network {
+	n := &Network{nodes: map[string]*Node{}, addrs: map[string]*Node{}, cut: map[string]bool{}, conns: map[*conn]bool{}, ends: map[string]*endpoint{}}
+	for i, name := range names {
+		// Gossip addresses must be IP:port: memberlist parses them.
+		nd := &Node{net: n, name: name, index: i + 1, GRPCAddr: "grpc-" + name + ":1",
+			GossipAddr: fmt.Sprintf("127.0.0.1:%d", 10000+i+1), Listener: bufconn.Listen(bufSize)}
+		n.nodes[name] = nd
+		n.addrs[nd.GRPCAddr] = nd
+		n.addrs[nd.GossipAddr] = nd
+	}
+	return n
+}
+
+// Node returns the endpoints of node name; it panics on a name New was
+// not given (a test bug).
+func (n *Network) Node(name string) *Node {
+	nd, ok := n.nodes[name]
+	if !ok {
+		panic(fmt.Sprintf("memnet: no node %q", name))
+	}
+	return nd
+}
+
+// Cut partitions node name from every other node (heal: reconnects it):
+// its gossip is dropped, its gRPC dials fail and its open gRPC connections
+// are closed.
+func (n *Network) Cut(name string, cut bool) {
+	n.mu.Lock()
+	n.cut[name] = cut
+	var doomed []*conn
+	if cut {
+		for c := range n.conns {
+			if c.from == name || c.to == name {
+				doomed = append(doomed, c)
+			}
+		}
+	}
+	n.mu.Unlock()
+	for _, c := range doomed {
+		_ = c.Close()
+	}
+}
+
+// blocked reports whether traffic between from and the node at addr is cut.
+func (n *Network) blocked(from, addr string) bool {
+	to, ok := n.addrs[addr]
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.cut[from] || (ok && n.cut[to.name])
+}
+
+// Transport returns a fresh memberlist transport for the node (one per
+// start: memberlist shuts it down when the node stops): set it as
+// memberlist.Config.Transport.
+func (nd *Node) Transport() memberlist.Transport {
+	e := &endpoint{nd: nd, packets: make(chan *memberlist.Packet, 256), streams: make(chan net.Conn), done: make(chan struct{})}
+	nd.net.mu.Lock()
+	nd.net.ends[nd.name] = e
+	nd.net.mu.Unlock()
+	return e
+}
+
+// Dial dials a peer's gRPC address over the network: set it as the
+// node's gRPC dialer.
+func (nd *Node) Dial(ctx context.Context, addr string) (net.Conn, error) {
+	n := nd.net
+	to, ok := n.addrs[addr]
+	if !ok {
+		return nil, fmt.Errorf("memnet: no node at %s", addr)
+	}
+	if n.blocked(nd.name, addr) {
+		return nil, fmt.Errorf("dialing %s: %w", addr, ErrCut)
+	}
+	c, err := to.Listener.DialContext(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("dialing %s: %w", addr, err)
+	}
+	wc := &conn{Conn: c, net: n, from: nd.name, to: to.name}
+	n.mu.Lock()
+	n.conns[wc] = true
+	n.mu.Unlock()
+	return wc, nil
+}
+
+// endpoint is one running node's gossip transport.
+type endpoint struct {
+	nd       *Node
+	packets  chan *memberlist.Packet
+	streams  chan net.Conn
+	done     chan struct{}
+	shutdown sync.Once
+}
+
+// peer returns the running endpoint at addr, or nil when the traffic is
+// cut or nobody runs there.
+func (e *endpoint) peer(addr string) *endpoint {
+	n := e.nd.net
+	to, ok := n.addrs[addr]
+	if !ok || n.blocked(e.nd.name, addr) {
+		return nil
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.ends[to.name]
+}
+
+func (e *endpoint) FinalAdvertiseAddr(string, int) (net.IP, int, error) {
+	host, port, _ := net.SplitHostPort(e.nd.GossipAddr)
+	p, err := net.LookupPort("tcp", port)
+	return net.ParseIP(host), p, err
+}
+
+// WriteTo delivers a packet, or drops it (cut, stopped or full), as UDP.
+func (e *endpoint) WriteTo(b []byte, addr string) (time.Time, error) {
+	now := time.Now()
+	to := e.peer(addr)
+	if to == nil {
+		return now, nil
+	}
+	from := &net.UDPAddr{IP: net.ParseIP("127.0.0.1"), Port: 10000 + e.nd.index}
+	select {
+	case to.packets <- &memberlist.Packet{Buf: append([]byte(nil), b...), From: from, Timestamp: now}:
+	case <-to.done:
+	default:
+	}
+	return now, nil
+}
+
+func (e *endpoint) PacketCh() <-chan *memberlist.Packet { return e.packets }
+
+// DialTimeout opens a stream to the node at addr.
+func (e *endpoint) DialTimeout(addr string, timeout time.Duration) (net.Conn, error) {
+	to := e.peer(addr)
+	if to == nil {
+		return nil, fmt.Errorf("dialing %s: %w", addr, ErrCut)
+	}
+	local, remote := net.Pipe()
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case to.streams <- remote:
+		return local, nil
+	case <-to.done:
+	case <-e.done:
+	case <-t.C:
+	}
+	_ = local.Close()
+	_ = remote.Close()
+	return nil, fmt.Errorf("dialing %s: %w", addr, ErrCut)
+}
+
+func (e *endpoint) StreamCh() <-chan net.Conn { return e.streams }
+
+func (e *endpoint) Shutdown() error {
+	e.shutdown.Do(func() { close(e.done) })
+	return nil
+}
+
+// conn is a gRPC connection Cut can close.
+type conn struct {
+	net.Conn
+	net      *Network
+	from, to string
+	once     sync.Once
+}
+
+func (c *conn) Close() error {
+	c.once.Do(func() {
+		c.net.mu.Lock()
+		delete(c.net.conns, c)
+		c.net.mu.Unlock()
+	})
+	return c.Conn.Close()
+}
