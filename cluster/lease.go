@@ -22,33 +22,59 @@ import (
 // t + Lease is in the future for every live member it has heard from, the
 // node is in sync; otherwise InSync fails, naming the member.
 //
-// Writer side: P acknowledges a message only after applying it, so the
-// writer's time of the last gap-free acknowledgement from P is later than
-// P's "heard at". A writer whose write P has not acknowledged waits until
-// lastAck(P) + Lease + leaseMargin before answering: by then P's lease has
-// lapsed and P refuses until its link is back and it has caught up.
+// Writer side: a peer renews its lease only on a message this node sent
+// it, so it holds no lease past (the last send to it) + transit + Lease. A
+// writer whose write P has not acknowledged waits until lastSent(P) +
+// Lease + leaseMargin before answering: by then P's lease has lapsed and P
+// refuses until its link is back and it has caught up. A sender keeps at
+// most one heartbeat unacknowledged, so a silent peer stops renewing the
+// bound after one heartbeat period; and a receiver whose stream from P
+// ends takes its lease on P as lapsed (a message held up in a broken
+// connection and delivered late renews nothing for long).
 //
-// Unreachable members: a node cannot tell a peer's death from its own
-// isolation. While members it had heard from are suspect or dead but not
-// yet forgotten (the DeadGrace), it stays in sync only if it and the
-// members it hears from are a strict majority of those plus itself. One
-// node of three killed: the other two go on; one node cut off from two: it
-// refuses until healed, or until the grace forgets the others (then it is
-// alone and serves what it has).
+// Dead members: a node cannot tell a peer's death from its own isolation.
+// While members it had heard from are dead but not yet forgotten (the
+// DeadGrace), it stays in sync only if it and the members it hears from
+// are a strict majority of those plus itself, and it has pulled everything
+// those hold (a full anti-entropy exchange with each, started after it
+// lost the dead ones). One node of three killed: the other two go on once
+// memberlist has declared it dead and they have synced; one node cut off
+// from two: it refuses until healed, or until the grace forgets the others
+// (then it is alone and serves what it has).
 
 // leaseMargin covers what the writer's clock cannot see: a message's
-// transit before the reader applies it, and clock rate differences.
+// transit before the reader applies it, and clock rate differences. A
+// message delayed longer (held in a broken connection) is the one case the
+// lease does not cover; see the writer side above.
 const leaseMargin = 250 * time.Millisecond
 
 // leases is both sides' bookkeeping, on the cluster's clock.
 type leases struct {
-	mu    sync.Mutex
-	heard map[crdt.Origin]time.Time // reader: last gap-free message applied from the origin
-	acked map[string]time.Time      // writer: last gap-free acknowledgement from the peer
+	mu     sync.Mutex
+	heard  map[crdt.Origin]time.Time // reader: last gap-free message applied from the origin
+	sent   map[string]time.Time      // writer: last message sent to the peer that could renew its lease
+	synced map[crdt.Origin]time.Time // start of the last full pull from the origin that succeeded
 }
 
 func newLeases() *leases {
-	return &leases{heard: map[crdt.Origin]time.Time{}, acked: map[string]time.Time{}}
+	return &leases{heard: map[crdt.Origin]time.Time{}, sent: map[string]time.Time{}, synced: map[crdt.Origin]time.Time{}}
+}
+
+// syncedWith records a full pull (every origin) from o, started at at,
+// that succeeded: this node holds everything o held then.
+func (l *leases) syncedWith(o crdt.Origin, at time.Time) {
+	l.mu.Lock()
+	l.synced[o] = at
+	l.mu.Unlock()
+}
+
+// lost marks o's lease as lapsed: its stream ended.
+func (l *leases) lost(o crdt.Origin) {
+	l.mu.Lock()
+	if _, ok := l.heard[o]; ok {
+		l.heard[o] = time.Time{}
+	}
+	l.mu.Unlock()
 }
 
 func (l *leases) heardFrom(o crdt.Origin, at time.Time) {
@@ -57,9 +83,9 @@ func (l *leases) heardFrom(o crdt.Origin, at time.Time) {
 	l.mu.Unlock()
 }
 
-func (l *leases) ackFrom(peer string, at time.Time) {
+func (l *leases) sentTo(peer string, at time.Time) {
 	l.mu.Lock()
-	l.acked[peer] = at
+	l.sent[peer] = at
 	l.mu.Unlock()
 }
 
@@ -74,9 +100,17 @@ type BehindError struct {
 	Since time.Duration
 	// Retry is when trying again may succeed: one heartbeat period.
 	Retry time.Duration
+	// CatchingUp: the members named are unreachable and this node is in
+	// the majority, but has not yet pulled what they wrote from the
+	// others.
+	CatchingUp bool
 }
 
 func (e *BehindError) Error() string {
+	if e.CatchingUp {
+		return fmt.Sprintf("this node lost %s and is catching up on their writes from the others; retry in %s",
+			strings.Join(e.Members, ", "), e.Retry)
+	}
 	if e.Since == 0 {
 		return fmt.Sprintf("this node cannot reach %s and cannot outvote them: it may be the one cut off; retry in %s",
 			strings.Join(e.Members, ", "), e.Retry)
@@ -101,20 +135,25 @@ func heartbeatEvery(cfg Config) time.Duration { return min(cfg.StreamIdle, cfg.L
 // A member is required from its first gap-free message on (so a joining
 // node does not make the others refuse before its first link is up) until
 // it leaves or the view forgets it. A required member that is alive or
-// draining must have been heard within the lease. One that is suspect
-// (unreachable over gRPC) or dead may be gone or may be on the other side
-// of a partition this node is in: the node goes on only if it and the
+// draining must have been heard within the lease; one that is suspect
+// (memberlist reports it alive, gRPC cannot reach it, its entries are
+// hidden here) makes the node refuse. One declared dead may be gone or may be on the other side of
+// a partition this node is in: the node goes on only if it and the
 // required members it hears from are a strict majority of itself and every
-// required member. A lone node, or one whose peers all left, is in sync.
+// required member, and it has pulled everything from each of those since
+// it lost the dead ones. A lone node, or one whose peers all left, is in
+// sync.
 func (c *Cluster) InSync() error {
 	now := c.cfg.Clock.Now()
 	l := c.repl.leases
 	members := c.Members()
 	known := make(map[crdt.Origin]bool, len(members))
 	var stale, gone []string
+	var fresh []crdt.Origin
 	var since time.Duration
-	fresh := 1 // this node
+	var lostLast time.Time // when the lease on the last gone member lapsed
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	for _, m := range members {
 		known[m.Origin] = true
 		at, heard := l.heard[m.Origin]
@@ -122,6 +161,14 @@ func (c *Cluster) InSync() error {
 			continue
 		}
 		switch m.State {
+		case StateSuspect:
+			// memberlist reports it alive but this node cannot reach it
+			// over gRPC: it may be writing, and this node hides its
+			// entries meanwhile, so what it serves may lack them.
+			stale = append(stale, m.Name)
+			if d := now.Sub(at); since == 0 || d < since {
+				since = d
+			}
 		case StateAlive, StateDraining:
 			if d := now.Sub(at); d > c.cfg.Lease {
 				stale = append(stale, m.Name)
@@ -129,24 +176,38 @@ func (c *Cluster) InSync() error {
 					since = d
 				}
 			} else {
-				fresh++
+				fresh = append(fresh, m.Origin)
 			}
-		case StateSuspect, StateDead:
+		case StateDead:
 			gone = append(gone, m.Name)
+			if t := at.Add(c.cfg.Lease); t.After(lostLast) {
+				lostLast = t
+			}
 		}
 	}
 	for o := range l.heard {
 		if !known[o] {
 			delete(l.heard, o) // an incarnation the view has forgotten
+			delete(l.synced, o)
 		}
 	}
-	l.mu.Unlock()
 	retry := heartbeatEvery(c.cfg)
 	if len(stale) > 0 {
 		return &BehindError{Members: stale, Since: since, Retry: retry}
 	}
-	if len(gone) > 0 && fresh <= len(gone) {
+	if len(gone) == 0 {
+		return nil
+	}
+	if 1+len(fresh) <= len(gone) {
 		return &BehindError{Members: gone, Retry: retry}
+	}
+	// The gone members' last writes reached the members that acknowledged
+	// them, not necessarily this node: it must have pulled everything
+	// from every member it hears from since it lost them.
+	for _, o := range fresh {
+		if !l.synced[o].After(lostLast) {
+			return &BehindError{Members: gone, Retry: retry, CatchingUp: true}
+		}
 	}
 	return nil
 }
@@ -158,7 +219,7 @@ func (r *replicator) awaitLapse(ctx context.Context, reg string, seq uint64) err
 	now := clock.Now()
 	var until time.Time
 	r.leases.mu.Lock()
-	for peer, at := range r.leases.acked {
+	for peer, at := range r.leases.sent {
 		r.linksMu.Lock()
 		l := r.links[peer]
 		r.linksMu.Unlock()
@@ -167,7 +228,7 @@ func (r *replicator) awaitLapse(ctx context.Context, reg string, seq uint64) err
 		}
 		t := at.Add(r.c.cfg.Lease + leaseMargin)
 		if !t.After(now) {
-			delete(r.leases.acked, peer) // lapsed: forget it
+			delete(r.leases.sent, peer) // lapsed: forget it
 			continue
 		}
 		if t.After(until) {

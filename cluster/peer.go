@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -248,6 +249,8 @@ func (r *replicator) stream(l *link) (bool, error) {
 		if l.caps.Has(CapStreamRefs) {
 			wire = enc.Encode(req)
 		}
+		// Before the send: the peer may renew its lease on it (lease.go).
+		r.leases.sentTo(l.name, cfg.Clock.Now())
 		if err := st.Send(wire); err != nil {
 			return fmt.Errorf("sending to %s: %w", l.name, err)
 		}
@@ -283,6 +286,11 @@ func (r *replicator) stream(l *link) (bool, error) {
 				return established, err
 			}
 		case <-hb.Chan():
+			if slices.ContainsFunc(inflight, func(b *batch) bool { return b.position }) {
+				// The last heartbeat is unanswered: another one would only
+				// stretch how long writers wait out this peer's lease.
+				continue
+			}
 			if err := sendReq(r.positionBatch()); err != nil {
 				return established, err
 			}
@@ -312,11 +320,6 @@ func (r *replicator) stream(l *link) (bool, error) {
 
 // acked records a peer's acknowledgement of b (nil: a position).
 func (r *replicator) acked(l *link, b *batch, resp *peerv1.ReplicateResponse) {
-	if len(resp.GetGaps()) == 0 {
-		// The peer applied everything up to b and renewed its lease on
-		// this node no later than now (lease.go).
-		r.leases.ackFrom(l.name, r.c.cfg.Clock.Now())
-	}
 	gapped := map[string]bool{}
 	for _, g := range resp.GetGaps() {
 		vs, err := versionsFromPB(g, r.c.lim)
@@ -379,6 +382,21 @@ func (r *replicator) position() *peerv1.ReplicateRequest {
 func (r *replicator) syncWith(ctx context.Context, l *link, ownOnly bool) error {
 	ctx, cancel := context.WithTimeout(ctx, r.c.cfg.CatchUpTimeout)
 	defer cancel()
+	started := r.c.cfg.Clock.Now()
+	complete := !ownOnly
+	err := r.pull(ctx, l, ownOnly, &complete)
+	for _, reg := range r.c.registries() {
+		reg.settle()
+	}
+	if err == nil && complete {
+		r.leases.syncedWith(l.origin, started)
+	}
+	return err
+}
+
+// pull is syncWith's exchange. It clears complete when the peer holds
+// data of some origin this node is behind on and refuses (a dead one).
+func (r *replicator) pull(ctx context.Context, l *link, ownOnly bool, complete *bool) error {
 	sender := r.c.origin.String()
 	req := &peerv1.ExchangeDigestRequest{Sender: sender}
 	regs := r.c.registries()
@@ -416,6 +434,9 @@ func (r *replicator) syncWith(ctx context.Context, l *link, ownOnly bool) error 
 				continue
 			}
 			if ok, _ := r.c.accept(v.Origin, l.origin); !ok {
+				if v.Seq > reg.seq(v.Origin) {
+					*complete = false
+				}
 				continue
 			}
 			if have := reg.seq(v.Origin); v.Seq > have {

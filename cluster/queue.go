@@ -8,14 +8,18 @@ import "sync"
 // it. A callback that adds items (directly or by writing) does not deadlock:
 // its items are delivered by the drain already running.
 type serialQueue[T any] struct {
-	mu    sync.Mutex
-	items []T
-	busy  bool
+	mu        sync.Mutex
+	items     []T
+	busy      bool
+	added     uint64     // items ever added
+	delivered uint64     // items ever delivered
+	done      *sync.Cond // broadcast as items are delivered; on mu
 }
 
 func (q *serialQueue[T]) add(item T) {
 	q.mu.Lock()
 	q.items = append(q.items, item)
+	q.added++
 	q.mu.Unlock()
 }
 
@@ -36,7 +40,30 @@ func (q *serialQueue[T]) drain(fn func(T)) {
 			fn(it)
 		}
 		q.mu.Lock()
+		q.delivered += uint64(len(batch))
+		q.cond().Broadcast()
 	}
 	q.busy = false
 	q.mu.Unlock()
+}
+
+// settle delivers what was added before the call (drain) and, when
+// another goroutine is delivering, waits until it has. It must not be
+// called from a callback: that would wait for itself.
+func (q *serialQueue[T]) settle(fn func(T)) {
+	q.drain(fn)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	target := q.added
+	for q.delivered < target && q.busy {
+		q.cond().Wait()
+	}
+}
+
+// cond is done, made on first use; the caller holds mu.
+func (q *serialQueue[T]) cond() *sync.Cond {
+	if q.done == nil {
+		q.done = sync.NewCond(&q.mu)
+	}
+	return q.done
 }

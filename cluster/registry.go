@@ -158,6 +158,20 @@ func (r *Registry) flush() {
 	})
 }
 
+// settle delivers every change made so far to the OnChange callbacks, or
+// waits until the goroutine delivering them has: what a peer acknowledges
+// is visible to the layers above. Not for use inside a callback.
+func (r *Registry) settle() {
+	r.out.settle(func(ch crdt.Change) {
+		r.fnsMu.Lock()
+		fns := r.fns
+		r.fnsMu.Unlock()
+		for _, fn := range fns {
+			fn(ch)
+		}
+	})
+}
+
 // with runs fn on the map under the lock, then delivers the changes.
 func (r *Registry) with(fn func(m *crdt.Map)) {
 	r.mu.Lock()

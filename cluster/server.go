@@ -141,6 +141,13 @@ func (s *peerServer) Replicate(stream grpc.BidiStreamingServer[peerv1.ReplicateR
 		}
 	}()
 	var sender crdt.Origin // from the first message
+	defer func() {
+		if !sender.IsZero() {
+			// A message held up in this stream's connection could still
+			// arrive late and renew the lease: take it as lapsed now.
+			s.c.repl.leases.lost(sender)
+		}
+	}()
 	var refs crdtpb.StreamDecoder
 	idle := s.c.cfg.StreamIdle
 	timer := time.NewTimer(idle)
@@ -228,6 +235,11 @@ func (s *peerServer) handleBatch(caller string, streamSender *crdt.Origin, refs 
 		o := crdt.Origin{Name: pb.GetOriginName(), Epoch: pb.GetOriginEpoch()}
 		gaps[pb.GetRegistry()] = append(gaps[pb.GetRegistry()], crdt.Version{Origin: o, Seq: res.Have})
 		s.c.repl.requestSync(caller, o == sender)
+	}
+	// The acknowledgement (and the lease) must cover what the layers above
+	// see, not only the maps: wait until the changes were delivered.
+	for _, reg := range s.c.registries() {
+		reg.settle()
 	}
 	if clean {
 		s.c.repl.leases.heardFrom(sender, s.c.cfg.Clock.Now())

@@ -293,6 +293,9 @@ func TestContractCutOffNodeRefusesUntilCaughtUp(t *testing.T) {
 	awaitContract(t, clock, 30*time.Second, "serving on n3 after healing", func() error {
 		err := cut.sw.Conns().CanServe("c1")
 		if err == nil && !cut.sw.Conns().Revoked("c1") {
+			for _, n := range nodes {
+				t.Logf("%s: members %v, digest %v", n.name, n.cl.Members(), n.sw.conns.reg.Digest())
+			}
 			t.Fatal("n3 serves again with the connection's state from before the DELETE")
 		}
 		return err

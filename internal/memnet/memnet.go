@@ -135,6 +135,12 @@ func (nd *Node) Dial(ctx context.Context, addr string) (net.Conn, error) {
 	}
 	wc := &conn{Conn: c, net: n, from: nd.name, to: to.name}
 	n.mu.Lock()
+	if n.cut[nd.name] || n.cut[to.name] {
+		// Cut while dialing: Cut did not see this connection.
+		n.mu.Unlock()
+		_ = c.Close()
+		return nil, fmt.Errorf("dialing %s: %w", addr, ErrCut)
+	}
 	n.conns[wc] = true
 	n.mu.Unlock()
 	return wc, nil
