@@ -233,7 +233,7 @@ func (r *replicator) stream(l *link) (bool, error) {
 	}()
 	// The watchdog cuts the stream when the peer stops acknowledging: a Send
 	// blocked by flow control returns once ctx is cancelled.
-	watchdog := time.AfterFunc(cfg.StreamIdle, cancel)
+	watchdog := cfg.Clock.AfterFunc(cfg.StreamIdle, cancel) // on the heartbeats' clock
 	defer watchdog.Stop()
 	var inflight []*batch // in send order; heartbeats are position batches
 	// The stream declares each origin and registry once (the opening

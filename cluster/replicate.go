@@ -93,9 +93,13 @@ func (r *replicator) run(ctx context.Context) {
 	batch := time.NewTimer(time.Hour)
 	batch.Stop()
 	var batchC <-chan time.Time
-	ae := time.NewTimer(0) // the first round runs at once
+	// Anti-entropy and the dead grace run on the cluster's clock (tests
+	// drive them); the batch delay stays on wall time, so writes flush
+	// without anybody moving a clock.
+	clock := r.c.cfg.Clock
+	ae := clock.NewTimer(0) // the first round runs at once
 	defer ae.Stop()
-	graveTick := time.NewTicker(max(min(r.c.cfg.DeadGrace/10, time.Second), 20*time.Millisecond))
+	graveTick := clock.NewTicker(max(min(r.c.cfg.DeadGrace/10, time.Second), 20*time.Millisecond))
 	defer graveTick.Stop()
 	r.reconcile()
 	for {
@@ -112,10 +116,10 @@ func (r *replicator) run(ctx context.Context) {
 			r.flush()
 		case <-r.c.view.changed:
 			r.reconcile()
-		case <-ae.C:
+		case <-ae.Chan():
 			ae.Reset(r.jitter(r.c.cfg.AntiEntropy))
 			r.tick()
-		case now := <-graveTick.C:
+		case now := <-graveTick.Chan():
 			r.expire(now)
 		case fn := <-r.events:
 			fn()
@@ -228,7 +232,7 @@ func deltaSize(d crdt.Delta) int {
 
 // reconcile brings links, hidden origins and graves in line with the view.
 func (r *replicator) reconcile() {
-	now := time.Now()
+	now := r.c.cfg.Clock.Now()
 	seen := map[string]bool{}
 	for _, m := range r.c.view.list() {
 		if m.Self {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -150,13 +149,13 @@ func (s *peerServer) Replicate(stream grpc.BidiStreamingServer[peerv1.ReplicateR
 	}()
 	var refs crdtpb.StreamDecoder
 	idle := s.c.cfg.StreamIdle
-	timer := time.NewTimer(idle)
+	timer := s.c.cfg.Clock.NewTimer(idle) // on the senders' heartbeat clock
 	defer timer.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-timer.C:
+		case <-timer.Chan():
 			s.c.repl.reject("stalled stream", caller, errors.New("no message for "+idle.String()))
 			return status.Error(codes.DeadlineExceeded, "replicate stream idle for "+idle.String())
 		case m := <-in:
