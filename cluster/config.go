@@ -94,9 +94,10 @@ type Config struct {
 	// that peer's lease has surely lapsed. Keep it below the swarm's
 	// acknowledgement bound.
 	Lease time.Duration
-	// Clock drives the cluster's own timers (lease, heartbeats, the wait
-	// for a lapsed lease); nil is the wall clock. memberlist and gRPC keep
-	// real time whatever is set here.
+	// Clock drives the cluster's own timers: heartbeats and stream idle
+	// cuts, leases and the wait for a lapsed lease, anti-entropy rounds and
+	// the dead grace; nil is the wall clock. memberlist, gRPC and the batch
+	// delay keep wall time whatever is set here (tests: a fake clock).
 	Clock clockwork.Clock
 	// SuspectAfter is how many consecutive failed gRPC attempts to a peer
 	// that memberlist still reports alive mark it suspect.

@@ -1,0 +1,76 @@
+package memnet
+
+import (
+	"context"
+	"errors"
+	"io"
+	"testing"
+	"time"
+)
+
+// A cut closes the node's open connections and refuses its dials and
+// gossip; healing lets them through again.
+func TestCutAndHeal(t *testing.T) {
+	n := New("a", "b")
+	a, b := n.Node("a"), n.Node("b")
+	t.Cleanup(func() { _ = a.Listener.Close(); _ = b.Listener.Close() })
+	accepted := make(chan error, 4)
+	go func() {
+		for {
+			c, err := b.Listener.Accept()
+			if err != nil {
+				accepted <- err
+				return
+			}
+			go func() { _, err := io.Copy(io.Discard, c); accepted <- err }()
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := a.Dial(ctx, b.GRPCAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Write([]byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+
+	n.Cut("b", true)
+	if _, err := c.Write([]byte("after the cut")); err == nil {
+		t.Fatal("a write on a cut connection succeeded")
+	}
+	if err := <-accepted; err != nil {
+		t.Fatalf("the far side did not see a clean close: %v", err)
+	}
+	if _, err := a.Dial(ctx, b.GRPCAddr); !errors.Is(err, ErrCut) {
+		t.Fatalf("dialing a cut node: %v, want ErrCut", err)
+	}
+	ga, gb := a.Transport(), b.Transport()
+	t.Cleanup(func() { _ = ga.Shutdown(); _ = gb.Shutdown() })
+	if _, err := ga.WriteTo([]byte("ping"), b.GossipAddr); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-gb.PacketCh():
+		t.Fatal("a packet crossed the cut")
+	default:
+	}
+
+	n.Cut("b", false)
+	if _, err := ga.WriteTo([]byte("ping"), b.GossipAddr); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case p := <-gb.PacketCh():
+		if string(p.Buf) != "ping" || p.From.String() != a.GossipAddr {
+			t.Fatalf("got %q from %s", p.Buf, p.From)
+		}
+	case <-ctx.Done():
+		t.Fatal("no packet after healing")
+	}
+	c2, err := a.Dial(ctx, b.GRPCAddr)
+	if err != nil {
+		t.Fatalf("dialing after healing: %v", err)
+	}
+	_ = c2.Close()
+}
