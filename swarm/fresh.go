@@ -24,12 +24,13 @@ func (e *StaleError) Unwrap() error { return e.Cause }
 // RetryAfter is how long the client should wait before asking again.
 func (e *StaleError) RetryAfter() time.Duration { return e.Retry }
 
-// CanServe reports whether this node may serve connection connID: it fails
-// while the node may be missing a live peer's writes (cluster.InSync: it
-// has not heard from that peer within the lease, e.g. cut off by a
-// partition). A writer whose change this node missed answers its client
-// only once this node's lease has lapsed, so a connection's state read
-// here is never older than a change some client was told about.
+// CanServe implements mcp.Connections: it reports whether this node may
+// serve connection connID. It fails while the node may be missing a live
+// peer's writes (cluster.InSync: it has not heard from that peer within the
+// lease, e.g. cut off by a partition). A writer whose change this node
+// missed answers its client only once this node's lease has lapsed, so a
+// connection's state read here is never older than a change some client
+// was told about.
 //
 // Every connection is refused, not only those the node has records of: a
 // change it missed may be the first record of that connection.
