@@ -28,9 +28,15 @@ import (
 // Lease + leaseMargin before answering: by then P's lease has lapsed and P
 // refuses until its link is back and it has caught up. A sender keeps at
 // most one heartbeat unacknowledged, so a silent peer stops renewing the
-// bound after one heartbeat period; and a receiver whose stream from P
-// ends takes its lease on P as lapsed (a message held up in a broken
-// connection and delivered late renews nothing for long).
+// bound after one heartbeat period.
+//
+// The one message this does not cover is one held up in a connection
+// longer than leaseMargin and delivered late (TCP retransmitting after a
+// partition heals): it renews the receiver's lease, for at most Lease,
+// although writes answered meanwhile travel on a later stream. The
+// receiver's next heartbeat from the new stream shows the gap and it
+// catches up within milliseconds, but until then it may serve without
+// them.
 //
 // Dead members: a node cannot tell a peer's death from its own isolation.
 // While members it had heard from are dead but not yet forgotten (the
@@ -52,12 +58,13 @@ const leaseMargin = 250 * time.Millisecond
 type leases struct {
 	mu     sync.Mutex
 	heard  map[crdt.Origin]time.Time // reader: last gap-free message applied from the origin
+	gone   map[crdt.Origin]time.Time // reader: when its gRPC port refused a connection since
 	sent   map[string]time.Time      // writer: last message sent to the peer that could renew its lease
 	synced map[crdt.Origin]time.Time // start of the last full pull from the origin that succeeded
 }
 
 func newLeases() *leases {
-	return &leases{heard: map[crdt.Origin]time.Time{}, sent: map[string]time.Time{}, synced: map[crdt.Origin]time.Time{}}
+	return &leases{heard: map[crdt.Origin]time.Time{}, gone: map[crdt.Origin]time.Time{}, sent: map[string]time.Time{}, synced: map[crdt.Origin]time.Time{}}
 }
 
 // syncedWith records a full pull (every origin) from o, started at at,
@@ -68,17 +75,21 @@ func (l *leases) syncedWith(o crdt.Origin, at time.Time) {
 	l.mu.Unlock()
 }
 
-// lost marks o's lease as lapsed: its stream ended.
-func (l *leases) lost(o crdt.Origin) {
+// refused records that o's gRPC port refused a connection at at: its
+// process is gone (a partition drops packets, it does not refuse them).
+func (l *leases) refused(o crdt.Origin, at time.Time) {
 	l.mu.Lock()
 	if _, ok := l.heard[o]; ok {
-		l.heard[o] = time.Time{}
+		if _, already := l.gone[o]; !already {
+			l.gone[o] = at
+		}
 	}
 	l.mu.Unlock()
 }
 
 func (l *leases) heardFrom(o crdt.Origin, at time.Time) {
 	l.mu.Lock()
+	delete(l.gone, o)
 	l.heard[o] = at
 	l.mu.Unlock()
 }
@@ -137,8 +148,12 @@ func heartbeatEvery(cfg Config) time.Duration { return min(cfg.StreamIdle, cfg.L
 // it leaves or the view forgets it. A required member that is alive or
 // draining must have been heard within the lease; one that is suspect
 // (memberlist reports it alive, gRPC cannot reach it, its entries are
-// hidden here) makes the node refuse. One declared dead may be gone or may be on the other side of
-// a partition this node is in: the node goes on only if it and the
+// hidden here) makes the node refuse. A member whose gRPC port refused a
+// connection is gone (a process that is not running writes nothing): if
+// this node's lease on it was still running then, it holds every write
+// the member answered and needs nothing more from it. One declared dead
+// (or refused after the lease ran out) may be gone or may be on the other
+// side of a partition this node is in: the node goes on only if it and the
 // required members it hears from are a strict majority of itself and every
 // required member, and it has pulled everything from each of those since
 // it lost the dead ones. A lone node, or one whose peers all left, is in
@@ -160,7 +175,17 @@ func (c *Cluster) InSync() error {
 		if m.Self || !heard {
 			continue
 		}
-		switch m.State {
+		state := m.State
+		if diedAt, ok := l.gone[m.Origin]; ok {
+			if !at.Add(c.cfg.Lease).Before(diedAt) {
+				// Its process is gone and this node's lease on it was still
+				// running then: every write it answered reached this node
+				// (or it would have waited the lease out first).
+				continue
+			}
+			state = StateDead // gone, but this node may have missed its last writes
+		}
+		switch state {
 		case StateSuspect:
 			// memberlist reports it alive but this node cannot reach it
 			// over gRPC: it may be writing, and this node hides its
@@ -189,6 +214,7 @@ func (c *Cluster) InSync() error {
 		if !known[o] {
 			delete(l.heard, o) // an incarnation the view has forgotten
 			delete(l.synced, o)
+			delete(l.gone, o)
 		}
 	}
 	retry := heartbeatEvery(c.cfg)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"google.golang.org/grpc"
@@ -150,6 +151,9 @@ func (l *link) result(err error) {
 	l.mu.Lock()
 	change := false
 	if err != nil {
+		if refusedConn(err) {
+			r.leases.refused(l.origin, r.c.cfg.Clock.Now())
+		}
 		l.fails++
 		if l.fails >= r.c.cfg.SuspectAfter && !l.failing {
 			l.failing, change = true, true
@@ -172,6 +176,14 @@ func (l *link) result(err error) {
 	} else {
 		r.log.Info("peer reachable over gRPC again", slog.String("peer", l.origin.String()))
 	}
+}
+
+// refusedConn reports whether err is a refused connection: nothing
+// listens at the peer's address (its process is gone), as opposed to a
+// partition, which drops packets and times out. gRPC keeps only the text
+// of the dial error.
+func refusedConn(err error) bool {
+	return errors.Is(err, syscall.ECONNREFUSED) || strings.Contains(err.Error(), syscall.ECONNREFUSED.Error())
 }
 
 // send keeps a Replicate stream to the peer open and feeds it the queue,

@@ -140,13 +140,6 @@ func (s *peerServer) Replicate(stream grpc.BidiStreamingServer[peerv1.ReplicateR
 		}
 	}()
 	var sender crdt.Origin // from the first message
-	defer func() {
-		if !sender.IsZero() {
-			// A message held up in this stream's connection could still
-			// arrive late and renew the lease: take it as lapsed now.
-			s.c.repl.leases.lost(sender)
-		}
-	}()
 	var refs crdtpb.StreamDecoder
 	idle := s.c.cfg.StreamIdle
 	timer := s.c.cfg.Clock.NewTimer(idle) // on the senders' heartbeat clock

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/memberlist"
@@ -131,7 +132,8 @@ func (nd *Node) Dial(ctx context.Context, addr string) (net.Conn, error) {
 	}
 	c, err := to.Listener.DialContext(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("dialing %s: %w", addr, err)
+		// Its listener is closed: the node is down, as a refused TCP dial.
+		return nil, fmt.Errorf("dialing %s: %v: %w", addr, err, syscall.ECONNREFUSED)
 	}
 	wc := &conn{Conn: c, net: n, from: nd.name, to: to.name}
 	n.mu.Lock()
