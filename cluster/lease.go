@@ -195,7 +195,9 @@ func (c *Cluster) InSync() error {
 				since = d
 			}
 		case StateAlive, StateDraining:
-			if d := now.Sub(at); d > c.cfg.Lease {
+			// hidden: back from suspect or dead, but the replication loop
+			// has not shown its entries again yet.
+			if d := now.Sub(at); d > c.cfg.Lease || c.hidden(m.Origin) {
 				stale = append(stale, m.Name)
 				if since == 0 || d < since {
 					since = d
@@ -236,6 +238,16 @@ func (c *Cluster) InSync() error {
 		}
 	}
 	return nil
+}
+
+// hidden reports whether some registry hides o's entries.
+func (c *Cluster) hidden(o crdt.Origin) bool {
+	for _, reg := range c.registries() {
+		if reg.Hidden(o) {
+			return true
+		}
+	}
+	return false
 }
 
 // awaitLapse waits until every peer that has not acknowledged registry reg
