@@ -59,12 +59,14 @@ type leases struct {
 	mu     sync.Mutex
 	heard  map[crdt.Origin]time.Time // reader: last gap-free message applied from the origin
 	gone   map[crdt.Origin]time.Time // reader: when its gRPC port refused a connection since
+	linked map[crdt.Origin]bool      // this node's own stream to it was established once
+	hidden map[crdt.Origin]bool      // its entries were hidden here after it was linked, and not shown again yet
 	sent   map[string]time.Time      // writer: last message sent to the peer that could renew its lease
 	synced map[crdt.Origin]time.Time // start of the last full pull from the origin that succeeded
 }
 
 func newLeases() *leases {
-	return &leases{heard: map[crdt.Origin]time.Time{}, gone: map[crdt.Origin]time.Time{}, sent: map[string]time.Time{}, synced: map[crdt.Origin]time.Time{}}
+	return &leases{heard: map[crdt.Origin]time.Time{}, gone: map[crdt.Origin]time.Time{}, linked: map[crdt.Origin]bool{}, hidden: map[crdt.Origin]bool{}, sent: map[string]time.Time{}, synced: map[crdt.Origin]time.Time{}}
 }
 
 // syncedWith records a full pull (every origin) from o, started at at,
@@ -72,6 +74,29 @@ func newLeases() *leases {
 func (l *leases) syncedWith(o crdt.Origin, at time.Time) {
 	l.mu.Lock()
 	l.synced[o] = at
+	l.mu.Unlock()
+}
+
+// linkedTo records that this node's stream to o was established: from
+// then on o is required (a member whose gRPC is not up yet, e.g. one just
+// restarting, makes nobody refuse).
+func (l *leases) linkedTo(o crdt.Origin) {
+	l.mu.Lock()
+	l.linked[o] = true
+	l.mu.Unlock()
+}
+
+// setHidden records that the replication loop hid o's entries (suspect
+// or dead) or showed them again. Only a required member's hiding counts: a
+// member starting up is hidden until its gRPC answers, before anybody
+// depends on it.
+func (l *leases) setHidden(o crdt.Origin, hidden bool) {
+	l.mu.Lock()
+	if !hidden {
+		delete(l.hidden, o)
+	} else if l.linked[o] {
+		l.hidden[o] = true
+	}
 	l.mu.Unlock()
 }
 
@@ -143,9 +168,10 @@ func heartbeatEvery(cfg Config) time.Duration { return min(cfg.StreamIdle, cfg.L
 // InSync reports whether this node holds, within the lease, every write of
 // every member it must hear from; otherwise it returns a *BehindError.
 //
-// A member is required from its first gap-free message on (so a joining
-// node does not make the others refuse before its first link is up) until
-// it leaves or the view forgets it. A required member that is alive or
+// A member is required once this node has both applied a gap-free message
+// from it and had its own stream to it established (so a joining or
+// restarting node makes nobody refuse before its links are up), until it
+// leaves or the view forgets it. A required member that is alive or
 // draining must have been heard within the lease; one that is suspect
 // (memberlist reports it alive, gRPC cannot reach it, its entries are
 // hidden here) makes the node refuse. A member whose gRPC port refused a
@@ -172,7 +198,7 @@ func (c *Cluster) InSync() error {
 	for _, m := range members {
 		known[m.Origin] = true
 		at, heard := l.heard[m.Origin]
-		if m.Self || !heard {
+		if m.Self || !heard || !l.linked[m.Origin] {
 			continue
 		}
 		state := m.State
@@ -190,15 +216,20 @@ func (c *Cluster) InSync() error {
 			// memberlist reports it alive but this node cannot reach it
 			// over gRPC: it may be writing, and this node hides its
 			// entries meanwhile, so what it serves may lack them.
-			stale = append(stale, m.Name)
+			stale = append(stale, m.Name+" (suspect)")
 			if d := now.Sub(at); since == 0 || d < since {
 				since = d
 			}
 		case StateAlive, StateDraining:
 			// hidden: back from suspect or dead, but the replication loop
 			// has not shown its entries again yet.
-			if d := now.Sub(at); d > c.cfg.Lease || c.hidden(m.Origin) {
-				stale = append(stale, m.Name)
+			hidden := l.hidden[m.Origin]
+			if d := now.Sub(at); d > c.cfg.Lease || hidden {
+				name := m.Name
+				if hidden {
+					name += " (entries hidden)"
+				}
+				stale = append(stale, name)
 				if since == 0 || d < since {
 					since = d
 				}
@@ -217,6 +248,8 @@ func (c *Cluster) InSync() error {
 			delete(l.heard, o) // an incarnation the view has forgotten
 			delete(l.synced, o)
 			delete(l.gone, o)
+			delete(l.linked, o)
+			delete(l.hidden, o)
 		}
 	}
 	retry := heartbeatEvery(c.cfg)
@@ -238,16 +271,6 @@ func (c *Cluster) InSync() error {
 		}
 	}
 	return nil
-}
-
-// hidden reports whether some registry hides o's entries.
-func (c *Cluster) hidden(o crdt.Origin) bool {
-	for _, reg := range c.registries() {
-		if reg.Hidden(o) {
-			return true
-		}
-	}
-	return false
 }
 
 // awaitLapse waits until every peer that has not acknowledged registry reg

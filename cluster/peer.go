@@ -314,6 +314,7 @@ func (r *replicator) stream(l *link) (bool, error) {
 			if !established {
 				established = true
 				l.result(nil)
+				r.leases.linkedTo(l.origin)
 			}
 			if len(inflight) == 0 {
 				return established, fmt.Errorf("unexpected acknowledgement from %s", l.name)

@@ -255,9 +255,11 @@ func (r *replicator) reconcile() {
 			}
 			o := m.Origin
 			if m.State == StateSuspect {
+				r.leases.setHidden(o, true)
 				r.eachRegistry(func(cm *crdt.Map) { cm.Hide(o) })
 			} else {
 				r.eachRegistry(func(cm *crdt.Map) { cm.Unhide(o) })
+				r.leases.setHidden(o, false) // once shown again (lease.go)
 			}
 		default:
 			r.closeLink(m.Name, m.Origin)
@@ -265,6 +267,7 @@ func (r *replicator) reconcile() {
 				o := m.Origin
 				r.graves[o] = now
 				r.log.Info("hiding entries of "+m.State.String()+" member", slog.String("origin", o.String()))
+				r.leases.setHidden(o, true)
 				r.eachRegistry(func(cm *crdt.Map) { cm.Hide(o) })
 			}
 		}
