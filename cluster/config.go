@@ -130,37 +130,37 @@ type Config struct {
 // 5 ms batching and a 1 s anti-entropy round.
 func DefaultConfig() Config {
 	return Config{
-		GossipAddr:         "0.0.0.0:7946",          // memberlist's conventional port
-		DeadGrace:          30 * time.Second,        // hidden → deleted, as Phoenix's down period
-		BatchDelay:         5 * time.Millisecond,    // a few ms of batching per push
-		AntiEntropy:        time.Second,             // digest exchange with one random peer
-		PeerQueue:          256,                     // batches per peer before dropping to catch-up
-		MaxMessageBytes:    4 << 20,                 // gRPC's default receive limit
-		SnapshotChunkBytes: 256 << 10,               // well below MaxMessageBytes
-		StreamIdle:         15 * time.Second,        // heartbeat every 5 s
-		CatchUpTimeout:     30 * time.Second,        // room for a 100k-entry snapshot on a slow link
-		Lease:              1500 * time.Millisecond, // below the swarm's 2 s acknowledgement bound: heartbeat every 500 ms
-		Clock:              nil,                     // wall clock
-		SuspectAfter:       3,                       // three failed attempts in a row
-		RetryMin:           100 * time.Millisecond,  // first re-dial
-		RetryMax:           5 * time.Second,         // backoff ceiling
-		JoinRetry:          5 * time.Second,         // re-resolve seeds while alone
-		Reconnect:          2 * time.Second,         // rejoin dead members and absent seeds: a healed partition merges within seconds
-		CRDT:               defaultCRDT(),           // log 1024 deltas / 1 MiB, keys 256 B, values 1 MiB, drop memory 60 rounds
-		Memberlist:         nil,                     // memberlist.DefaultLANConfig timers as they are
-		Logger:             nil,                     // discard
-		Registerer:         nil,                     // no metrics
-		Dialer:             nil,                     // net.Dialer
-		Resolve:            nil,                     // system resolver
-		TLS:                nil,                     // plaintext + credential
-		Join:               nil,                     // alone
-		Version:            "",                      // set by the binary
-		Key:                nil,                     // required
-		DataDir:            "",                      // in memory
-		Storage:            nil,                     // from DataDir
-		AdvertiseAddr:      "",                      // the bound address
-		GRPCAddr:           "",                      // required
-		Name:               "",                      // required
+		GossipAddr:         "0.0.0.0:7946",         // memberlist's conventional port
+		DeadGrace:          30 * time.Second,       // hidden → deleted, as Phoenix's down period
+		BatchDelay:         5 * time.Millisecond,   // a few ms of batching per push
+		AntiEntropy:        time.Second,            // digest exchange with one random peer
+		PeerQueue:          256,                    // batches per peer before dropping to catch-up
+		MaxMessageBytes:    4 << 20,                // gRPC's default receive limit
+		SnapshotChunkBytes: 256 << 10,              // well below MaxMessageBytes
+		StreamIdle:         15 * time.Second,       // heartbeat every 5 s
+		CatchUpTimeout:     30 * time.Second,       // room for a 100k-entry snapshot on a slow link
+		Lease:              3 * time.Second / 2,    // below the swarm's 2 s acknowledgement bound: heartbeat every 500 ms
+		Clock:              nil,                    // wall clock
+		SuspectAfter:       3,                      // three failed attempts in a row
+		RetryMin:           100 * time.Millisecond, // first re-dial
+		RetryMax:           5 * time.Second,        // backoff ceiling
+		JoinRetry:          5 * time.Second,        // re-resolve seeds while alone
+		Reconnect:          2 * time.Second,        // rejoin dead members and absent seeds: a healed partition merges within seconds
+		CRDT:               defaultCRDT(),          // log 1024 deltas / 1 MiB, keys 256 B, values 1 MiB, drop memory 60 rounds
+		Memberlist:         nil,                    // memberlist.DefaultLANConfig timers as they are
+		Logger:             nil,                    // discard
+		Registerer:         nil,                    // no metrics
+		Dialer:             nil,                    // net.Dialer
+		Resolve:            nil,                    // system resolver
+		TLS:                nil,                    // plaintext + credential
+		Join:               nil,                    // alone
+		Version:            "",                     // set by the binary
+		Key:                nil,                    // required
+		DataDir:            "",                     // in memory
+		Storage:            nil,                    // from DataDir
+		AdvertiseAddr:      "",                     // the bound address
+		GRPCAddr:           "",                     // required
+		Name:               "",                     // required
 	}
 }
 
