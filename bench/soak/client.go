@@ -8,7 +8,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/mcpswarm/mcpswarm/bench/internal/rpcwire"
 )
@@ -26,6 +29,50 @@ type conn struct {
 	sid     string
 	version string
 	nextID  int64
+	// behind counts the answers "503, Retry-After" this connection
+	// retried: a node that may lack a peer's latest writes (its lease on
+	// that peer lapsed, docs/ARCHITECTURE.md "Consistency contract")
+	// refuses for a moment instead of serving stale state. Nil: not counted.
+	behind *atomic.Int64
+}
+
+// behindWindow bounds how long one request is retried while nodes answer
+// that they are behind.
+const behindWindow = 30 * time.Second
+
+// do sends the request build makes, again after the Retry-After of each
+// "503, Retry-After" answer, within behindWindow; it returns any other
+// answer.
+func (c *conn) do(ctx context.Context, build func() (*http.Request, error)) (*http.Response, error) {
+	deadline := time.Now().Add(behindWindow)
+	for {
+		req, err := build()
+		if err != nil {
+			return nil, err
+		}
+		resp, err := c.hc.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		ra := resp.Header.Get("Retry-After")
+		if resp.StatusCode != http.StatusServiceUnavailable || ra == "" || time.Now().After(deadline) {
+			return resp, nil
+		}
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
+		resp.Body.Close()
+		if c.behind != nil {
+			c.behind.Add(1)
+		}
+		wait := time.Second
+		if n, err := strconv.Atoi(ra); err == nil && n >= 0 {
+			wait = min(time.Duration(n)*time.Second, 5*time.Second)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(wait):
+		}
+	}
 }
 
 // httpError is a non-2xx HTTP answer.
@@ -100,12 +147,14 @@ func (c *conn) callTool(ctx context.Context, url, name string, args map[string]a
 
 // close ends the connection with DELETE through url.
 func (c *conn) close(ctx context.Context, url string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, url, nil)
-	if err != nil {
-		return fmt.Errorf("building the DELETE: %w", err)
-	}
-	c.headers(req)
-	resp, err := c.hc.Do(req)
+	resp, err := c.do(ctx, func() (*http.Request, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodDelete, url, nil)
+		if err != nil {
+			return nil, fmt.Errorf("building the DELETE: %w", err)
+		}
+		c.headers(req)
+		return req, nil
+	})
 	if err != nil {
 		return fmt.Errorf("DELETE: %w", err)
 	}
@@ -143,14 +192,16 @@ func (c *conn) post(ctx context.Context, url, method string, params any, wantRes
 	if err != nil {
 		return nil, nil, fmt.Errorf("encoding %s: %w", method, err)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		return nil, nil, fmt.Errorf("building the request: %w", err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	c.headers(req)
-	resp, err := c.hc.Do(req)
+	resp, err := c.do(ctx, func() (*http.Request, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+		if err != nil {
+			return nil, fmt.Errorf("building the request: %w", err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		c.headers(req)
+		return req, nil
+	})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -1,9 +1,13 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -121,5 +125,34 @@ func TestKnobsFromTheEnvironment(t *testing.T) {
 	t.Setenv("SOAK_CLIENTS", "lots")
 	if _, err := envKnobs(); err == nil || !strings.Contains(err.Error(), "SOAK_CLIENTS") {
 		t.Errorf("a bad SOAK_CLIENTS gave %v", err)
+	}
+}
+
+// A node behind a peer answers 503 with Retry-After; the client asks again
+// after it and counts the answer as expected. A 503 without Retry-After
+// (e.g. a draining node) is returned as it is.
+func TestBehindAnswersAreRetriedAfterRetryAfter(t *testing.T) {
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch n.Add(1) {
+		case 1, 2:
+			w.Header().Set("Retry-After", "0")
+			http.Error(w, "connection cannot be served by this node yet", http.StatusServiceUnavailable)
+		case 3:
+			http.Error(w, "draining", http.StatusServiceUnavailable)
+		default:
+			w.WriteHeader(http.StatusAccepted)
+		}
+	}))
+	defer srv.Close()
+	var behind atomic.Int64
+	c := &conn{hc: srv.Client(), token: "t", behind: &behind}
+	_, _, err := c.post(context.Background(), srv.URL, "notifications/initialized", nil, false)
+	var he *httpError
+	if !errors.As(err, &he) || he.Status != http.StatusServiceUnavailable || behind.Load() != 2 {
+		t.Fatalf("post = %v after %d requests, %d counted behind; want the draining 503 after 2 retried", err, n.Load(), behind.Load())
+	}
+	if _, _, err := c.post(context.Background(), srv.URL, "notifications/initialized", nil, false); err != nil {
+		t.Fatalf("the next post: %v", err)
 	}
 }

@@ -36,6 +36,7 @@ type tally struct {
 	typed      atomic.Int64 // acknowledged type_into calls
 	verified   atomic.Int64 // sessions whose model held every acknowledged write
 	lagRetries atomic.Int64 // expected answers: a session not yet replicated to the node asked
+	behind     atomic.Int64 // expected answers: 503 Retry-After from a node behind a peer, retried
 	maxLagMs   atomic.Int64 // the longest such wait after a start, in ms
 
 	mu         sync.Mutex
@@ -110,7 +111,7 @@ func (w *worker) run(ctx context.Context, deadline time.Time) {
 // connection.
 func (w *worker) cycle(ctx context.Context) {
 	w.seq++
-	c := &conn{hc: w.hc, token: w.token}
+	c := &conn{hc: w.hc, token: w.token, behind: &w.t.behind}
 	if err := w.timed(func() error { return c.initialize(ctx, w.url()) }); err != nil {
 		w.t.unexpectedErr("initialize", err)
 		return
