@@ -2,11 +2,15 @@ package mcpswarm_test
 
 import (
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcpswarm/mcpswarm"
 )
 
 // Issue #13: with limits.sessions_per_principal: 2, a principal got 6
@@ -54,4 +58,88 @@ func TestSessionsPerPrincipalHoldsAcrossNodes(t *testing.T) {
 	eventually(t, 10*time.Second, "node3 can start again", func() bool {
 		return !alice[2].call("swarm_start", map[string]any{"app": "counter", "id": "s2"}).IsError
 	})
+}
+
+// rawInitialize posts an initialize with token to node n and returns the
+// HTTP status, the body and the session id minted (if any).
+func rawInitialize(t testing.TB, n *mcpswarm.Node, token string) (int, string, string) {
+	t.Helper()
+	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
+	req, err := http.NewRequest(http.MethodPost, "http://"+n.HTTPAddr()+"/mcp", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+token)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(b), res.Header.Get("Mcp-Session-Id")
+}
+
+// rawDelete ends connection id on node n with alice's token (mcp-go's
+// client sends its DELETE without the bearer token).
+func rawDelete(t testing.TB, n *mcpswarm.Node, token, id string) int {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodDelete, "http://"+n.HTTPAddr()+"/mcp", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Mcp-Session-Id", id)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = res.Body.Close()
+	return res.StatusCode
+}
+
+// Issue #13: connections per principal had no bound; a principal could
+// make every node store its initialize facts without end. The bound counts
+// the principal's active connections in the replicated registry, so
+// connections opened through three nodes fill one cap.
+func TestConnectionsPerPrincipalHoldAcrossNodes(t *testing.T) {
+	e := newSwarmEnv(t)
+	base, err := os.ReadFile(e.policy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.policy = filepath.Join(e.dir, "limited.yaml")
+	if err := os.WriteFile(e.policy, append(base, "limits:\n  connections_per_principal: 3\n"...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	nodes := e.cluster(3)
+	var ids []string
+	for i, n := range nodes {
+		status, body, id := rawInitialize(t, n, aliceToken)
+		if status != http.StatusOK || id == "" {
+			t.Fatalf("alice's connection %d on node%d: %d %s", i+1, i+1, status, body)
+		}
+		ids = append(ids, id)
+	}
+	// Every initialize was applied by every peer before it was answered,
+	// so a fourth one is refused on any node.
+	for i, n := range nodes {
+		status, body, id := rawInitialize(t, n, aliceToken)
+		if status != http.StatusTooManyRequests || id != "" ||
+			!strings.Contains(body, "limits.connections_per_principal") || !strings.Contains(body, "at most 3") {
+			t.Fatalf("alice's fourth connection on node%d answered %d %q (id %q); want 429 naming limits.connections_per_principal and 3", i+1, status, body, id)
+		}
+	}
+	// The cap is per principal: bob still connects.
+	if status, body, _ := rawInitialize(t, nodes[1], bobToken); status != http.StatusOK {
+		t.Fatalf("bob's first connection: %d %s", status, body)
+	}
+	// Ending one (DELETE on another node than its home) frees a slot.
+	if status := rawDelete(t, nodes[2], aliceToken, ids[0]); status != http.StatusOK {
+		t.Fatalf("DELETE of alice's first connection: %d", status)
+	}
+	if status, body, _ := rawInitialize(t, nodes[1], aliceToken); status != http.StatusOK {
+		t.Fatalf("alice's connection after a DELETE: %d %s", status, body)
+	}
 }

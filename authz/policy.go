@@ -298,7 +298,7 @@ func (r *nodeReader) roleMap(n *yaml.Node) (map[string][]string, error) {
 }
 
 func (r *nodeReader) limits(n *yaml.Node) (Limits, error) {
-	fields, err := r.mapping(n, "limits", "sessions_per_principal", "calls_per_second", "call_burst", "client_facts_bytes", "initializes_per_minute", "session_state_bytes")
+	fields, err := r.mapping(n, "limits", "sessions_per_principal", "calls_per_second", "call_burst", "client_facts_bytes", "initializes_per_minute", "session_state_bytes", "connections_per_principal")
 	if err != nil {
 		return Limits{}, err
 	}
@@ -317,6 +317,8 @@ func (r *nodeReader) limits(n *yaml.Node) (Limits, error) {
 			l.InitializesPerMinute, err = r.nonNegInt(f.value, "limits.initializes_per_minute")
 		case "session_state_bytes":
 			l.SessionStateBytes, err = r.nonNegInt(f.value, "limits.session_state_bytes")
+		case "connections_per_principal":
+			l.ConnectionsPerPrincipal, err = r.nonNegInt(f.value, "limits.connections_per_principal")
 		}
 		if err != nil {
 			return Limits{}, err

@@ -62,7 +62,7 @@ func TestPolicyErrors(t *testing.T) {
 		{"duplicate match", "tools:\n  - match: {}\n    match: {}\n    allow: true\n",
 			`p.yaml:3: duplicate key "match" in tools rule (first at line 2)`},
 		{"limits unknown", "limits: {calls_per_minute: 3}\n",
-			`p.yaml:1: unknown key "calls_per_minute" in limits (allowed: sessions_per_principal, calls_per_second, call_burst, client_facts_bytes, initializes_per_minute, session_state_bytes)`},
+			`p.yaml:1: unknown key "calls_per_minute" in limits (allowed: sessions_per_principal, calls_per_second, call_burst, client_facts_bytes, initializes_per_minute, session_state_bytes, connections_per_principal)`},
 		{"limits negative", "limits:\n  call_burst: -1\n",
 			`p.yaml:2: limits.call_burst must be a whole number from 0 to 2147483647, not -1`},
 		{"state bytes negative", "limits:\n  session_state_bytes: -1\n",

@@ -245,3 +245,18 @@ func TestSecurityDocQuotesTheExample(t *testing.T) {
 		t.Error("docs/SECURITY.md does not quote testdata/production.yaml verbatim")
 	}
 }
+
+// limits.connections_per_principal reaches the guard's limits.
+func TestPolicyConnectionsPerPrincipal(t *testing.T) {
+	p, err := ParsePolicy("conns.yaml", []byte("limits:\n  connections_per_principal: 8\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Limits().ConnectionsPerPrincipal != 8 {
+		t.Errorf("limits = %+v, want connections_per_principal 8", p.Limits())
+	}
+	if _, err := ParsePolicy("conns.yaml", []byte("limits:\n  connections_per_principal: -2\n")); err == nil ||
+		!strings.Contains(err.Error(), "limits.connections_per_principal") {
+		t.Errorf("negative value: %v", err)
+	}
+}

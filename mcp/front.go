@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -182,6 +183,9 @@ func (s *Server) checkSessionID(w http.ResponseWriter, r *http.Request, id strin
 	if s.ids.Terminated(id) {
 		http.Error(w, "Session terminated", http.StatusNotFound)
 		return false
+	}
+	if boundSubject(r.Context()) != "" {
+		s.init.conns.touch(id, time.Now())
 	}
 	return s.canServe(w, id)
 }

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/mcpswarm/mcpswarm/authz"
 )
@@ -34,10 +35,14 @@ type initGate struct {
 	// under --dev every client (benchmarks, the conformance suite) is one
 	// IP, 127.0.0.1.
 	loopbackFree bool
+	// conns bounds an authenticated principal's connections across the
+	// swarm (limits.connections_per_principal).
+	conns *connCap
 }
 
-func newInitGate(l authz.Limits, dev bool) *initGate {
-	g := &initGate{maxFacts: l.ClientFactsBytes, perMinute: l.InitializesPerMinute, loopbackFree: dev}
+func newInitGate(l authz.Limits, dev bool, idle time.Duration) *initGate {
+	g := &initGate{maxFacts: l.ClientFactsBytes, perMinute: l.InitializesPerMinute, loopbackFree: dev,
+		conns: newConnCap(l.ConnectionsPerPrincipal, idle)}
 	if g.maxFacts <= 0 {
 		g.maxFacts = DefaultClientFactsBytes
 	}
@@ -71,6 +76,9 @@ func (g *initGate) check(r *http.Request, env envelope) (*rpcError, int) {
 	if !g.limiter.Allow(who) {
 		return &rpcError{ID: env.ID, Code: codeInvalidRequest, Message: fmt.Sprintf(
 			"initialize: more than %d initializes per minute for %s (policy limits.initializes_per_minute); reuse the session or retry later", g.perMinute, who)}, http.StatusTooManyRequests
+	}
+	if err := g.conns.admit(boundSubject(r.Context()), time.Now()); err != nil {
+		return &rpcError{ID: env.ID, Code: codeInvalidRequest, Message: err.Error()}, http.StatusTooManyRequests
 	}
 	return nil, 0
 }

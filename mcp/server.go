@@ -65,7 +65,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("configuring the mcp front: %w", err)
 	}
 	s := &Server{
-		cfg: cfg, log: cfg.Logger, ids: ids, states: states, init: newInitGate(cfg.Guard.Limits, cfg.Dev),
+		cfg: cfg, log: cfg.Logger, ids: ids, states: states, init: newInitGate(cfg.Guard.Limits, cfg.Dev, cfg.IdleTTL),
 		parked: newParking(), asks: newClientRequests(cfg.Node), streams: newSSEStreams(), metrics: m,
 	}
 
@@ -133,6 +133,11 @@ func New(cfg Config) (*Server, error) {
 		ids.revoked = s.registry.Revoked
 		states.spent = s.registry.SpendState
 		notifyHere = s.registry.NotifyHere
+		if pc, ok := s.registry.(PrincipalConns); ok {
+			s.init.conns.list = pc.OfPrincipal
+			s.init.conns.revoke = s.evict
+			s.init.conns.holds = s.holdsStream
+		}
 	}
 	s.conns = newConnTable(notifyHere, subscribedVia(s.registry))
 	s.stopWatch = cfg.Backend.Watch(s.onEvent)

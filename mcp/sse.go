@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"sync"
+	"time"
 
 	"github.com/mcpswarm/mcpswarm/authz"
 )
@@ -199,6 +200,9 @@ func (s *Server) serveSSEMessage(w http.ResponseWriter, r *http.Request) {
 	}
 	if !s.canServe(w, sid) {
 		return
+	}
+	if boundSubject(r.Context()) != "" {
+		s.init.conns.touch(sid, time.Now())
 	}
 	body, env, ok := s.readBody(w, r)
 	if !ok {
