@@ -65,6 +65,10 @@ type Config struct {
 	MaxBodyBytes int64
 	// HTTP bounds the HTTP listener's connections (timeouts and caps).
 	HTTP HTTPLimits
+	// Widgets bounds what widget actions can make a session hold.
+	Widgets WidgetLimits
+	// GRPC bounds what a connection can hold of the gRPC listener.
+	GRPC GRPCLimits
 	// DebugAddr, when set, serves net/http/pprof there (loopback only).
 	// Empty (the default) means no profiling endpoint.
 	DebugAddr string
@@ -92,6 +96,8 @@ func DefaultConfig() Config {
 		MaxBodyBytes:    4 << 20,
 		Durability:      journal.Sync,
 		HTTP:            DefaultHTTPLimits(),
+		Widgets:         DefaultWidgetLimits(),
+		GRPC:            DefaultGRPCLimits(),
 	}
 }
 
@@ -158,6 +164,12 @@ func (c *Config) Validate() error {
 		return fieldErr("max-body", "must be between 1 KiB and 64 MiB, got %d bytes", c.MaxBodyBytes)
 	}
 	if err := c.HTTP.validate(); err != nil {
+		return err
+	}
+	if err := c.Widgets.validate(); err != nil {
+		return err
+	}
+	if err := c.GRPC.validate(); err != nil {
 		return err
 	}
 	return nil

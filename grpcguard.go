@@ -22,26 +22,10 @@ import (
 	"github.com/mcpswarm/mcpswarm/cluster"
 )
 
-// Bounds of the gRPC listener against callers that hold no credential. They
-// are constants, not settings: peers and the admin CLI never come near them.
-const (
-	// grpcMaxStreams bounds the concurrent streams of one connection. A
-	// peer's forwarded calls queue client-side beyond it; they never fail.
-	grpcMaxStreams = 512
-	// grpcOpenStreams bounds the concurrent streams, over the whole
-	// server, of the methods anyone may call (health and reflection). Each
-	// may buffer one message of up to the peer message limit, so the worst
-	// an anonymous caller can hold is grpcOpenStreams × that limit.
-	grpcOpenStreams = 16
-	// grpcOpenDeadline ends an anonymous stream that has not finished,
-	// so a half-sent message cannot be held for longer.
-	grpcOpenDeadline = 30 * time.Second
-	// grpcHandshake bounds the TLS handshake and the HTTP/2 preface.
-	grpcHandshake = 10 * time.Second
-	// grpcIdle closes a connection that carried no stream for this long;
-	// peers redial transparently.
-	grpcIdle = 5 * time.Minute
-)
+// The bounds of the gRPC listener against callers that hold no credential
+// are the node's GRPCLimits (flags --grpc-*): peers and the admin CLI never
+// come near the defaults. The worst an anonymous caller can hold is
+// OpenStreams × MaxMessageBytes, each for at most OpenDeadline.
 
 // openMethodPrefixes are the services any caller may use without a
 // credential: the standard health check (Kubernetes probes) and reflection.
@@ -56,6 +40,7 @@ var openMethodPrefixes = []string{
 // token is refused while its message is still unread, so a caller without
 // credentials cannot make the server buffer anything of size.
 type grpcGate struct {
+	limits     GRPCLimits
 	clusterKey []byte
 	admin      adminGuard
 	open       chan struct{} // semaphore of anonymous streams
@@ -66,7 +51,7 @@ type grpcGate struct {
 	lastWarn time.Time
 }
 
-func newGRPCGate(clusterKey []byte, admin adminGuard, log *slog.Logger, reg prometheus.Registerer) (*grpcGate, error) {
+func newGRPCGate(limits GRPCLimits, clusterKey []byte, admin adminGuard, log *slog.Logger, reg prometheus.Registerer) (*grpcGate, error) {
 	refused := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "mcpswarm_grpc_streams_refused_total",
 		Help: "gRPC streams refused from their headers, before any message was read, by reason.",
@@ -74,7 +59,7 @@ func newGRPCGate(clusterKey []byte, admin adminGuard, log *slog.Logger, reg prom
 	if err := reg.Register(refused); err != nil {
 		return nil, fmt.Errorf("registering gRPC gate metrics: %w", err)
 	}
-	return &grpcGate{clusterKey: clusterKey, admin: admin, open: make(chan struct{}, grpcOpenStreams), refused: refused, log: log}, nil
+	return &grpcGate{limits: limits, clusterKey: clusterKey, admin: admin, open: make(chan struct{}, limits.OpenStreams), refused: refused, log: log}, nil
 }
 
 // tap is the server's InTapHandle. It runs in the transport's reader, so
@@ -134,9 +119,9 @@ func (g *grpcGate) admitOpen(ctx context.Context) (context.Context, error) {
 	select {
 	case g.open <- struct{}{}:
 	default:
-		return nil, status.Errorf(codes.ResourceExhausted, "more than %d concurrent unauthenticated calls; retry later", grpcOpenStreams)
+		return nil, status.Errorf(codes.ResourceExhausted, "more than %d concurrent unauthenticated calls (the node's grpc-open-streams setting); retry later", g.limits.OpenStreams)
 	}
-	ctx, cancel := context.WithTimeout(ctx, grpcOpenDeadline)
+	ctx, cancel := context.WithTimeout(ctx, g.limits.OpenDeadline)
 	// The stream's context ends when the stream does (or at the deadline),
 	// which releases the slot exactly once.
 	context.AfterFunc(ctx, func() { cancel(); <-g.open })
@@ -166,10 +151,10 @@ func (g *grpcGate) peerOK(md metadata.MD) bool {
 func (g *grpcGate) options() []grpc.ServerOption {
 	return []grpc.ServerOption{
 		grpc.InTapHandle(g.tap),
-		grpc.MaxConcurrentStreams(grpcMaxStreams),
-		grpc.ConnectionTimeout(grpcHandshake),
+		grpc.MaxConcurrentStreams(uint32(g.limits.MaxStreams)),
+		grpc.ConnectionTimeout(g.limits.HandshakeTimeout),
 		grpc.KeepaliveParams(keepalive.ServerParameters{
-			MaxConnectionIdle: grpcIdle,
+			MaxConnectionIdle: g.limits.IdleTimeout,
 			Time:              30 * time.Second,
 			Timeout:           10 * time.Second,
 		}),

@@ -70,6 +70,8 @@ type swarmEnv struct {
 	startable []string
 	// conformance registers the conformance suite's fixture on every node.
 	conformance bool
+	// tweak, when set, changes every node's config before it starts.
+	tweak func(*mcpswarm.Config)
 	// quiet stops node logs reaching t.Logf once the test is over:
 	// memberlist's probe goroutine may log a last line while it shuts down.
 	quiet *atomic.Bool
@@ -111,6 +113,9 @@ func (e *swarmEnv) start(name string, join ...string) *mcpswarm.Node {
 	cfg.Conformance = e.conformance
 	cfg.DeadGrace = 3 * time.Second
 	cfg.ShutdownTimeout = 5 * time.Second
+	if e.tweak != nil {
+		e.tweak(&cfg)
+	}
 	log := slog.New(slog.NewTextHandler(testWriter{e.t, name, e.quiet}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	opts := []mcpswarm.Option{mcpswarm.WithLogger(log)}
 	if e.apps != nil {

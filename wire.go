@@ -120,6 +120,7 @@ func (n *Node) newCluster(context.Context) error {
 	cc.Key = n.key
 	cc.Storage = nodeOwnedStorage{n.storage}
 	cc.Version = n.cfg.Version
+	cc.MaxMessageBytes = n.cfg.GRPC.MaxMessageBytes
 	cc.DeadGrace = n.cfg.DeadGrace
 	if n.cfg.TLS.Enabled() {
 		cc.TLS = n.tlsClient
@@ -158,7 +159,7 @@ func (n *Node) startSessions(ctx context.Context) error {
 	}
 	n.snapshots = snaps
 	reg := session.NewRegistry()
-	if err := apps.Register(reg); err != nil {
+	if err := apps.RegisterWith(reg, n.cfg.Widgets.appBounds()); err != nil {
 		_ = n.snapshots.close()
 		return fmt.Errorf("registering demo apps: %w", err)
 	}
@@ -182,6 +183,7 @@ func (n *Node) startSessions(ctx context.Context) error {
 	if l := n.guard.Limits; l.SessionStateBytes > 0 {
 		mc.MaxStateBytes = l.SessionStateBytes
 	}
+	mc.MaxTextBytes = n.cfg.Widgets.TextBytes
 	m, err := session.NewManager(mc)
 	if err != nil {
 		_ = n.snapshots.close()
@@ -285,7 +287,7 @@ func (n *Node) buildFront(ctx context.Context) (err error) {
 	)
 	// The gate authenticates each stream from its headers before grpc-go
 	// reads its message, and bounds streams, handshakes and idle conns.
-	gate, err := newGRPCGate(n.key, admin, n.log.With("component", "grpc"), n.metrics)
+	gate, err := newGRPCGate(n.cfg.GRPC, n.key, admin, n.log.With("component", "grpc"), n.metrics)
 	if err != nil {
 		return err
 	}

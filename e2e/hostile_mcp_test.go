@@ -205,8 +205,8 @@ func TestHostileTodoHugeTextIsRefused(t *testing.T) {
 	big := strings.Repeat("x", 4_000_000)
 	for i := range 5 {
 		text, isErr := c.callTool("big.new.type_into", map[string]any{"text": big})
-		if !isErr || !strings.Contains(text, "MaxTextBytes") {
-			t.Fatalf("type_into %d of 4 MB: error=%v %q; want a refusal naming MaxTextBytes", i, isErr, truncate(text, 200))
+		if !isErr || !strings.Contains(text, "widget-text-bytes") {
+			t.Fatalf("type_into %d of 4 MB: error=%v %q; want a refusal naming widget-text-bytes", i, isErr, truncate(text, 200))
 		}
 		c.callTool("big.add.click", nil) // refused too: the draft is empty
 	}

@@ -49,6 +49,11 @@ type ManagerConfig struct {
 	// model; a Start, Adopt or Restore whose first state exceeds it is
 	// refused. The node sets it from the policy's limits.session_state_bytes.
 	MaxStateBytes int
+	// MaxTextBytes bounds every string argument a client hands a widget
+	// action (default 8 KiB, DefaultMaxTextBytes); a longer one is refused
+	// with a tool error before the session sees it. The node sets it from
+	// its widget-text-bytes setting.
+	MaxTextBytes int
 	// MaxTools caps each session's sticky tool set (default 4,096); tools
 	// past it are not offered and a warning is logged once.
 	MaxTools int
@@ -92,6 +97,9 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	if cfg.MaxTools == 0 {
 		cfg.MaxTools = 4096
 	}
+	if cfg.MaxTextBytes == 0 {
+		cfg.MaxTextBytes = DefaultMaxTextBytes
+	}
 	if cfg.MaxStateBytes == 0 {
 		cfg.MaxStateBytes = DefaultMaxStateBytes
 	}
@@ -101,7 +109,7 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	if cfg.BreakerTimeout == 0 {
 		cfg.BreakerTimeout = 30 * time.Second
 	}
-	if cfg.MaxPerPrincipal < 0 || cfg.MaxSessions < 0 || cfg.CallTimeout < 0 || cfg.Mailbox < 0 || cfg.BreakerFaults < 0 || cfg.BreakerTimeout < 0 || cfg.MaxTools < 0 || cfg.MaxStateBytes < 0 {
+	if cfg.MaxPerPrincipal < 0 || cfg.MaxSessions < 0 || cfg.CallTimeout < 0 || cfg.Mailbox < 0 || cfg.BreakerFaults < 0 || cfg.BreakerTimeout < 0 || cfg.MaxTools < 0 || cfg.MaxStateBytes < 0 || cfg.MaxTextBytes < 0 {
 		return nil, errors.New("creating session manager: limits, timeouts and sizes must not be negative")
 	}
 	if cfg.Logger == nil {
@@ -391,6 +399,11 @@ func (m *Manager) Call(ctx context.Context, id, tool string, args map[string]any
 	if !a.hasTool(tool) {
 		// Unknown names get no breaker, so callers cannot grow the session's state.
 		return errorResult(fmt.Errorf("session `%s` has no tool `%s`", id, Sanitize(tool))), nil
+	}
+	if err := checkTextArgs(args, m.cfg.MaxTextBytes); err != nil {
+		// Refused before the session sees it: the model keeps its value
+		// and the breaker does not count a client's oversized input.
+		return errorResult(fmt.Errorf("calling %s: %w", Sanitize(tool), err)), nil
 	}
 	done, err := a.breaker(tool).Allow()
 	if err != nil {

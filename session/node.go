@@ -173,9 +173,6 @@ func argString(args map[string]any, key string) (string, bool, error) {
 	if !ok {
 		return "", true, fmt.Errorf("argument %q must be a string: %w", key, ErrInvalidArgs)
 	}
-	if len(s) > MaxTextBytes {
-		return "", true, fmt.Errorf("argument %q is %d bytes; a widget accepts at most %d (MaxTextBytes): %w", key, len(s), MaxTextBytes, ErrInvalidArgs)
-	}
 	return s, true, nil
 }
 

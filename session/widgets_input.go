@@ -170,13 +170,6 @@ func (t TextArea) Describe() map[string]any {
 	return map[string]any{"label": t.Label, "value": t.Value, "disabled": t.Disabled}
 }
 
-// MaxTextBytes bounds every string a client hands a widget action: the text
-// typed into a field, a node id, a column name. What a client types ends up
-// in the session's model, which is held in memory, saved to bbolt and
-// replicated; unbounded, 25 fields of 4 MB took one node from 29 MiB to
-// 3.45 GiB (issue #13). Apps bound their collections on top (see apps).
-const MaxTextBytes = 8 << 10
-
 func textWriteActions(what string) []Action {
 	return []Action{
 		{Name: "type_into", Description: "Set the text of a " + what + " (replaces its value).",

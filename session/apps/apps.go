@@ -8,8 +8,22 @@ import (
 	"github.com/mcpswarm/mcpswarm/session"
 )
 
+// Bounds bound what a client can make the demo apps hold (issue #13).
+// Zero fields take the defaults.
+type Bounds struct {
+	// TodoItems and TodoTitleBytes bound a todo list.
+	TodoItems, TodoTitleBytes int
+	// Files bounds a file tree.
+	Files int
+}
+
+// DefaultBounds returns the demo apps' default bounds.
+func DefaultBounds() Bounds {
+	return Bounds{TodoItems: DefaultTodoItems, TodoTitleBytes: DefaultTodoTitleBytes, Files: DefaultMaxFiles}
+}
+
 // demos lists the demo apps in registration order.
-func demos() []struct {
+func demos(b Bounds) []struct {
 	name, description string
 	factory           func() session.App
 } {
@@ -19,9 +33,9 @@ func demos() []struct {
 	}{
 		{"counter", "A counter with increment, decrement and reset buttons.", func() session.App { return Counter{} }},
 		{"login", "A login form with a username, a password and a status line.", func() session.App { return Login{} }},
-		{"todo", "A todo list: add, toggle and delete items, filter by tab.", func() session.App { return Todo{} }},
+		{"todo", "A todo list: add, toggle and delete items, filter by tab.", func() session.App { return Todo{MaxItems: b.TodoItems, MaxTitleBytes: b.TodoTitleBytes} }},
 		{"table", "The first 60 chemical elements in a sortable, selectable table.", func() session.App { return Elements{} }},
-		{"files", "A file browser over an in-memory tree with a content viewer.", func() session.App { return Files{} }},
+		{"files", "A file browser over an in-memory tree with a content viewer.", func() session.App { return Files{MaxFiles: b.Files} }},
 		{"player", "A media player with a scrubber, play/pause/seek and a level chart.", func() session.App { return Player{} }},
 		{"wizard", "A three-step sign-up wizard with tabs, a plan list, terms and a confirm dialog.", func() session.App { return Wizard{} }},
 	}
@@ -30,16 +44,19 @@ func demos() []struct {
 // DemoNames returns the names of the demo apps: the default startable list.
 func DemoNames() []string {
 	var names []string
-	for _, d := range demos() {
+	for _, d := range demos(Bounds{}) {
 		names = append(names, d.name)
 	}
 	return names
 }
 
-// Register adds the demo apps to r and makes them its default startable
-// list.
-func Register(r *session.Registry) error {
-	for _, d := range demos() {
+// Register adds the demo apps to r, with their default bounds, and makes
+// them its default startable list.
+func Register(r *session.Registry) error { return RegisterWith(r, DefaultBounds()) }
+
+// RegisterWith is Register with the bounds b.
+func RegisterWith(r *session.Registry, b Bounds) error {
+	for _, d := range demos(b) {
 		if err := r.Register(d.name, d.description, d.factory); err != nil {
 			return fmt.Errorf("registering demo apps: %w", err)
 		}

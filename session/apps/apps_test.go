@@ -49,7 +49,7 @@ func TestDemosCoverEveryWidgetKind(t *testing.T) {
 		Wizard{}.View(WizardModel{Plan: 0, Terms: true, Step: 1}),
 		Wizard{}.View(WizardModel{Plan: 0, Terms: true, Step: 2, Confirming: true}),
 	}
-	for _, d := range demos() {
+	for _, d := range demos(Bounds{}) {
 		app := d.factory()
 		m, err := app.Init()
 		if err != nil {
@@ -68,7 +68,7 @@ func TestDemosCoverEveryWidgetKind(t *testing.T) {
 }
 
 func TestDemosRejectForeignMessages(t *testing.T) {
-	for _, d := range demos() {
+	for _, d := range demos(Bounds{}) {
 		app := d.factory()
 		m, _ := app.Init()
 		if _, err := app.Update(m, struct{}{}); err == nil {

@@ -13,8 +13,8 @@ import (
 )
 
 // BenchmarkTodoSessionAtItsBounds measures the heap one todo session holds
-// when a client has filled it to every bound (MaxTodoItems items of
-// MaxTodoTitleBytes, a draft of MaxTextBytes): the worst a client can make
+// when a client has filled it to every bound (DefaultTodoItems items of
+// DefaultTodoTitleBytes, a draft of session.DefaultMaxTextBytes): the worst a client can make
 // a demo session cost, reported as heap-bytes/session. Sessions run in a
 // real Manager with an in-memory snapshot store, so the figure includes
 // the saved snapshot.
@@ -32,17 +32,17 @@ func BenchmarkTodoSessionAtItsBounds(b *testing.B) {
 			b.Fatal(err)
 		}
 		before := heapInUse()
-		title := strings.Repeat("t", MaxTodoTitleBytes)
+		title := strings.Repeat("t", DefaultTodoTitleBytes)
 		for i := range sessions {
 			id := fmt.Sprintf("s%d", i)
 			if _, err := m.Start(ctx, id, "todo", fmt.Sprintf("p%d", i)); err != nil {
 				b.Fatal(err)
 			}
-			for range MaxTodoItems {
+			for range DefaultTodoItems {
 				mustCall(b, m, id, "new.type_into", map[string]any{"text": title})
 				mustCall(b, m, id, "add.click", nil)
 			}
-			mustCall(b, m, id, "new.type_into", map[string]any{"text": strings.Repeat("d", session.MaxTextBytes)})
+			mustCall(b, m, id, "new.type_into", map[string]any{"text": strings.Repeat("d", session.DefaultMaxTextBytes)})
 		}
 		b.ReportMetric(float64(heapInUse()-before)/sessions, "heap-bytes/session")
 		if err := m.Close(ctx); err != nil {

@@ -11,7 +11,10 @@ import (
 
 // Files browses an in-memory file tree: select and expand in the tree, open
 // a file into a scrolling viewer, create and (after a confirmation) delete.
-type Files struct{}
+type Files struct {
+	// MaxFiles bounds the tree; zero means DefaultMaxFiles.
+	MaxFiles int
+}
 
 // FileEntry is one file of the tree; directories are implied by paths.
 type FileEntry struct {
@@ -52,7 +55,7 @@ func (Files) Init() (session.Model, error) {
 }
 
 // Update implements session.App.
-func (Files) Update(m session.Model, msg session.Msg) (session.Model, error) {
+func (a Files) Update(m session.Model, msg session.Msg) (session.Model, error) {
 	f, err := modelAs[FilesModel](m)
 	if err != nil {
 		return nil, err
@@ -68,7 +71,7 @@ func (Files) Update(m session.Model, msg session.Msg) (session.Model, error) {
 	case session.SelectNode:
 		f.Selected = msg.Node
 	case session.Select:
-		return f.menu(msg.Value)
+		return f.menu(msg.Value, a.maxFiles())
 	case session.ScrollTo:
 		f.Offset = msg.Offset
 	case session.Confirm:
@@ -82,11 +85,19 @@ func (Files) Update(m session.Model, msg session.Msg) (session.Model, error) {
 	return f, nil
 }
 
-// MaxFiles bounds the files of a Files session: "New file" adds one per
-// click, and each is held in the model, saved and replicated (issue #13).
-const MaxFiles = 200
+// DefaultMaxFiles bounds the files of a Files session by default: "New
+// file" adds one per click, and each is held in the model, saved and
+// replicated (issue #13).
+const DefaultMaxFiles = 200
 
-func (f FilesModel) menu(item string) (FilesModel, error) {
+func (a Files) maxFiles() int {
+	if a.MaxFiles <= 0 {
+		return DefaultMaxFiles
+	}
+	return a.MaxFiles
+}
+
+func (f FilesModel) menu(item string, maxFiles int) (FilesModel, error) {
 	switch item {
 	case "Open":
 		if f.file(f.Selected) < 0 {
@@ -101,8 +112,8 @@ func (f FilesModel) menu(item string) (FilesModel, error) {
 		if dir == "." {
 			dir = ""
 		}
-		if len(f.Files) >= MaxFiles {
-			return f, fmt.Errorf("new file: the tree holds its maximum of %d files (MaxFiles); delete one first", MaxFiles)
+		if len(f.Files) >= maxFiles {
+			return f, fmt.Errorf("new file: the tree holds its maximum of %d files (the node's files-max setting); delete one first", maxFiles)
 		}
 		f.Created++
 		p := path.Join(dir, fmt.Sprintf("untitled-%d.txt", f.Created))

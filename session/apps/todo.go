@@ -11,7 +11,11 @@ import (
 // Todo is a todo list with a filter (All, Active, Done). Item widgets are
 // named by slot (item_0, delete_0, ...: the n-th visible item), so the tool
 // set stays bounded however many items come and go.
-type Todo struct{}
+type Todo struct {
+	// MaxItems and MaxTitleBytes bound the list; zero means
+	// DefaultTodoItems and DefaultTodoTitleBytes.
+	MaxItems, MaxTitleBytes int
+}
 
 // TodoItem is one todo.
 type TodoItem struct {
@@ -39,19 +43,32 @@ func todoFilters() []string { return []string{"All", "Active", "Done"} }
 // maxTodoSlots bounds how many items the view shows (and so the tool set).
 const maxTodoSlots = 20
 
-// Bounds of a todo list's model (issue #13): every item is held in memory,
-// saved and replicated, so a list is capped at MaxTodoItems items of
-// MaxTodoTitleBytes each, about 50 KiB per session.
+// Default bounds of a todo list's model (issue #13): every item is held in
+// memory, saved and replicated, so a list is capped at DefaultTodoItems
+// items of DefaultTodoTitleBytes each, about 50 KiB per session.
 const (
-	MaxTodoItems      = 100
-	MaxTodoTitleBytes = 512
+	DefaultTodoItems      = 100
+	DefaultTodoTitleBytes = 512
 )
+
+// bounds returns the todo's bounds with defaults for the zero ones.
+func (a Todo) bounds() (items, titleBytes int) {
+	items, titleBytes = a.MaxItems, a.MaxTitleBytes
+	if items <= 0 {
+		items = DefaultTodoItems
+	}
+	if titleBytes <= 0 {
+		titleBytes = DefaultTodoTitleBytes
+	}
+	return items, titleBytes
+}
 
 // Init implements session.App.
 func (Todo) Init() (session.Model, error) { return TodoModel{Items: []TodoItem{}, NextID: 1}, nil }
 
 // Update implements session.App.
-func (Todo) Update(m session.Model, msg session.Msg) (session.Model, error) {
+func (a Todo) Update(m session.Model, msg session.Msg) (session.Model, error) {
+	maxItems, maxTitle := a.bounds()
 	t, err := modelAs[TodoModel](m)
 	if err != nil {
 		return nil, err
@@ -67,11 +84,11 @@ func (Todo) Update(m session.Model, msg session.Msg) (session.Model, error) {
 		if title == "" {
 			return nil, fmt.Errorf("adding a todo: the title is empty")
 		}
-		if len(title) > MaxTodoTitleBytes {
-			return nil, fmt.Errorf("adding a todo: the title is %d bytes; a title holds at most %d (MaxTodoTitleBytes)", len(title), MaxTodoTitleBytes)
+		if len(title) > maxTitle {
+			return nil, fmt.Errorf("adding a todo: the title is %d bytes; a title holds at most %d (the node's todo-title-bytes setting)", len(title), maxTitle)
 		}
-		if len(t.Items) >= MaxTodoItems {
-			return nil, fmt.Errorf("adding a todo: the list holds its maximum of %d items (MaxTodoItems); delete one first", MaxTodoItems)
+		if len(t.Items) >= maxItems {
+			return nil, fmt.Errorf("adding a todo: the list holds its maximum of %d items (the node's todo-max-items setting); delete one first", maxItems)
 		}
 		t.Items = append(t.Items, TodoItem{ID: t.NextID, Title: title})
 		t.NextID++
