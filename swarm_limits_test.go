@@ -81,28 +81,34 @@ func rawInitialize(t testing.TB, n *mcpswarm.Node, token string) (int, string, s
 	return res.StatusCode, string(b), res.Header.Get("Mcp-Session-Id")
 }
 
-// rawDelete ends connection id on node n with alice's token (mcp-go's
-// client sends its DELETE without the bearer token).
-func rawDelete(t testing.TB, n *mcpswarm.Node, token, id string) int {
+// rawList sends tools/list on connection id through node n and returns the
+// HTTP status.
+func rawList(t testing.TB, n *mcpswarm.Node, token, id string) int {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodDelete, "http://"+n.HTTPAddr()+"/mcp", nil)
+	body := `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
+	req, err := http.NewRequest(http.MethodPost, "http://"+n.HTTPAddr()+"/mcp", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Mcp-Session-Id", id)
+	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
+	_, _ = io.Copy(io.Discard, res.Body)
 	_ = res.Body.Close()
 	return res.StatusCode
 }
 
 // Issue #13: connections per principal had no bound; a principal could
 // make every node store its initialize facts without end. The bound counts
-// the principal's active connections in the replicated registry, so
-// connections opened through three nodes fill one cap.
+// the principal's connections in the replicated registry, so connections
+// opened through three nodes fill one cap, and a new one revokes the least
+// recently active (clients rarely DELETE, so refusing would lock them out).
 func TestConnectionsPerPrincipalHoldAcrossNodes(t *testing.T) {
 	e := newSwarmEnv(t)
 	base, err := os.ReadFile(e.policy)
@@ -114,32 +120,45 @@ func TestConnectionsPerPrincipalHoldAcrossNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	nodes := e.cluster(3)
-	var ids []string
-	for i, n := range nodes {
-		status, body, id := rawInitialize(t, n, aliceToken)
+	open := func(n int) string {
+		t.Helper()
+		status, body, id := rawInitialize(t, nodes[n], aliceToken)
 		if status != http.StatusOK || id == "" {
-			t.Fatalf("alice's connection %d on node%d: %d %s", i+1, i+1, status, body)
+			t.Fatalf("alice's connection through node%d: %d %s", n+1, status, body)
 		}
-		ids = append(ids, id)
+		return id
 	}
-	// Every initialize was applied by every peer before it was answered,
-	// so a fourth one is refused on any node.
-	for i, n := range nodes {
-		status, body, id := rawInitialize(t, n, aliceToken)
-		if status != http.StatusTooManyRequests || id != "" ||
-			!strings.Contains(body, "limits.connections_per_principal") || !strings.Contains(body, "at most 3") {
-			t.Fatalf("alice's fourth connection on node%d answered %d %q (id %q); want 429 naming limits.connections_per_principal and 3", i+1, status, body, id)
+	live := func(id string, n int) bool { return rawList(t, nodes[n], aliceToken, id) == http.StatusOK }
+	ids := []string{open(0), open(1), open(2)}
+	// Every initialize and revocation was applied by every peer before it
+	// was answered, so the fourth connection, through node2, revokes the
+	// least recently active one (opened first, on node1) everywhere.
+	ids = append(ids, open(1))
+	for n := range nodes {
+		if live(ids[0], n) {
+			t.Fatalf("alice's first connection still answers through node%d after a fourth under a limit of 3", n+1)
 		}
 	}
-	// The cap is per principal: bob still connects.
+	for _, id := range ids[1:] {
+		if !live(id, 2) {
+			t.Fatalf("connection %s was revoked; only the least recently active one should be", id)
+		}
+	}
+	// A request served through node1 makes the second connection the most
+	// recently active there: node1's next initialize revokes the third.
+	if !live(ids[1], 0) {
+		t.Fatal("the second connection stopped answering")
+	}
+	ids = append(ids, open(0))
+	if live(ids[2], 1) || !live(ids[1], 1) || !live(ids[3], 1) || !live(ids[4], 1) {
+		t.Fatalf("after a fifth connection: live %v %v %v %v; want only the third revoked",
+			live(ids[1], 1), live(ids[2], 1), live(ids[3], 1), live(ids[4], 1))
+	}
+	// The cap is per principal: bob's connection revokes none of alice's.
 	if status, body, _ := rawInitialize(t, nodes[1], bobToken); status != http.StatusOK {
 		t.Fatalf("bob's first connection: %d %s", status, body)
 	}
-	// Ending one (DELETE on another node than its home) frees a slot.
-	if status := rawDelete(t, nodes[2], aliceToken, ids[0]); status != http.StatusOK {
-		t.Fatalf("DELETE of alice's first connection: %d", status)
-	}
-	if status, body, _ := rawInitialize(t, nodes[1], aliceToken); status != http.StatusOK {
-		t.Fatalf("alice's connection after a DELETE: %d %s", status, body)
+	if !live(ids[1], 2) || !live(ids[3], 2) || !live(ids[4], 2) {
+		t.Fatal("bob's connection revoked one of alice's")
 	}
 }

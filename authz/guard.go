@@ -42,8 +42,9 @@ type Limits struct {
 	// SessionStateBytes bounds one session's snapshot (its model, info and
 	// tools as JSON); 0 means the session manager's default (1 MiB).
 	SessionStateBytes int
-	// ConnectionsPerPrincipal bounds the connections one authenticated
-	// principal holds active across the swarm; 0 means the MCP front's
+	// ConnectionsPerPrincipal bounds the live connections one
+	// authenticated principal holds across the swarm: at the limit, a new
+	// one revokes the least recently active. 0 means the MCP front's
 	// default (64).
 	ConnectionsPerPrincipal int
 }

@@ -1,7 +1,6 @@
 package mcp
 
 import (
-	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -30,19 +29,21 @@ type PrincipalConns interface {
 }
 
 // connCap bounds the connections of one authenticated principal across
-// the swarm. A connection counts while it is active: its record was written
-// (initialize, log level, subscriptions, a GET stream) or this node served
-// a request on it within the idle window. Records live for the session
-// id's 7 days unless the client sends DELETE, which most clients do not,
-// so counting every record would lock a principal out for a week; counting
-// only the active ones would let idle records pile up. So an initialize
-// over the bound first revokes the principal's idle connections, least
-// recently active first (a client that comes back to one gets 404 and
-// initializes again, as the MCP transport prescribes), and is refused only
-// when every counted connection is active.
+// the swarm. Records live for the session id's 7 days unless the client
+// sends DELETE, which most clients do not (mcp-go's client sends it without
+// the bearer token), so refusing at a count would lock out a principal whose
+// clients simply reconnect; instead an initialize that would pass the bound
+// revokes the principal's least recently active connections, as session
+// managers commonly do for logins (Spring Security's concurrent-session
+// control by default). A client that comes back to a revoked one gets 404
+// and initializes again, as the MCP transport prescribes. Connections whose
+// GET or SSE stream some node holds go last: a client listens on them now.
 type connCap struct {
 	limit int
-	idle  time.Duration
+	// idle is how long this node remembers serving a request on a
+	// connection (mcp-go forgets the connection's node-local state after
+	// it too).
+	idle time.Duration
 	// list and revoke reach the cluster's registry; list is nil on a lone
 	// node, which stores no connection records (mcp-go forgets an idle
 	// connection after the idle window), and then nothing is bounded here.
@@ -87,10 +88,10 @@ func (c *connCap) touch(id string, now time.Time) {
 	c.pruneSize = max(1024, 2*len(c.seen))
 }
 
-// admit decides a new initialize of principal at now: it revokes idle
-// connections to make room and returns an error naming the bound when the
-// principal's active connections fill it.
-func (c *connCap) admit(principal string, now time.Time) error {
+// admit makes room for one more connection of principal: it revokes the
+// principal's least recently active connections beyond limit−1 and returns
+// their ids.
+func (c *connCap) admit(principal string) []string {
 	if c == nil || c.list == nil || principal == "" {
 		return nil
 	}
@@ -104,63 +105,61 @@ func (c *connCap) admit(principal string, now time.Time) error {
 		}
 	}
 	c.mu.Lock()
-	evict, active, ok := planAdmission(conns, c.seen, now, c.idle, c.limit)
+	evict := planEviction(conns, c.seen, c.limit)
 	for _, id := range evict {
 		delete(c.seen, id)
 	}
 	c.mu.Unlock()
-	if !ok {
-		return fmt.Errorf("initialize: principal %q holds %d connections active within the last %s across the swarm; at most %d are allowed (policy limits.connections_per_principal); end one with an HTTP DELETE, or retry once one has been idle for %s",
-			principal, active, c.idle, c.limit, c.idle)
-	}
 	for _, id := range evict {
 		c.revoke(id)
 	}
-	return nil
+	return evict
 }
 
-// planAdmission is the pure rule of connCap.admit: with the principal's
-// live connections conns (and this node's last request on each, seen), it
-// returns the idle connections (no stream, no write and no request here
-// within idle) to revoke, least recently active first, so
-// that one more fits under limit; or ok false and the number of active
-// connections when not enough of them are idle.
-func planAdmission(conns []ConnActivity, seen map[string]time.Time, now time.Time, idle time.Duration, limit int) (evict []string, active int, ok bool) {
+// planEviction is the pure rule of connCap.admit: of a principal's live
+// connections conns (and this node's last request on each, seen), the ones
+// to revoke so that one more fits under limit: those without a stream
+// before those with one, each group least recently active first (the later
+// of the last record write and this node's last request).
+func planEviction(conns []ConnActivity, seen map[string]time.Time, limit int) []string {
 	need := len(conns) - limit + 1
 	if need <= 0 {
-		return nil, 0, true
+		return nil
 	}
 	type entry struct {
-		id   string
-		last time.Time
+		id        string
+		last      time.Time
+		streaming bool
 	}
-	var idleOnes []entry
+	all := make([]entry, 0, len(conns))
 	for _, a := range conns {
 		last := a.LastWrite
 		if s, ok := seen[a.ID]; ok && s.After(last) {
 			last = s
 		}
-		if !a.Streaming && now.Sub(last) > idle {
-			idleOnes = append(idleOnes, entry{a.ID, last})
-		} else {
-			active++
+		all = append(all, entry{a.ID, last, a.Streaming})
+	}
+	slices.SortStableFunc(all, func(a, b entry) int {
+		if a.streaming != b.streaming {
+			if a.streaming {
+				return 1
+			}
+			return -1
 		}
-	}
-	if len(idleOnes) < need {
-		return nil, active, false
-	}
-	slices.SortStableFunc(idleOnes, func(a, b entry) int { return a.last.Compare(b.last) })
-	for _, e := range idleOnes[:need] {
+		return a.last.Compare(b.last)
+	})
+	evict := make([]string, 0, need)
+	for _, e := range all[:need] {
 		evict = append(evict, e.id)
 	}
-	return evict, active, true
+	return evict
 }
 
 // evict ends connection id cluster-wide to make room for a new one of its
 // principal: the revocation every node honours (as a DELETE's), then this
 // node's own state of it.
 func (s *Server) evict(id string) {
-	s.log.Info("revoking an idle connection: its principal reached limits.connections_per_principal", "conn", id)
+	s.log.Debug("revoking the least recently active connection of a principal at limits.connections_per_principal", "conn", id)
 	s.registry.Delete(id)
 	s.Forget(id)
 }
