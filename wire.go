@@ -118,7 +118,9 @@ func (n *Node) newCluster(context.Context) error {
 	cc.Join = n.cfg.Join
 	cc.DNSServer = n.cfg.DNSServer
 	cc.Key = n.key
-	cc.Storage = nodeOwnedStorage{n.storage}
+	// The sessions and tools registries are rebuilt from the journal at
+	// start (swarm.StartPublishing), so they are replicated, not stored.
+	cc.Storage = cluster.Volatile(nodeOwnedStorage{n.storage}, swarm.DerivedRegistries()...)
 	cc.Version = n.cfg.Version
 	cc.MaxMessageBytes = n.cfg.GRPC.MaxMessageBytes
 	cc.DeadGrace = n.cfg.DeadGrace
