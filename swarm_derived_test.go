@@ -7,13 +7,16 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/mcpswarm/mcpswarm/ui"
 )
 
 // Issue 17: the sessions and tools registries are derived from the
-// session journal and rebuilt at every start, so a click (a resource
-// revision in the session's record) writes nothing to the node's bbolt
-// file, where it cost a transaction and its fsync per click; a restart
-// still brings the session back, listed, with its tools and its model.
+// session journal and rebuilt at every start, and the UI's action log is
+// a lossy view, so a click (a resource revision in the session's record,
+// an action in the log) writes nothing to the node's bbolt file, where
+// each cost a transaction and its fsync; a restart still brings the
+// session back, listed, with its tools and its model.
 func TestDerivedRegistriesAreNotStoredAndComeBackOnRestart(t *testing.T) {
 	e := newSwarmEnv(t)
 	n1 := e.start("node1")
@@ -47,6 +50,9 @@ func TestDerivedRegistriesAreNotStoredAndComeBackOnRestart(t *testing.T) {
 	}
 	if stored["reg/sessions"] != 0 || stored["reg/tools"] != 0 {
 		t.Errorf("the bbolt file holds %d session and %d tools records; the derived registries must not be stored", stored["reg/sessions"], stored["reg/tools"])
+	}
+	if stored["reg/"+ui.RegistryName] != 0 {
+		t.Errorf("the bbolt file holds %d UI action records; the action log must not be stored", stored["reg/"+ui.RegistryName])
 	}
 	if stored["reg/conns"] == 0 {
 		t.Errorf("the bbolt file holds no connection record (buckets %v): the file is not the node's store", stored)
