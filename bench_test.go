@@ -13,6 +13,9 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/mcpswarm/mcpswarm/cluster"
+	"github.com/mcpswarm/mcpswarm/swarm"
 )
 
 // bareServer is a plain mcp-go Streamable HTTP server with one trivial
@@ -135,4 +138,34 @@ func BenchmarkSessionVisibleOnPeer(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(p(lat, 0.5)/1000, "p50-ms")
 	b.ReportMetric(p(lat, 0.99)/1000, "p99-ms")
+}
+
+// BenchmarkSessionRecordWrite is what the node's store does with a
+// session's record on every resource revision (a click): a bbolt
+// transaction with its fsync before (stored), nothing but the in-memory
+// apply now (volatile, cluster.Volatile for swarm.DerivedRegistries).
+func BenchmarkSessionRecordWrite(b *testing.B) {
+	st, err := cluster.OpenBolt(b.TempDir(), false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	rec := []byte(`{"app":"counter","principal":"alice","created":"2026-12-01T04:00:00Z","status":"running","node":"node1","rev":{"context":41,"model/count":41,"widgets":41}}`)
+	apply := func() error { return nil }
+	for _, bm := range []struct {
+		name string
+		st   cluster.Storage
+	}{
+		{"stored", st},
+		{"volatile", cluster.Volatile(st, swarm.DerivedRegistries()...)},
+	} {
+		b.Run(bm.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := bm.st.Write("sessions", "ct", rec, apply); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

@@ -118,7 +118,11 @@ func (n *Node) newCluster(context.Context) error {
 	cc.Join = n.cfg.Join
 	cc.DNSServer = n.cfg.DNSServer
 	cc.Key = n.key
-	cc.Storage = nodeOwnedStorage{n.storage}
+	// Replicated, not stored: the sessions and tools registries are
+	// rebuilt from the journal at start (swarm.StartPublishing), and the
+	// UI's action log is a lossy view (a ring that drops when full) whose
+	// bbolt write per call was the last one on the click path.
+	cc.Storage = cluster.Volatile(nodeOwnedStorage{n.storage}, append(swarm.DerivedRegistries(), ui.RegistryName)...)
 	cc.Version = n.cfg.Version
 	cc.MaxMessageBytes = n.cfg.GRPC.MaxMessageBytes
 	cc.DeadGrace = n.cfg.DeadGrace

@@ -264,7 +264,43 @@ func (s *BoltStorage) Close() error {
 	return s.db.Close()
 }
 
+// Volatile wraps s so that the named registries are never stored: a
+// write to one only runs apply (the map changes and the delta is
+// replicated as usual), and Load finds nothing in it. It is for registries
+// whose owner rebuilds its own entries at every start from durable state
+// of its own, so storing them would buy nothing but a transaction (and
+// its fsync) per write. Other registries, the epochs and Close go to s.
+func Volatile(s Storage, registries ...string) Storage {
+	v := volatileStorage{Storage: s, names: make(map[string]bool, len(registries))}
+	for _, name := range registries {
+		v.names[name] = true
+	}
+	return v
+}
+
+type volatileStorage struct {
+	Storage
+	names map[string]bool
+}
+
+// Load implements Storage.
+func (v volatileStorage) Load(registry string, fn func(string, []byte) error) error {
+	if v.names[registry] {
+		return nil
+	}
+	return v.Storage.Load(registry, fn)
+}
+
+// Write implements Storage.
+func (v volatileStorage) Write(registry, key string, value []byte, apply func() error) error {
+	if v.names[registry] {
+		return apply()
+	}
+	return v.Storage.Write(registry, key, value, apply)
+}
+
 var (
 	_ Storage = (*MemoryStorage)(nil)
 	_ Storage = (*BoltStorage)(nil)
+	_ Storage = volatileStorage{}
 )

@@ -84,13 +84,18 @@ type entry struct {
 	del bool
 }
 
+// roundBufs are a round's records, encoded, and their places.
+type roundBufs struct {
+	buf     []byte
+	entries []entry
+}
+
 // round is one group commit: the records queued while the previous round
 // was on disk, and the callers waiting for them.
 type round struct {
-	buf     []byte
-	entries []entry
-	done    chan struct{}
-	err     error
+	roundBufs
+	done chan struct{}
+	err  error
 	// lead hands the commit of this round to one of its writers (Sync):
 	// the leader of the round before sends once, the first writer to
 	// receive commits for all.
@@ -116,7 +121,14 @@ type Journal struct {
 	// signalled when it clears.
 	leading bool
 	idle    *sync.Cond
-	dirty   bool   // Process: written since the last fsync
+	dirty   bool // Process: written since the last fsync
+	// spares hold the buffers of committed rounds (Sync) for the next
+	// ones: a round's bytes are dead once written, and a fresh buffer per
+	// round was the node's largest allocation under a click load. Two,
+	// because a round gathers while the one before it is on disk. spare
+	// is Process mode's buffer for the next write. Kept up to maxSpare.
+	spares  []roundBufs
+	spare   []byte
 	rounds  uint64 // fsyncs of written records
 	closing bool   // Close has begun: writes refuse
 	closed  bool   // the file is closed
@@ -127,6 +139,10 @@ type Journal struct {
 }
 
 const suffix = ".log"
+
+// maxSpare bounds the buffer a journal keeps between rounds: a round that
+// carried one large snapshot does not pin its buffer for the node's life.
+const maxSpare = 256 << 10
 
 func segmentName(gen uint64) string { return fmt.Sprintf("%016x%s", gen, suffix) }
 
@@ -316,6 +332,9 @@ func (j *Journal) write(rec record) error {
 	rd := j.next
 	if rd == nil {
 		rd = &round{done: make(chan struct{}), lead: make(chan struct{}, 1)}
+		if n := len(j.spares); n > 0 {
+			rd.roundBufs, j.spares = j.spares[n-1], j.spares[:n-1]
+		}
 		j.next = rd
 	}
 	rel := int64(len(rd.buf))
@@ -378,7 +397,10 @@ func (j *Journal) usable() error {
 
 // appendLocked writes rec with one write(2) (Process mode).
 func (j *Journal) appendLocked(rec record) error {
-	buf := appendRecord(make([]byte, 0, size(rec.key, rec.value)), rec)
+	buf := appendRecord(j.spare[:0], rec)
+	if cap(buf) <= maxSpare {
+		j.spare = buf // write(2) copied it: the next write may reuse it
+	}
 	if err := j.writeAt(buf); err != nil {
 		return err
 	}
@@ -386,6 +408,16 @@ func (j *Journal) appendLocked(rec record) error {
 	j.end += int64(len(buf))
 	j.dirty = true
 	return nil
+}
+
+// recycleLocked keeps a committed round's buffers for the next round.
+// Callers hold mu; rd's writers read only rd.err from here on.
+func (j *Journal) recycleLocked(rd *round) {
+	if cap(rd.buf) <= maxSpare && len(j.spares) < 2 {
+		clear(rd.entries) // drop the keys' strings
+		j.spares = append(j.spares, roundBufs{buf: rd.buf[:0], entries: rd.entries[:0]})
+	}
+	rd.roundBufs = roundBufs{}
 }
 
 // writeAt appends buf at j.end. On a failed write it cuts the file back to
@@ -462,15 +494,16 @@ func (j *Journal) commit(rd *round) {
 		}
 		j.mu.Unlock()
 	}
+	j.mu.Lock()
 	if err == nil {
-		j.mu.Lock()
 		for _, e := range rd.entries {
 			j.apply(e.key, base+e.rel, e.n, e.del)
 		}
 		j.end = base + int64(len(rd.buf))
 		j.rounds++
-		j.mu.Unlock()
 	}
+	j.recycleLocked(rd)
+	j.mu.Unlock()
 	rd.err = err
 	close(rd.done)
 }

@@ -70,31 +70,50 @@ func stamp(r *connRecord, known, next mcp.ConnInfo, now time.Time) {
 
 // merge combines every node's record of one connection, part by part.
 func merge(records []connRecord) (mcp.ConnInfo, bool) {
-	var out mcp.ConnInfo
-	var hello, level, subs time.Time
-	found := false
-	for _, r := range records {
-		if r.Revoked {
-			return mcp.ConnInfo{}, false
-		}
-		if r.Info.ID == "" {
-			continue
-		}
-		found = true
-		out.ID = r.Info.ID
-		if r.HelloAt.After(hello) {
-			hello = r.HelloAt
-			out.Node, out.Principal, out.ProtocolVersion = r.Info.Node, r.Info.Principal, r.Info.ProtocolVersion
-			out.ClientInfo, out.Capabilities = r.Info.ClientInfo, r.Info.Capabilities
-		}
-		if r.LevelAt.After(level) {
-			level, out.LogLevel = r.LevelAt, r.Info.LogLevel
-		}
-		if r.SubsAt.After(subs) {
-			subs, out.Subscriptions = r.SubsAt, r.Info.Subscriptions
-		}
+	var m merger
+	for i := range records {
+		m.add(&records[i])
 	}
-	return out, found
+	return m.result()
+}
+
+// merger folds the records of one connection one at a time, as merge
+// does, so a reader under Conns' lock needs no copy of them.
+type merger struct {
+	out                mcp.ConnInfo
+	hello, level, subs time.Time
+	found, revoked     bool
+}
+
+func (m *merger) add(r *connRecord) {
+	if m.revoked || r.Revoked {
+		m.revoked = true
+		return
+	}
+	if r.Info.ID == "" {
+		return
+	}
+	m.found = true
+	m.out.ID = r.Info.ID
+	if r.HelloAt.After(m.hello) {
+		m.hello = r.HelloAt
+		m.out.Node, m.out.Principal, m.out.ProtocolVersion = r.Info.Node, r.Info.Principal, r.Info.ProtocolVersion
+		m.out.ClientInfo, m.out.Capabilities = r.Info.ClientInfo, r.Info.Capabilities
+	}
+	if r.LevelAt.After(m.level) {
+		m.level, m.out.LogLevel = r.LevelAt, r.Info.LogLevel
+	}
+	if r.SubsAt.After(m.subs) {
+		m.subs, m.out.Subscriptions = r.SubsAt, r.Info.Subscriptions
+	}
+}
+
+// result is the merged connection, unless a record revoked it.
+func (m *merger) result() (mcp.ConnInfo, bool) {
+	if m.revoked {
+		return mcp.ConnInfo{}, false
+	}
+	return m.out, m.found
 }
 
 // Conns is the cluster-wide connection registry the MCP front uses, so a
@@ -247,22 +266,21 @@ func (c *Conns) setMineLocked(id string, r connRecord) {
 	c.mine[id] = r
 }
 
-// records returns every visible record of id, this node's own first.
-func (c *Conns) records(id string) []connRecord {
+// Get implements mcp.ConnRegistry: the newest record, unless revoked. It
+// merges under the lock, in records' order, without copying the records:
+// the front asks once per visited connection per resource event.
+func (c *Conns) Get(id string) (mcp.ConnInfo, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := make([]connRecord, 0, 1+len(c.others[id]))
+	var m merger
 	if r, ok := c.mineLocked(id); ok {
-		out = append(out, r)
+		m.add(&r)
 	}
 	for _, r := range c.others[id] {
-		out = append(out, r)
+		m.add(&r)
 	}
-	return out
+	return m.result()
 }
-
-// Get implements mcp.ConnRegistry: the newest record, unless revoked.
-func (c *Conns) Get(id string) (mcp.ConnInfo, bool) { return merge(c.records(id)) }
 
 // Put implements mcp.ConnRegistry: what changed against the merged view is
 // stamped into this node's record, written, and applied by every live peer
@@ -340,8 +358,20 @@ func (c *Conns) List() []mcp.ConnInfo {
 }
 
 // Revoked implements mcp.Connections: whether any node ended connection id.
+// Every request asks, so it looks the id up without copying a record.
 func (c *Conns) Revoked(id string) bool {
-	for _, r := range c.records(id) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.ended[id]; ok {
+		return true
+	}
+	if _, ok := c.elsewhere[id]; ok {
+		return true
+	}
+	if c.mine[id].Revoked {
+		return true
+	}
+	for _, r := range c.others[id] {
 		if r.Revoked {
 			return true
 		}
@@ -367,16 +397,25 @@ func (c *Conns) NotifyHere(id string) bool {
 	if f := c.s.front(); f != nil && f.HoldsStream(id) {
 		return true
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	home := ""
-	for _, r := range c.records(id) {
-		if r.Revoked {
-			return false
-		}
-		if r.StreamNode != "" && r.StreamNode != c.s.self {
+	// Records in records' order (this node's first), read in place.
+	visit := func(r *connRecord) bool {
+		if r.Revoked || (r.StreamNode != "" && r.StreamNode != c.s.self) {
 			return false
 		}
 		if r.Info.Node != "" {
 			home = r.Info.Node
+		}
+		return true
+	}
+	if r, ok := c.mineLocked(id); ok && !visit(&r) {
+		return false
+	}
+	for _, r := range c.others[id] {
+		if !visit(&r) {
+			return false
 		}
 	}
 	return home == c.s.self

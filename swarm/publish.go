@@ -119,3 +119,12 @@ func (s *Swarm) onLocalEvent(ev session.Event) {
 		s.emit(mcp.Event{Kind: mcp.ResourceChanged, Principal: ev.Principal, Session: ev.Session, Resource: ev.Resource, Patch: ev.Patch})
 	}
 }
+
+// DerivedRegistries names the registries whose entries of this node are
+// derived from the session manager and rebuilt by StartPublishing at
+// every start (what did not come back is removed, what runs is written
+// afresh), so the node need not store them (cluster.Volatile): the
+// durable state is the sessions' snapshots. Storing them cost a bbolt
+// transaction with its fsync for every resource revision, a write per
+// click that no restart ever read.
+func DerivedRegistries() []string { return []string{regSessions, regTools} }
