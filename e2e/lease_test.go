@@ -3,7 +3,6 @@ package e2e
 import (
 	"bufio"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -11,8 +10,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/mcpswarm/mcpswarm"
 )
 
 // leaseToken is a bearer token of deploy/local-policy.yaml.
@@ -31,14 +28,7 @@ func TestCutOffNodeRefusesInsteadOfServingStaleState(t *testing.T) {
 	}
 	lab := newNetLab(t, 3)
 	bin := ensureBinary(t)
-	keyFile := filepath.Join(t.TempDir(), "cluster.key")
-	key, err := mcpswarm.GenerateClusterKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, []byte(key), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	keyFile := writeClusterKey(t)
 	policy := filepath.Join(repoRoot(t), "deploy", "local-policy.yaml")
 	ms := make([]*member, 3)
 	for i := range ms {

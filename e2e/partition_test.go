@@ -131,14 +131,7 @@ func TestPartitionLongerThanGraceHeals(t *testing.T) {
 	lab := newNetLab(t, 3)
 	bin := ensureBinary(t)
 	grace, extra := envDuration(t, "MCPSWARM_PARTITION_GRACE", 3*time.Second), envDuration(t, "MCPSWARM_PARTITION_EXTRA", 2*time.Second)
-	keyFile := filepath.Join(t.TempDir(), "cluster.key")
-	key, err := mcpswarm.GenerateClusterKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, []byte(key), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	keyFile := writeClusterKey(t)
 	policy := filepath.Join(repoRoot(t), "deploy", "local-policy.yaml")
 	ms := make([]*member, 3)
 	for i := range ms {
@@ -247,4 +240,19 @@ func logged(m *member, s string) func(context.Context) error {
 		}
 		return errors.New("has not logged " + s)
 	}
+}
+
+// writeClusterKey writes a fresh cluster key to a file of the test's and
+// returns its path, for nodes started with --cluster-key-file.
+func writeClusterKey(t *testing.T) string {
+	t.Helper()
+	keyFile := filepath.Join(t.TempDir(), "cluster.key")
+	key, err := mcpswarm.GenerateClusterKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, []byte(key), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return keyFile
 }
