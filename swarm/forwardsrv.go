@@ -177,45 +177,52 @@ type frontDelivery interface {
 	DeliverSSE(ctx context.Context, connID string, body []byte) (int, error)
 }
 
+// deliver hands a client message to this node's front (its legacy SSE
+// path when sse) and returns the HTTP status the front answered.
+func (f forwardServer) deliver(ctx context.Context, connID string, msg []byte, sse bool) (int32, error) {
+	fr, err := f.attached()
+	if err != nil {
+		return 0, err
+	}
+	var code int
+	if sse {
+		code, err = fr.DeliverSSE(ctx, connID, msg)
+	} else {
+		code, err = fr.DeliverResponse(ctx, connID, msg)
+	}
+	if err != nil {
+		return 0, status.Error(codes.FailedPrecondition, err.Error())
+	}
+	return int32(code), nil
+}
+
 // DeliverResponse hands a client's response to this node's front.
 func (f forwardServer) DeliverResponse(ctx context.Context, req *forwardv1.DeliverResponseRequest) (*forwardv1.DeliverResponseResponse, error) {
-	fr, err := f.attached()
+	code, err := f.deliver(ctx, req.GetConnection(), req.GetMessage(), false)
 	if err != nil {
 		return nil, err
 	}
-	code, err := fr.DeliverResponse(ctx, req.GetConnection(), req.GetMessage())
-	if err != nil {
-		return nil, status.Error(codes.FailedPrecondition, err.Error())
-	}
-	return &forwardv1.DeliverResponseResponse{HttpStatus: int32(code)}, nil
+	return &forwardv1.DeliverResponseResponse{HttpStatus: code}, nil
 }
 
 // DeliverCancel hands a client's notifications/cancelled to this node's
 // front, which cancels the call if it is in flight here.
 func (f forwardServer) DeliverCancel(ctx context.Context, req *forwardv1.DeliverCancelRequest) (*forwardv1.DeliverCancelResponse, error) {
-	fr, err := f.attached()
+	code, err := f.deliver(ctx, req.GetConnection(), req.GetMessage(), false)
 	if err != nil {
 		return nil, err
 	}
-	code, err := fr.DeliverResponse(ctx, req.GetConnection(), req.GetMessage())
-	if err != nil {
-		return nil, status.Error(codes.FailedPrecondition, err.Error())
-	}
-	return &forwardv1.DeliverCancelResponse{HttpStatus: int32(code)}, nil
+	return &forwardv1.DeliverCancelResponse{HttpStatus: code}, nil
 }
 
 // DeliverSseMessage serves a legacy SSE message for a stream this node
 // holds.
 func (f forwardServer) DeliverSseMessage(ctx context.Context, req *forwardv1.DeliverSseMessageRequest) (*forwardv1.DeliverSseMessageResponse, error) {
-	fr, err := f.attached()
+	code, err := f.deliver(ctx, req.GetConnection(), req.GetMessage(), true)
 	if err != nil {
 		return nil, err
 	}
-	code, err := fr.DeliverSSE(ctx, req.GetConnection(), req.GetMessage())
-	if err != nil {
-		return nil, status.Error(codes.FailedPrecondition, err.Error())
-	}
-	return &forwardv1.DeliverSseMessageResponse{HttpStatus: int32(code)}, nil
+	return &forwardv1.DeliverSseMessageResponse{HttpStatus: code}, nil
 }
 
 // SpendState decides, as the arbiter, whether a request state's nonce was
