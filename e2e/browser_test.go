@@ -221,9 +221,9 @@ type swarmProc struct {
 func startSwarmProc(t *testing.T, bin, name, dataDir, keyFile, policy string, join string) *swarmProc {
 	t.Helper()
 	p := &swarmProc{t: t, bin: bin, name: name, Log: &syncBuffer{}}
-	httpAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	p.GossipAt = fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	p.GRPCAt = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	httpAddr := fmt.Sprintf("127.0.0.1:%d", stablePort(t))
+	p.GossipAt = fmt.Sprintf("127.0.0.1:%d", stablePort(t))
+	p.GRPCAt = fmt.Sprintf("127.0.0.1:%d", stablePort(t))
 	p.BaseURL = "http://" + httpAddr
 	p.args = []string{"serve", "--name", name, "--http", httpAddr,
 		"--grpc", p.GRPCAt, "--gossip", p.GossipAt,

@@ -149,12 +149,12 @@ func newProcCluster(t *testing.T, bin, mode string) *procCluster {
 	c := &procCluster{bin: bin, nodes: make([]*runningNode, 3), args: make([][]string, 3)}
 	gossip := make([]string, 3)
 	for i := range 3 {
-		gossip[i] = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+		gossip[i] = fmt.Sprintf("127.0.0.1:%d", stablePort(t))
 	}
 	for i := range 3 {
 		args := []string{"serve", "--name", fmt.Sprintf("node%d", i+1),
-			"--http", fmt.Sprintf("127.0.0.1:%d", freePort(t)),
-			"--grpc", fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+			"--http", fmt.Sprintf("127.0.0.1:%d", stablePort(t)),
+			"--grpc", fmt.Sprintf("127.0.0.1:%d", stablePort(t)),
 			"--gossip", gossip[i],
 			"--data-dir", filepath.Join(dir, fmt.Sprintf("node%d", i+1)),
 			"--cluster-key-file", keyFile, "--policy", policy,

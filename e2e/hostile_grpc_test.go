@@ -22,7 +22,7 @@ const mib = 1 << 20
 // be refused from their headers, before anything is read.
 func TestHostileGRPCPartialMessagesToPeerAPI(t *testing.T) {
 	bin := buildNode(t)
-	grpcAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	grpcAddr := fmt.Sprintf("127.0.0.1:%d", stablePort(t))
 	n := startNode(t, bin, "--grpc", grpcAddr)
 	base := heapInuse(t, n)
 
@@ -59,7 +59,7 @@ func TestHostileGRPCPartialMessagesToPeerAPI(t *testing.T) {
 // the node hold is small and temporary.
 func TestHostileGRPCPartialMessagesToOpenMethods(t *testing.T) {
 	bin := buildNode(t)
-	grpcAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	grpcAddr := fmt.Sprintf("127.0.0.1:%d", stablePort(t))
 	n := startNode(t, bin, "--grpc", grpcAddr)
 	base := heapInuse(t, n)
 

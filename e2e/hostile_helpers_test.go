@@ -24,9 +24,9 @@ type nodeAddrs struct {
 func newNodeAddrs(t *testing.T) nodeAddrs {
 	t.Helper()
 	return nodeAddrs{
-		HTTP:   fmt.Sprintf("127.0.0.1:%d", freePort(t)),
-		GRPC:   fmt.Sprintf("127.0.0.1:%d", freePort(t)),
-		Gossip: fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+		HTTP:   fmt.Sprintf("127.0.0.1:%d", stablePort(t)),
+		GRPC:   fmt.Sprintf("127.0.0.1:%d", stablePort(t)),
+		Gossip: fmt.Sprintf("127.0.0.1:%d", stablePort(t)),
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -59,17 +58,6 @@ func buildNode(t *testing.T) string {
 	return out
 }
 
-// freePort asks the kernel for an unused loopback TCP port.
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("finding a free port: %v", err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
 // syncBuffer is a bytes.Buffer safe for the concurrent writes of a child
 // process's stdout and stderr.
 type syncBuffer struct {
@@ -84,6 +72,9 @@ func (b *syncBuffer) Write(p []byte) (int, error) {
 }
 
 func (b *syncBuffer) String() string {
+	if b == nil {
+		return "" // a process that was never started
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
@@ -116,11 +107,11 @@ func startNode(t *testing.T, bin string, extra ...string) *runningNode {
 // what a non-dev node needs (--policy, --cluster-key-file).
 func startNodeArgs(t *testing.T, bin string, extra ...string) *runningNode {
 	t.Helper()
-	httpAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	gossip := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	httpAddr := fmt.Sprintf("127.0.0.1:%d", stablePort(t))
+	gossip := fmt.Sprintf("127.0.0.1:%d", stablePort(t))
 	args := append([]string{"serve", "--name", "e2e",
 		"--http", httpAddr,
-		"--grpc", fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+		"--grpc", fmt.Sprintf("127.0.0.1:%d", stablePort(t)),
 		"--gossip", gossip,
 		"--data-dir", t.TempDir(),
 		"--log-format", "text",

@@ -20,7 +20,7 @@ type clusterNode struct {
 // gossip address, empty for the first node) and waits until it is healthy.
 func startClusterNode(t *testing.T, bin, name, join string) *clusterNode {
 	t.Helper()
-	gossip := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	gossip := fmt.Sprintf("127.0.0.1:%d", stablePort(t))
 	// Later flags win: these replace startNodeArgs' name and gossip address.
 	args := []string{"--dev", "--name", name, "--gossip", gossip}
 	if join != "" {

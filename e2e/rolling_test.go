@@ -77,7 +77,7 @@ func newRollout(t *testing.T) *rollout {
 	root := t.TempDir()
 	for i := range 3 {
 		r.pods = append(r.pods, &pod{
-			name: fmt.Sprintf("mcpswarm-%d", i), http: freePort(t), grpc: freePort(t), gossip: freePort(t),
+			name: fmt.Sprintf("mcpswarm-%d", i), http: stablePort(t), grpc: stablePort(t), gossip: stablePort(t),
 			dataDir: filepath.Join(root, fmt.Sprintf("data-%d", i)),
 		})
 	}
