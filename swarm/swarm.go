@@ -59,7 +59,9 @@ type Config struct {
 	ConnMaxAge time.Duration
 	// AckTimeout bounds how long a change to connection state waits for
 	// every live peer to apply it before it is answered (default 2 s). A
-	// peer that misses it catches up by anti-entropy.
+	// peer that misses it is waited out until its lease has lapsed, so it
+	// refuses the connection (Conns.CanServe) until it has caught up by
+	// anti-entropy.
 	AckTimeout time.Duration
 }
 
