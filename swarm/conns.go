@@ -232,17 +232,14 @@ const revocationCopyMargin = time.Minute
 // were up to 16 KiB, kept on every node for the id's maximum age).
 func revoked(now time.Time) connRecord { return connRecord{Revoked: true, Touched: now} }
 
-// mineLocked returns this node's record of id, a revocation included.
+// mineLocked returns this node's view of id: its own record, or the
+// revocation another node holds (this node's live record of it went when
+// that arrived).
 func (c *Conns) mineLocked(id string) (connRecord, bool) {
-	if at, ok := c.ended[id]; ok {
+	r, ok := c.ownLocked(id)
+	if at, gone := c.elsewhere[id]; gone && !r.Revoked {
 		return revoked(time.Unix(0, at)), true
 	}
-	if at, ok := c.elsewhere[id]; ok {
-		// Ended on another node: this node's view of it is the
-		// revocation (its own live record went when that arrived).
-		return revoked(time.Unix(0, at)), true
-	}
-	r, ok := c.mine[id]
 	return r, ok
 }
 
