@@ -45,7 +45,7 @@ func TestEndedConnectionsAndStoppedSessionsLeaveOnlySmallRevocations(t *testing.
 		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 			f = n.Footprint()
 			if f.FrontConns == 0 && f.CachedTools == 0 && f.Sessions == 0 && f.Tools == 0 && f.UIActions == 0 &&
-				f.ConnsRevoked == cycles/3 && f.RevokedElsewhere == cycles-cycles/3 && f.Conns == cycles && f.ConnsDecoded == 0 {
+				f.ConnsRevoked == cycles/3 && f.RevokedElsewhere == cycles-cycles/3 && f.Conns == cycles && f.ConnsDecoded == 0 && f.ConnsIndexed == 0 {
 				break
 			}
 			if time.Now().After(deadline) {
@@ -54,11 +54,12 @@ func TestEndedConnectionsAndStoppedSessionsLeaveOnlySmallRevocations(t *testing.
 					"its DELETE (a third of them here), and none of the other nodes' records kept decoded", k, cycles, f)
 			}
 		}
-		t.Logf("node %d after %d cycles: %+v (%.0f bytes per connection record)", k, cycles, f, float64(f.ConnBytes)/float64(f.Conns))
-		// A revocation is the id (the key) and {"revoked":true,"touched":…}:
-		// no client facts.
-		if per := f.ConnBytes / f.Conns; per > 80 {
-			t.Errorf("node %d: a revoked connection's record is %d bytes, want at most 80 (no clientInfo or capabilities)", k, per)
+		per := (f.ConnKeyBytes + f.ConnBytes) / f.Conns
+		t.Logf("node %d after %d cycles: %+v (%d bytes of key and value per revocation)", k, cycles, f, per)
+		// A revocation is the id's digest (the key, 24 bytes) and its time
+		// (8): not the ~105-byte id, and no client facts.
+		if per > 32 {
+			t.Errorf("node %d: a revoked connection's entry is %d bytes, want at most 32 (digest and time)", k, per)
 		}
 	}
 }

@@ -24,10 +24,14 @@ const (
 	// generation (session.Info.Handoff), so its record supersedes the
 	// sender's by an ordered transfer.
 	CapHandoffGen = "handoff-gen"
+	// CapRevocationKeys: the node reads a connection's revocation under
+	// its own key in the "conns" registry ("r:" and the id's digest).
+	// Without it a peer reads only the revoked record under the id.
+	CapRevocationKeys = "revocation-keys"
 )
 
 // DefaultCapabilities is what this code supports.
-func DefaultCapabilities() []string { return []string{CapHandoffGen, CapStreamRefs} }
+func DefaultCapabilities() []string { return []string{CapHandoffGen, CapRevocationKeys, CapStreamRefs} }
 
 // Capabilities is a member's advertised protocol version and capability
 // names. It is comparable, so a Member stays comparable; its zero value is

@@ -47,11 +47,22 @@ type SessionIDs struct {
 	node string
 	now  func() time.Time
 
-	mu         sync.Mutex
-	terminated map[string]struct{}
+	mu sync.Mutex
+	// terminated holds the digests of the ids DELETEd here, oldest first
+	// in order: at most maxTerminated, 16 bytes each rather than the
+	// ~105-byte id.
+	terminated map[idDigest]struct{}
 	revoked    func(id string) bool
 	maxAge     time.Duration
-	order      []string
+	order      []idDigest
+}
+
+// idDigest is the first 16 bytes of an id's SHA-256.
+type idDigest [16]byte
+
+func digestOf(id string) idDigest {
+	sum := sha256.Sum256([]byte(id))
+	return idDigest(sum[:16])
 }
 
 // SessionClaims is what a sealed session id carries.
@@ -78,7 +89,7 @@ func NewSessionIDs(key []byte, node string) (*SessionIDs, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating session id sealer: %w", err)
 	}
-	return &SessionIDs{aead: aead, node: node, now: time.Now, terminated: make(map[string]struct{})}, nil
+	return &SessionIDs{aead: aead, node: node, now: time.Now, terminated: make(map[idDigest]struct{})}, nil
 }
 
 // Mint seals a new id naming this node, bound to principal ("" for none).
@@ -163,8 +174,11 @@ func parseClaims(p []byte) (SessionClaims, error) {
 // the front is part of a cluster (Connections.Revoked), anywhere in the cluster.
 func (s *SessionIDs) Terminated(id string) bool {
 	s.mu.Lock()
-	_, ok := s.terminated[id]
 	revoked := s.revoked
+	ok := false
+	if len(s.terminated) > 0 {
+		_, ok = s.terminated[digestOf(id)]
+	}
 	s.mu.Unlock()
 	return ok || (revoked != nil && revoked(id))
 }
@@ -179,17 +193,18 @@ func (s *SessionIDs) SetMaxAge(d time.Duration) {
 }
 
 func (s *SessionIDs) terminate(id string) {
+	d := digestOf(id)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.terminated[id]; ok {
+	if _, ok := s.terminated[d]; ok {
 		return
 	}
 	if len(s.order) >= maxTerminated {
 		delete(s.terminated, s.order[0])
 		s.order = s.order[1:]
 	}
-	s.terminated[id] = struct{}{}
-	s.order = append(s.order, id)
+	s.terminated[d] = struct{}{}
+	s.order = append(s.order, d)
 }
 
 // Manager returns the mcp-go SessionIdManager for one request: it mints ids

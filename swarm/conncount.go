@@ -67,10 +67,7 @@ func (c *Conns) OfPrincipal(principal string) []mcp.ConnActivity {
 		if a.revoked || a.principal != principal {
 			continue
 		}
-		if _, ok := c.ended[id]; ok {
-			continue
-		}
-		if _, ok := c.elsewhere[id]; ok {
+		if c.revokedLocked(id) {
 			continue
 		}
 		out = append(out, mcp.ConnActivity{ID: id, LastWrite: a.touched, Streaming: a.streaming})

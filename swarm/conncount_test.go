@@ -16,8 +16,7 @@ func TestOfPrincipalCountsLiveConnectionsAcrossNodes(t *testing.T) {
 	hello := func(id, principal string, at time.Time) connRecord {
 		return connRecord{Info: mcpfront.ConnInfo{ID: id, Principal: principal, Node: "node1"}, HelloAt: at, Touched: at}
 	}
-	c := &Conns{mine: map[string]connRecord{}, ended: map[string]int64{}, elsewhere: map[string]int64{},
-		others: map[string]map[crdt.Origin]connRecord{}}
+	c := newConnsState(nil)
 	n2 := crdt.Origin{Name: "node2", Epoch: 1}
 	c.mine["a1"] = hello("a1", "alice", t0)
 	c.others["a2"] = map[crdt.Origin]connRecord{n2: hello("a2", "alice", t0.Add(time.Minute))}
@@ -26,9 +25,9 @@ func TestOfPrincipalCountsLiveConnectionsAcrossNodes(t *testing.T) {
 	c.others["a3"] = map[crdt.Origin]connRecord{n2: {Info: mcpfront.ConnInfo{ID: "a3"}, StreamNode: "node2", Touched: t0.Add(2 * time.Minute)}}
 	c.mine["b1"] = hello("b1", "bob", t0)
 	// a4 was ended by this node, a5 by another.
-	c.ended["a4"] = t0.UnixNano()
+	c.ended[revocationOf("a4")] = t0.UnixNano()
 	c.others["a5"] = map[crdt.Origin]connRecord{n2: hello("a5", "alice", t0)}
-	c.elsewhere["a5"] = t0.UnixNano()
+	c.elsewhere[revocationOf("a5")] = t0.UnixNano()
 
 	got := c.OfPrincipal("alice")
 	want := []mcpfront.ConnActivity{

@@ -125,76 +125,137 @@ type Conns struct {
 	reg *cluster.Registry
 
 	mu   sync.Mutex
-	mine map[string]connRecord // this node's records, authoritative
-	// ended holds this node's revocations (id -> when, in unix
-	// nanoseconds) instead of mine: a revoked record carries nothing else,
-	// and one is kept per ended connection for the id's maximum age.
-	ended map[string]int64
-	// elsewhere holds the revocations other nodes hold (id -> when): a
+	mine map[string]connRecord // this node's live records, authoritative
+	// ended holds this node's revocations (digest -> when, in unix
+	// nanoseconds): a revocation is kept per ended connection for the id's
+	// maximum age, on every node, so it carries nothing but its key's
+	// digest and time (see revKey).
+	ended map[revKey]int64
+	// elsewhere holds the revocations other nodes hold (digest -> when): a
 	// revocation lives in its revoker's partition only, and is copied into
 	// this node's own when that partition goes away while the id is still
 	// valid (the revoker died or restarted), so it outlives the revoker
 	// without every node holding every revocation three times.
-	elsewhere map[string]int64
-	// others holds the other nodes' visible records, decoded.
+	elsewhere map[revKey]int64
+	// legacy holds this node's revocations also written in the previous
+	// form (the id's own key, a revoked connRecord), for peers that do not
+	// read revocation keys (cluster.CapRevocationKeys): id -> when.
+	legacy map[string]int64
+	// others holds the other nodes' visible live records, decoded.
 	others map[string]map[crdt.Origin]connRecord
-	dirty  map[string]bool
+	// ids and digests index every id of mine and others by its
+	// revocation's digest and back, so a revocation known only by digest
+	// finds the records it ends, and a request for a live id is checked
+	// without hashing it.
+	ids     map[revKey]string
+	digests map[string]revKey
+	// dirty holds the registry keys of this node's partition to write:
+	// ids of live records and revocation keys.
+	dirty map[string]bool
 	// kick wakes the swarm's publisher, which writes sessions and
 	// connection records in the same rounds.
 	kick coalesce.Signal
 }
 
 func newConns(s *Swarm, reg *cluster.Registry) *Conns {
-	c := &Conns{s: s, reg: reg, mine: map[string]connRecord{}, ended: map[string]int64{},
-		elsewhere: map[string]int64{}, others: map[string]map[crdt.Origin]connRecord{}, dirty: map[string]bool{}, kick: s.kick}
+	c := newConnsState(s)
+	c.reg = reg
 	reg.OnChange(c.onChange)
 	return c
 }
 
-// onChange keeps other nodes' records decoded: every request checks its
-// id against them (revocation), so they are decoded once, on arrival.
+// newConnsState returns a Conns with its maps made and no registry.
+func newConnsState(s *Swarm) *Conns {
+	c := &Conns{s: s, mine: map[string]connRecord{}, ended: map[revKey]int64{},
+		elsewhere: map[revKey]int64{}, legacy: map[string]int64{},
+		others: map[string]map[crdt.Origin]connRecord{}, ids: map[revKey]string{},
+		digests: map[string]revKey{}, dirty: map[string]bool{}}
+	if s != nil {
+		c.kick = s.kick
+	}
+	return c
+}
+
+// onChange keeps other nodes' records decoded and their revocations
+// known: every request checks its id against them, so they are read once,
+// on arrival.
 func (c *Conns) onChange(ch crdt.Change) {
 	if ch.Origin == c.s.cl.Origin() {
-		return // this node's records live in c.mine
+		return // this node's records live in c.mine and c.ended
+	}
+	if k, ok := parseRevKey(ch.Key); ok {
+		if at, ok := decodeRevocation(ch.New); ok {
+			c.revokedElsewhere(k, at)
+		} else if at, ok := decodeRevocation(ch.Old); ok {
+			c.lostRevocation(k, at)
+		}
+		return
 	}
 	var r connRecord
 	keep := ch.New != nil && json.Unmarshal(ch.New, &r) == nil
 	if !keep {
-		c.lostRevocation(ch)
-	}
-	if f := c.s.front(); keep && r.Revoked && f != nil {
-		// Ended on another node: drop what the front holds for it here
-		// (after the lock: the front calls back into Conns).
-		defer f.Forget(ch.Key)
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !keep || r.Revoked {
-		// A revocation is held in this node's own record (below), so
-		// the other node's copy need not be decoded and kept too.
-		delete(c.others[ch.Key], ch.Origin)
-		if len(c.others[ch.Key]) == 0 {
-			delete(c.others, ch.Key)
+		var old connRecord
+		if ch.Old != nil && json.Unmarshal(ch.Old, &old) == nil && old.Revoked {
+			// A previous version's revocation left its partition.
+			c.lostRevocation(revocationOf(ch.Key), old.Touched.UnixNano())
 		}
-	}
-	if !keep {
+		c.mu.Lock()
+		c.dropOtherLocked(ch.Key, ch.Origin)
+		c.mu.Unlock()
 		return
 	}
 	if r.Revoked {
-		c.elsewhere[ch.Key] = r.Touched.UnixNano()
-		if _, live := c.mine[ch.Key]; live {
-			// This node's record of the ended connection goes: the
-			// revocation is the whole truth now (flush removes it).
-			delete(c.mine, ch.Key)
-			c.dirty[ch.Key] = true
-			c.kick.Kick()
-		}
+		// A previous version's revocation, keyed by the id itself.
+		c.mu.Lock()
+		c.dropOtherLocked(ch.Key, ch.Origin)
+		c.mu.Unlock()
+		c.revokedElsewhere(revocationOf(ch.Key), r.Touched.UnixNano())
 		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.revokedLocked(ch.Key) {
+		return // a late record of an ended connection: its node drops it
 	}
 	if c.others[ch.Key] == nil {
 		c.others[ch.Key] = map[crdt.Origin]connRecord{}
 	}
 	c.others[ch.Key][ch.Origin] = r
+	c.indexLocked(ch.Key)
+}
+
+// dropOtherLocked forgets origin's record of id.
+func (c *Conns) dropOtherLocked(id string, origin crdt.Origin) {
+	if byOrigin, ok := c.others[id]; ok {
+		delete(byOrigin, origin)
+		if len(byOrigin) == 0 {
+			delete(c.others, id)
+		}
+	}
+	c.unindexLocked(id)
+}
+
+// revokedElsewhere records a revocation another node holds. The ended
+// connection's records go (this node's own is removed from the registry
+// by the publisher), and the front forgets what it holds for it here.
+func (c *Conns) revokedElsewhere(k revKey, at int64) {
+	c.mu.Lock()
+	c.elsewhere[k] = at
+	id, known := c.ids[k]
+	if known {
+		if _, live := c.mine[id]; live {
+			delete(c.mine, id)
+			c.dirty[id] = true
+			c.kick.Kick()
+		}
+		delete(c.others, id)
+		c.unindexLocked(id)
+	}
+	c.mu.Unlock()
+	if f := c.s.front(); known && f != nil {
+		// After the lock: the front calls back into Conns.
+		f.Forget(id)
+	}
 }
 
 // lostRevocation keeps a revocation another node held when it leaves that
@@ -204,22 +265,18 @@ func (c *Conns) onChange(ch crdt.Change) {
 // would have. One removed at its expiry (by its holder's sweep) is not
 // copied: copying needs a margin before the expiry, so two nodes never
 // copy each other's revocations back and forth.
-func (c *Conns) lostRevocation(ch crdt.Change) {
-	var old connRecord
-	if ch.Old == nil || json.Unmarshal(ch.Old, &old) != nil || !old.Revoked {
-		return
-	}
+func (c *Conns) lostRevocation(k revKey, at int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if time.Since(old.Touched) > c.s.connMaxAge-revocationCopyMargin {
-		delete(c.elsewhere, ch.Key)
+	delete(c.elsewhere, k)
+	if time.Since(time.Unix(0, at)) > c.s.connMaxAge-revocationCopyMargin {
 		return
 	}
-	if _, have := c.ended[ch.Key]; have {
+	if _, have := c.ended[k]; have {
 		return
 	}
-	c.setMineLocked(ch.Key, old)
-	c.dirty[ch.Key] = true
+	c.ended[k] = at
+	c.dirty[k.regKey()] = true
 	c.kick.Kick()
 }
 
@@ -227,40 +284,106 @@ func (c *Conns) lostRevocation(ch crdt.Change) {
 // leaves another node's partition is no longer copied (see lostRevocation).
 const revocationCopyMargin = time.Minute
 
-// revoked is the record of an ended connection: the revocation and its
-// time, and none of the client's facts (its clientInfo and capabilities
-// were up to 16 KiB, kept on every node for the id's maximum age).
+// revoked is the previous version's record of an ended connection, under
+// the id's own key: what a node writes besides its revocation key while a
+// peer does not read those, and what merge treats as ending a connection.
 func revoked(now time.Time) connRecord { return connRecord{Revoked: true, Touched: now} }
 
-// mineLocked returns this node's view of id: its own record, or the
-// revocation another node holds (this node's live record of it went when
-// that arrived).
-func (c *Conns) mineLocked(id string) (connRecord, bool) {
-	r, ok := c.ownLocked(id)
-	if at, gone := c.elsewhere[id]; gone && !r.Revoked {
-		return revoked(time.Unix(0, at)), true
+// digestLocked returns id's revocation digest, from the index when id is
+// live (no hashing on a request's path).
+func (c *Conns) digestLocked(id string) revKey {
+	if k, ok := c.digests[id]; ok {
+		return k
 	}
-	return r, ok
+	return revocationOf(id)
 }
 
-// ownLocked returns the record this node publishes for id in its own
-// partition: a live record or one of its revocations.
-func (c *Conns) ownLocked(id string) (connRecord, bool) {
-	if at, ok := c.ended[id]; ok {
+// indexLocked adds id, live here or elsewhere, to the digest index.
+func (c *Conns) indexLocked(id string) {
+	if _, ok := c.digests[id]; ok {
+		return
+	}
+	k := revocationOf(id)
+	c.digests[id] = k
+	c.ids[k] = id
+}
+
+// unindexLocked drops id from the digest index once no record of it is
+// kept.
+func (c *Conns) unindexLocked(id string) {
+	if _, live := c.mine[id]; live || len(c.others[id]) > 0 {
+		return
+	}
+	if k, ok := c.digests[id]; ok {
+		delete(c.digests, id)
+		delete(c.ids, k)
+	}
+}
+
+// revokedLocked reports whether any node ended connection id.
+func (c *Conns) revokedLocked(id string) bool {
+	k := c.digestLocked(id)
+	if _, ok := c.ended[k]; ok {
+		return true
+	}
+	_, ok := c.elsewhere[k]
+	return ok
+}
+
+// mineLocked returns this node's view of id: its own live record, or a
+// revocation (this node's or another's: this node's live record of it went
+// when that arrived).
+func (c *Conns) mineLocked(id string) (connRecord, bool) {
+	k := c.digestLocked(id)
+	if at, ok := c.ended[k]; ok {
+		return revoked(time.Unix(0, at)), true
+	}
+	if at, ok := c.elsewhere[k]; ok {
 		return revoked(time.Unix(0, at)), true
 	}
 	r, ok := c.mine[id]
 	return r, ok
 }
 
-// setMineLocked stores this node's record of id: a revocation in ended.
-func (c *Conns) setMineLocked(id string, r connRecord) {
-	if r.Revoked {
-		delete(c.mine, id)
-		c.ended[id] = r.Touched.UnixNano()
-		return
+// ownEntryLocked returns what this node publishes under a registry key of
+// its partition: a revocation's time, a live record, or a previous
+// version's revocation; ok is false when it publishes nothing there.
+func (c *Conns) ownEntryLocked(key string) (value []byte, ok bool, err error) {
+	if k, isRev := parseRevKey(key); isRev {
+		at, ok := c.ended[k]
+		if !ok {
+			return nil, false, nil
+		}
+		return encodeRevocation(at), true, nil
 	}
-	c.mine[id] = r
+	if at, ok := c.legacy[key]; ok {
+		b, err := json.Marshal(revoked(time.Unix(0, at)))
+		return b, true, err
+	}
+	r, ok := c.mine[key]
+	if !ok {
+		return nil, false, nil
+	}
+	b, err := json.Marshal(r)
+	return b, true, err
+}
+
+// endLocked makes this node's revocation of id at time at: the live
+// record goes, and, with legacy, a revoked record in the previous form
+// takes its key.
+func (c *Conns) endLocked(id string, at int64, legacy bool) revKey {
+	k := c.digestLocked(id)
+	c.ended[k] = at
+	delete(c.elsewhere, k)
+	c.dirty[k.regKey()] = true
+	if legacy {
+		c.legacy[id] = at
+	}
+	delete(c.mine, id)
+	delete(c.others, id)
+	c.unindexLocked(id)
+	c.dirty[id] = true
+	return k
 }
 
 // Get implements mcp.ConnRegistry: the newest record, unless revoked. It
@@ -290,34 +413,59 @@ func (c *Conns) Put(info mcp.ConnInfo) {
 }
 
 // Delete implements mcp.ConnRegistry: a revocation every node honours,
-// applied by every live peer before Delete returns (as Put).
+// applied by every live peer before Delete returns (as Put). While a live
+// peer runs a version that does not read revocation keys, the revocation
+// is also written in the form it reads.
 func (c *Conns) Delete(id string) {
-	c.update(id, func(r *connRecord) { *r = revoked(time.Time{}) })
-	c.commit(id)
-}
-
-// commit writes this node's record of id now and waits, within the
-// AckTimeout, until every live peer has applied it. A peer that misses the
-// bound is logged and counted, and refuses the connection until it has
-// caught up (its lease lapsed before commit returns; see CanServe).
-func (c *Conns) commit(id string) {
 	if id == "" {
 		return
 	}
+	legacy := c.s.peerLacks(cluster.CapRevocationKeys)
 	c.mu.Lock()
-	r, own := c.ownLocked(id)
-	b, err := json.Marshal(r)
-	delete(c.dirty, id)
+	if c.revokedLocked(id) {
+		c.mu.Unlock()
+		return // ended already (here, or elsewhere: that node holds it)
+	}
+	k := c.endLocked(id, time.Now().UnixNano(), legacy)
 	c.mu.Unlock()
-	if !own {
-		return // ended on another node, which holds the revocation
+	// The revocation first: a peer never sees the live record gone
+	// without the revocation that ended it.
+	c.commit(k.regKey(), id)
+}
+
+// commit writes this node's entries under keys now, in order, and waits,
+// within the AckTimeout, until every live peer has applied them. A peer
+// that misses the bound is logged and counted, and refuses the connection
+// until it has caught up (its lease lapsed before commit returns; see
+// CanServe).
+func (c *Conns) commit(keys ...string) {
+	self := c.s.cl.Origin()
+	wrote := false
+	for _, key := range keys {
+		if key == "" {
+			continue
+		}
+		c.mu.Lock()
+		b, own, err := c.ownEntryLocked(key)
+		delete(c.dirty, key)
+		c.mu.Unlock()
+		switch {
+		case err != nil:
+		case own:
+			err = c.reg.Put(key, b)
+			wrote = wrote || err == nil
+		default:
+			if _, held := c.reg.Get(self, key); held {
+				err = c.reg.Remove(key)
+				wrote = wrote || err == nil
+			}
+		}
+		if err != nil {
+			c.s.log.Warn("publishing connection record", "key", key, "err", err)
+		}
 	}
-	if err == nil {
-		err = c.reg.Put(id, b)
-	}
-	if err != nil {
-		c.s.log.Warn("publishing connection record", "conn", id, "err", err)
-		return
+	if !wrote {
+		return // nothing of this node's changed (e.g. ended on another node)
 	}
 	clock := c.s.cl.Clock()
 	ctx, cancel := clockwork.WithTimeout(context.Background(), clock, c.s.ackTimeout)
@@ -325,10 +473,10 @@ func (c *Conns) commit(id string) {
 	start := clock.Now()
 	// A peer that misses the bound has lost its lease when AwaitPeers
 	// returns: it refuses the connection (CanServe) until it caught up.
-	err = c.reg.AwaitPeers(ctx)
+	err := c.reg.AwaitPeers(ctx)
 	c.s.met.connAck(clock.Since(start), err == nil)
 	if err != nil {
-		c.s.log.Warn("connection state not applied by every live peer in time", "conn", id, "err", err)
+		c.s.log.Warn("connection state not applied by every live peer in time", "keys", keys, "err", err)
 	}
 }
 
@@ -355,25 +503,12 @@ func (c *Conns) List() []mcp.ConnInfo {
 }
 
 // Revoked implements mcp.Connections: whether any node ended connection id.
-// Every request asks, so it looks the id up without copying a record.
+// Every request asks, so a live id is looked up by its indexed digest,
+// without hashing or copying.
 func (c *Conns) Revoked(id string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.ended[id]; ok {
-		return true
-	}
-	if _, ok := c.elsewhere[id]; ok {
-		return true
-	}
-	if c.mine[id].Revoked {
-		return true
-	}
-	for _, r := range c.others[id] {
-		if r.Revoked {
-			return true
-		}
-	}
-	return false
+	return c.revokedLocked(id)
 }
 
 // StreamChanged implements mcp.Connections: it records that this node holds (or no longer holds) the
@@ -418,55 +553,63 @@ func (c *Conns) NotifyHere(id string) bool {
 	return home == c.s.self
 }
 
+// update changes this node's live record of id with fn. An ended
+// connection learns nothing more: a late request's facts must not bring
+// its record back.
 func (c *Conns) update(id string, fn func(*connRecord)) {
 	if id == "" {
 		return
 	}
 	c.mu.Lock()
-	r, _ := c.mineLocked(id)
-	if r.Revoked {
-		// An ended connection learns nothing more: a late request's facts
-		// must not grow its revocation back.
+	if c.revokedLocked(id) {
 		c.mu.Unlock()
 		return
 	}
+	r := c.mine[id]
 	fn(&r)
 	if r.Revoked {
-		r = revoked(time.Time{})
+		c.endLocked(id, time.Now().UnixNano(), false)
+	} else {
+		r.Touched = time.Now()
+		c.mine[id] = r
+		c.indexLocked(id)
+		c.dirty[id] = true
 	}
-	r.Touched = time.Now()
-	c.setMineLocked(id, r)
-	c.dirty[id] = true
 	c.mu.Unlock()
 	c.kick.Kick()
 }
 
-// flush writes this node's changed records to the registry.
+// flush writes this node's changed entries to the registry: puts first,
+// so a revocation is out before the live record it ends is removed.
 func (c *Conns) flush() {
+	self := c.s.cl.Origin()
 	c.mu.Lock()
 	batch := make(map[string][]byte, len(c.dirty))
 	var gone []string
-	for id := range c.dirty {
-		r, ok := c.ownLocked(id)
-		if !ok {
-			gone = append(gone, id)
-			continue
-		}
-		b, err := json.Marshal(r)
-		if err == nil {
-			batch[id] = b
+	for key := range c.dirty {
+		b, own, err := c.ownEntryLocked(key)
+		switch {
+		case err != nil:
+			c.s.log.Warn("encoding a connection record", "key", key, "err", err)
+		case own:
+			batch[key] = b
+		default:
+			gone = append(gone, key)
 		}
 	}
 	c.dirty = map[string]bool{}
 	c.mu.Unlock()
-	for _, id := range gone {
-		if err := c.reg.Remove(id); err != nil {
-			c.s.log.Warn("removing a connection record", "conn", id, "err", err)
+	for key, b := range batch {
+		if err := c.reg.Put(key, b); err != nil {
+			c.s.log.Warn("publishing connection record", "key", key, "err", err)
 		}
 	}
-	for id, b := range batch {
-		if err := c.reg.Put(id, b); err != nil {
-			c.s.log.Warn("publishing connection record", "conn", id, "err", err)
+	for _, key := range gone {
+		if _, held := c.reg.Get(self, key); !held {
+			continue
+		}
+		if err := c.reg.Remove(key); err != nil {
+			c.s.log.Warn("removing a connection record", "key", key, "err", err)
 		}
 	}
 }
@@ -478,7 +621,9 @@ func (c *Conns) sweep(now time.Time, maxAge time.Duration) {
 	c.sweepWith(now, maxAge, c.reg.Remove)
 }
 
-func (c *Conns) sweepWith(now time.Time, maxAge time.Duration, remove func(id string) error) {
+// sweepWith is sweep, removing registry keys with remove.
+func (c *Conns) sweepWith(now time.Time, maxAge time.Duration, remove func(key string) error) {
+	expired := func(at int64) bool { return now.Sub(time.Unix(0, at)) > maxAge }
 	c.mu.Lock()
 	var old []string
 	for id, r := range c.mine {
@@ -486,29 +631,39 @@ func (c *Conns) sweepWith(now time.Time, maxAge time.Duration, remove func(id st
 			old = append(old, id)
 			delete(c.mine, id)
 			delete(c.dirty, id)
+			c.unindexLocked(id)
 		}
 	}
-	for id, at := range c.ended {
-		if now.Sub(time.Unix(0, at)) > maxAge {
+	for k, at := range c.ended {
+		if expired(at) {
+			old = append(old, k.regKey())
+			delete(c.ended, k)
+			delete(c.dirty, k.regKey())
+		}
+	}
+	for id, at := range c.legacy {
+		if expired(at) {
 			old = append(old, id)
-			delete(c.ended, id)
+			delete(c.legacy, id)
 			delete(c.dirty, id)
 		}
 	}
-	for id, at := range c.elsewhere {
-		if now.Sub(time.Unix(0, at)) > maxAge {
-			delete(c.elsewhere, id)
+	for k, at := range c.elsewhere {
+		if expired(at) {
+			delete(c.elsewhere, k)
 		}
 	}
 	c.mu.Unlock()
-	for _, id := range old {
-		if err := remove(id); err != nil {
-			c.s.log.Warn("forgetting an expired connection record", "conn", id, "err", err)
+	for _, key := range old {
+		if err := remove(key); err != nil {
+			c.s.log.Warn("forgetting an expired connection record", "key", key, "err", err)
 		}
 	}
 }
 
-// restore loads this node's records restored from disk into memory.
+// restore loads this node's entries restored from disk into memory. A
+// revocation stored by a previous version under the id's own key is kept
+// in that form too (it expires with its age) and gains its revocation key.
 func (c *Conns) restore() {
 	self := c.s.cl.Origin()
 	c.mu.Lock()
@@ -517,11 +672,29 @@ func (c *Conns) restore() {
 		if e.Origin != self {
 			return true
 		}
-		var r connRecord
-		if json.Unmarshal(e.Value, &r) == nil {
-			r.StreamNode = "" // streams do not survive a restart
-			c.setMineLocked(e.Key, r)
+		if k, ok := parseRevKey(e.Key); ok {
+			if at, ok := decodeRevocation(e.Value); ok {
+				c.ended[k] = at
+			}
+			return true
 		}
+		var r connRecord
+		if json.Unmarshal(e.Value, &r) != nil {
+			return true
+		}
+		if r.Revoked {
+			at := r.Touched.UnixNano()
+			k := revocationOf(e.Key)
+			c.legacy[e.Key] = at
+			if _, ok := c.ended[k]; !ok {
+				c.ended[k] = at
+				c.dirty[k.regKey()] = true
+			}
+			return true
+		}
+		r.StreamNode = "" // streams do not survive a restart
+		c.mine[e.Key] = r
+		c.indexLocked(e.Key)
 		return true
 	})
 }

@@ -57,8 +57,7 @@ func (c *Conns) notifyHereByCopy(id string) bool {
 }
 
 func emptyConns(self string) *Conns {
-	return &Conns{s: &Swarm{self: self}, mine: map[string]connRecord{}, ended: map[string]int64{},
-		elsewhere: map[string]int64{}, others: map[string]map[crdt.Origin]connRecord{}, dirty: map[string]bool{}}
+	return newConnsState(&Swarm{self: self})
 }
 
 // TestPropConnLookupsAnswerAsTheCopies draws what this node and two
@@ -99,9 +98,9 @@ func TestPropConnLookupsAnswerAsTheCopies(t *testing.T) {
 			switch rapid.IntRange(0, 4).Draw(t, id+"mine") {
 			case 0: // none
 			case 1:
-				c.ended[id] = t0.UnixNano()
+				c.ended[revocationOf(id)] = t0.UnixNano()
 			case 2:
-				c.elsewhere[id] = t0.UnixNano()
+				c.elsewhere[revocationOf(id)] = t0.UnixNano()
 			default:
 				r := record(t, id, home, id+"mine", 0)
 				r.Revoked = false
@@ -109,10 +108,17 @@ func TestPropConnLookupsAnswerAsTheCopies(t *testing.T) {
 			}
 			for k, o := range []crdt.Origin{{Name: "n2", Epoch: 1}, {Name: "n3", Epoch: 1}} {
 				if rapid.Bool().Draw(t, fmt.Sprint(id, o.Name)) {
+					r := record(t, id, home, fmt.Sprint(id, o.Name), k+1)
+					if r.Revoked {
+						// Another node's revocation is known by its
+						// digest (onChange), never kept as a record.
+						c.elsewhere[revocationOf(id)] = t0.UnixNano()
+						continue
+					}
 					if c.others[id] == nil {
 						c.others[id] = map[crdt.Origin]connRecord{}
 					}
-					c.others[id][o] = record(t, id, home, fmt.Sprint(id, o.Name), k+1)
+					c.others[id][o] = r
 				}
 			}
 		}

@@ -1,15 +1,12 @@
 package swarm
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/mcpswarm/mcpswarm/crdt"
-	"github.com/mcpswarm/mcpswarm/internal/coalesce"
 	mcpfront "github.com/mcpswarm/mcpswarm/mcp"
 )
 
@@ -49,7 +46,7 @@ func TestConnectionKnowledgeMergesPartByPart(t *testing.T) {
 }
 
 func TestExpiredConnectionRecordsAreForgotten(t *testing.T) {
-	c := &Conns{mine: map[string]connRecord{}, ended: map[string]int64{}, dirty: map[string]bool{}}
+	c := newConnsState(nil)
 	now := time.Now()
 	c.mine["old"] = connRecord{Info: mcpfront.ConnInfo{ID: "old"}, Touched: now.Add(-8 * 24 * time.Hour)}
 	c.mine["new"] = connRecord{Info: mcpfront.ConnInfo{ID: "new"}, Touched: now.Add(-time.Hour)}
@@ -63,37 +60,49 @@ func TestExpiredConnectionRecordsAreForgotten(t *testing.T) {
 	}
 }
 
-// Issue #13: a revocation keeps only its time, is swept like any record
-// once older than the ids' maximum age, and learns nothing more: a late
-// request's client facts must not grow it back.
+// Issue #13: a revocation keeps only the digest of the id and its time
+// (24 + 8 bytes in the registry, wherever the id was long), is swept like
+// any record once older than the ids' maximum age, and learns nothing
+// more: a late request's client facts must not grow it back.
 func TestRevocationsStaySmallAndExpire(t *testing.T) {
-	c := &Conns{mine: map[string]connRecord{}, ended: map[string]int64{}, dirty: map[string]bool{}, kick: coalesce.NewSignal()}
-	big := mcpfront.ConnInfo{ID: "c1", Principal: "alice", ClientInfo: mcp.Implementation{Name: strings.Repeat("x", 4096)}}
-	c.update("c1", func(r *connRecord) { stamp(r, mcpfront.ConnInfo{}, big, time.Now()) })
-	c.update("c1", func(r *connRecord) { *r = revoked(time.Time{}) })
-	c.update("c1", func(r *connRecord) { stamp(r, mcpfront.ConnInfo{}, big, time.Now()) })
-	if len(c.mine) != 0 || len(c.ended) != 1 {
-		t.Fatalf("after the revocation: %d live records, %d revocations; want 0 and 1", len(c.mine), len(c.ended))
+	c := newConnsState(nil)
+	id := "s1." + strings.Repeat("A", 102) // a sealed id's length
+	big := mcpfront.ConnInfo{ID: id, Principal: "alice", ClientInfo: mcp.Implementation{Name: strings.Repeat("x", 4096)}}
+	c.update(id, func(r *connRecord) { stamp(r, mcpfront.ConnInfo{}, big, time.Now()) })
+	c.update(id, func(r *connRecord) { *r = revoked(time.Time{}) })
+	c.update(id, func(r *connRecord) { stamp(r, mcpfront.ConnInfo{}, big, time.Now()) })
+	if len(c.mine) != 0 || len(c.ended) != 1 || len(c.ids) != 0 || len(c.digests) != 0 {
+		t.Fatalf("after the revocation: %d live records, %d revocations, %d indexed ids; want 0, 1, 0", len(c.mine), len(c.ended), len(c.ids))
 	}
-	r, _ := c.mineLocked("c1")
-	b, err := json.Marshal(r)
-	if err != nil {
-		t.Fatal(err)
+	k := revocationOf(id)
+	if !c.dirty[id] || !c.dirty[k.regKey()] {
+		t.Fatalf("dirty %v: want the live record's removal and the revocation published", c.dirty)
 	}
-	if !r.Revoked || len(b) > 64 {
-		t.Fatalf("the revoked record is %d bytes: %s; want revoked and at most 64 bytes", len(b), b)
+	c.mu.Lock()
+	v, own, err := c.ownEntryLocked(k.regKey())
+	_, ownLive, _ := c.ownEntryLocked(id)
+	c.mu.Unlock()
+	if err != nil || !own || ownLive {
+		t.Fatalf("own entries: revocation %v (%v), live record %v; want only the revocation", own, err, ownLive)
 	}
-	if _, ok := merge([]connRecord{r}); ok {
+	if entry := len(k.regKey()) + len(v); entry > 32 {
+		t.Fatalf("a revocation is %d bytes of key and value; want at most 32", entry)
+	}
+	if r, _ := c.mineLocked(id); !r.Revoked {
+		t.Fatal("the id does not read as revoked")
+	}
+	if _, ok := c.Get(id); ok || !c.Revoked(id) {
 		t.Fatal("a revoked connection reads as known")
 	}
 	now := time.Now()
-	c.ended["gone-old"] = now.Add(-8 * 24 * time.Hour).UnixNano()
+	gone := revocationOf("gone-old")
+	c.ended[gone] = now.Add(-8 * 24 * time.Hour).UnixNano()
 	var removed []string
-	c.sweepWith(now, 7*24*time.Hour, func(id string) error { removed = append(removed, id); return nil })
-	if _, ok := c.ended["gone-old"]; ok || len(removed) != 1 || removed[0] != "gone-old" {
+	c.sweepWith(now, 7*24*time.Hour, func(key string) error { removed = append(removed, key); return nil })
+	if _, ok := c.ended[gone]; ok || len(removed) != 1 || removed[0] != gone.regKey() {
 		t.Fatalf("after the sweep: revocations %v, removed %v", c.ended, removed)
 	}
-	if _, ok := c.ended["c1"]; !ok {
+	if _, ok := c.ended[k]; !ok {
 		t.Fatal("a recent revocation was forgotten")
 	}
 }
@@ -101,33 +110,49 @@ func TestRevocationsStaySmallAndExpire(t *testing.T) {
 // A revocation lives in its revoker's partition only; when that partition
 // goes while the id is still valid (its node died or restarted), this node
 // takes the revocation into its own, with the original time. One removed
-// at its expiry is not copied, so nodes never copy each other's back.
+// at its expiry is not copied, so nodes never copy each other's back. A
+// previous version's revocation (a revoked record under the id) is taken
+// over the same way, in the new form.
 func TestARevocationLeavingAnotherPartitionIsKeptHere(t *testing.T) {
 	maxAge := 7 * 24 * time.Hour
-	c := &Conns{s: &Swarm{connMaxAge: maxAge}, mine: map[string]connRecord{}, ended: map[string]int64{},
-		elsewhere: map[string]int64{}, dirty: map[string]bool{}, kick: coalesce.NewSignal()}
+	c := newConnsState(&Swarm{connMaxAge: maxAge})
 	at := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
-	fresh, _ := json.Marshal(revoked(at))
-	c.elsewhere["c1"] = at.UnixNano()
-	c.lostRevocation(crdt.Change{Key: "c1", Old: fresh})
-	if got, ok := c.ended["c1"]; !ok || got != at.UnixNano() || !c.dirty["c1"] {
+	k1 := revocationOf("c1")
+	c.elsewhere[k1] = at.UnixNano()
+	c.lostRevocation(k1, at.UnixNano())
+	if got, ok := c.ended[k1]; !ok || got != at.UnixNano() || !c.dirty[k1.regKey()] {
 		t.Fatalf("a valid revocation that left another partition: ended %v, dirty %v; want it kept with its time and published", c.ended, c.dirty)
 	}
 	if !c.Revoked("c1") {
 		t.Fatal("the id reads as not revoked")
 	}
-	old, _ := json.Marshal(revoked(time.Now().Add(-maxAge + time.Second)))
-	c.elsewhere["c2"] = 1
-	c.lostRevocation(crdt.Change{Key: "c2", Old: old})
-	if _, ok := c.ended["c2"]; ok {
+	k2 := revocationOf("c2")
+	c.elsewhere[k2] = 1
+	c.lostRevocation(k2, time.Now().Add(-maxAge+time.Second).UnixNano())
+	if _, ok := c.ended[k2]; ok {
 		t.Fatal("a revocation removed at its expiry was copied")
 	}
-	if _, ok := c.elsewhere["c2"]; ok {
+	if _, ok := c.elsewhere[k2]; ok {
 		t.Fatal("an expired revocation is still known")
 	}
-	live, _ := json.Marshal(connRecord{Info: mcpfront.ConnInfo{ID: "c3"}})
-	c.lostRevocation(crdt.Change{Key: "c3", Old: live})
-	if _, ok := c.ended["c3"]; ok {
-		t.Fatal("a live record's removal became a revocation")
+}
+
+// A revocation key names only its own digest: a live id's key, a key of
+// another shape or a digest of the wrong length is not a revocation.
+func TestRevocationKeysRoundTrip(t *testing.T) {
+	k := revocationOf("s1.some-id")
+	if got, ok := parseRevKey(k.regKey()); !ok || got != k {
+		t.Fatalf("parseRevKey(%q) = %x, %v", k.regKey(), got, ok)
+	}
+	for _, key := range []string{"s1.some-id", "r:", "r:AAAA", k.regKey() + "A", "r:" + strings.Repeat("!", 22)} {
+		if _, ok := parseRevKey(key); ok {
+			t.Errorf("parseRevKey(%q) read a revocation", key)
+		}
+	}
+	if at, ok := decodeRevocation(encodeRevocation(-5)); !ok || at != -5 {
+		t.Fatalf("a revocation's time round-trips to %d, %v", at, ok)
+	}
+	if _, ok := decodeRevocation([]byte(`{"revoked":true}`)); ok {
+		t.Fatal("a JSON record read as a revocation's time")
 	}
 }

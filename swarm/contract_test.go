@@ -41,6 +41,13 @@ type contractNode struct {
 // and in sync.
 func startContract(t *testing.T, n int) (*memnet.Network, *clockwork.FakeClock, []*contractNode) {
 	t.Helper()
+	return startContractWith(t, n, nil)
+}
+
+// startContractWith is startContract with configure (when set) called on
+// each node's cluster configuration, by index, before it starts.
+func startContractWith(t *testing.T, n int, configure func(i int, cfg *cluster.Config)) (*memnet.Network, *clockwork.FakeClock, []*contractNode) {
+	t.Helper()
 	var names []string
 	for i := 1; i <= n; i++ {
 		names = append(names, fmt.Sprintf("n%d", i))
@@ -63,6 +70,9 @@ func startContract(t *testing.T, n int) (*memnet.Network, *clockwork.FakeClock, 
 		cfg.DeadGrace = time.Hour // nobody forgets anybody during a test
 		if i > 0 {
 			cfg.Join = []string{net.Node(names[0]).GossipAddr}
+		}
+		if configure != nil {
+			configure(i, &cfg)
 		}
 		cl, err := cluster.New(cfg)
 		if err != nil {

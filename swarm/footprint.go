@@ -9,7 +9,10 @@ import "github.com/mcpswarm/mcpswarm/crdt"
 type Footprint struct {
 	Sessions, Tools, Conns                int // registry entries
 	SessionBytes, ToolBytes, ConnBytes    int // their values' bytes
+	ConnKeyBytes                          int // the conns entries' keys' bytes
 	ConnsMine, ConnsDecoded, ConnsRevoked int // this node's records, others' decoded, revoked (own)
+	// ConnsIndexed counts the ids indexed by revocation digest (live ones).
+	ConnsIndexed int
 	// RevokedElsewhere counts the revocations other nodes hold, known here.
 	RevokedElsewhere int
 }
@@ -27,10 +30,15 @@ func (s *Swarm) Footprint() Footprint {
 	count(s.sessions, &f.Sessions, &f.SessionBytes)
 	count(s.tools, &f.Tools, &f.ToolBytes)
 	count(s.conns.reg, &f.Conns, &f.ConnBytes)
+	s.conns.reg.Range(func(e crdt.Entry) bool {
+		f.ConnKeyBytes += len(e.Key)
+		return true
+	})
 	s.conns.mu.Lock()
 	f.ConnsMine = len(s.conns.mine) + len(s.conns.ended)
 	f.ConnsRevoked = len(s.conns.ended)
 	f.RevokedElsewhere = len(s.conns.elsewhere)
+	f.ConnsIndexed = len(s.conns.ids) + len(s.conns.digests)
 	for _, byOrigin := range s.conns.others {
 		f.ConnsDecoded += len(byOrigin)
 	}
