@@ -104,12 +104,17 @@ func (m *Map) Readmit(o Origin) bool {
 func (m *Map) Dropped(o Origin) bool { return m.isDropped(o) }
 
 // Tick advances the logical clock that expires the memory of dropped
-// epochs.
+// epochs and the delta logs older than Config.LogMaxTicks.
 func (m *Map) Tick() {
 	m.now++
 	for name, mk := range m.dropped {
 		if mk.until <= m.now {
 			delete(m.dropped, name)
+		}
+	}
+	if m.now >= m.cfg.LogMaxTicks {
+		for _, p := range m.parts {
+			p.log.expire(m.now - m.cfg.LogMaxTicks)
 		}
 	}
 }

@@ -16,6 +16,13 @@ type Config struct {
 	// LogMaxBytes bounds each origin's delta log by the bytes of its keys
 	// and values plus a small per-entry overhead (default 1 MiB).
 	LogMaxBytes int
+	// LogMaxTicks bounds each origin's delta log by age: a delta appended
+	// LogMaxTicks ticks ago or earlier is dropped at the next Tick
+	// (default 30; with the cluster's 1 s anti-entropy tick, 30 s). A
+	// peer behind by more catches up from a snapshot, as beyond the other
+	// bounds. It lets an idle node hold no logs at all: under load they
+	// fill to the bounds above, scattered over the heap.
+	LogMaxTicks uint64
 	// MaxKeyLen is the longest key accepted, in bytes (default 256).
 	MaxKeyLen int
 	// MaxValueLen is the longest value accepted, in bytes (default 1 MiB).
@@ -30,6 +37,7 @@ func DefaultConfig() Config {
 	return Config{
 		LogMaxDeltas: 1024,    // ~1 s of writes at a busy node; older gaps get a snapshot
 		LogMaxBytes:  1 << 20, // per origin, so a 50-node cluster keeps at most ~50 MiB of logs
+		LogMaxTicks:  30,      // with a 1 s tick: 30 s, many anti-entropy rounds
 		MaxKeyLen:    256,     // session ids, tool names and connection ids are far shorter
 		MaxValueLen:  1 << 20, // registry values are small JSON/protobuf records
 		DropMemory:   600,     // with a 1 s tick: 10 minutes, far above any relay delay
@@ -43,6 +51,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.LogMaxBytes <= 0 {
 		c.LogMaxBytes = d.LogMaxBytes
+	}
+	if c.LogMaxTicks == 0 {
+		c.LogMaxTicks = d.LogMaxTicks
 	}
 	if c.MaxKeyLen <= 0 {
 		c.MaxKeyLen = d.MaxKeyLen
@@ -198,7 +209,7 @@ func (m *Map) Put(key string, value []byte) (Delta, error) {
 	p.seq++
 	old, stored, _ := p.entries.putNewer(key, value, p.seq)
 	d := Delta{Origin: m.self, From: p.seq - 1, To: p.seq, Puts: []Put{{Key: key, Value: stored, Seq: p.seq}}}
-	p.log.append(d, m.cfg)
+	p.log.append(d, m.cfg, m.now)
 	ch := m.changes()
 	ch.add(key, m.self, old, stored)
 	ch.emit()
@@ -216,7 +227,7 @@ func (m *Map) Remove(key string) (Delta, bool) {
 	p.seq++
 	p.entries.del(key)
 	d := Delta{Origin: m.self, From: p.seq - 1, To: p.seq, Removes: []Removal{{Key: key, Seq: dot}}}
-	p.log.append(d, m.cfg)
+	p.log.append(d, m.cfg, m.now)
 	ch := m.changes()
 	ch.add(key, m.self, old, nil)
 	ch.emit()
@@ -267,7 +278,7 @@ func (m *Map) Apply(d Delta) (ApplyResult, error) {
 		}
 	}
 	p.seq = d.To
-	p.log.append(d, m.cfg)
+	p.log.append(d, m.cfg, m.now)
 	return ApplyResult{Applied: true, Have: p.seq}, nil
 }
 

@@ -82,6 +82,7 @@ func (m *Map) DeltaSince(o Origin, seq uint64) (Delta, bool) {
 type deltaLog struct {
 	deltas []Delta
 	sizes  []int
+	ticks  []uint64 // when each delta was appended (Map.now)
 	bytes  int
 }
 
@@ -100,19 +101,35 @@ func deltaBytes(d Delta) int {
 
 // append records d, copying its keys and values into one buffer, then
 // evicts the oldest deltas beyond the bounds.
-func (l *deltaLog) append(d Delta, cfg Config) {
+func (l *deltaLog) append(d Delta, cfg Config, now uint64) {
 	if d.IsEmpty() {
 		return
 	}
 	l.deltas = append(l.deltas, ownedCopy(d))
 	size := deltaBytes(d)
 	l.sizes = append(l.sizes, size)
+	l.ticks = append(l.ticks, now)
 	l.bytes += size
 	for len(l.deltas) > 0 && (len(l.deltas) > cfg.LogMaxDeltas || l.bytes > cfg.LogMaxBytes) {
-		l.bytes -= l.sizes[0]
-		l.deltas[0] = Delta{}
-		l.deltas, l.sizes = l.deltas[1:], l.sizes[1:]
+		l.dropOldest()
 	}
+}
+
+// expire drops the deltas appended at tick before or earlier; an emptied
+// log lets its arrays go too.
+func (l *deltaLog) expire(before uint64) {
+	for len(l.deltas) > 0 && l.ticks[0] <= before {
+		l.dropOldest()
+	}
+	if len(l.deltas) == 0 && cap(l.deltas) > 0 {
+		*l = deltaLog{}
+	}
+}
+
+func (l *deltaLog) dropOldest() {
+	l.bytes -= l.sizes[0]
+	l.deltas[0] = Delta{}
+	l.deltas, l.sizes, l.ticks = l.deltas[1:], l.sizes[1:], l.ticks[1:]
 }
 
 func (l *deltaLog) reset() { *l = deltaLog{} }
