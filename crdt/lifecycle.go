@@ -104,7 +104,9 @@ func (m *Map) Readmit(o Origin) bool {
 func (m *Map) Dropped(o Origin) bool { return m.isDropped(o) }
 
 // Tick advances the logical clock that expires the memory of dropped
-// epochs and the delta logs older than Config.LogMaxTicks.
+// epochs and the delta logs older than Config.LogMaxTicks, and compacts
+// the partitions nobody wrote since the previous tick (an idle node gives
+// back the arena's dead bytes and slack).
 func (m *Map) Tick() {
 	m.now++
 	for name, mk := range m.dropped {
@@ -112,9 +114,10 @@ func (m *Map) Tick() {
 			delete(m.dropped, name)
 		}
 	}
-	if m.now >= m.cfg.LogMaxTicks {
-		for _, p := range m.parts {
+	for _, p := range m.parts {
+		if m.now >= m.cfg.LogMaxTicks {
 			p.log.expire(m.now - m.cfg.LogMaxTicks)
 		}
+		p.entries.tidy()
 	}
 }

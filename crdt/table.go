@@ -33,6 +33,8 @@ type table struct {
 	garbage int      // encoded bytes of replaced or removed small entries
 	// minGarbage is the garbage below which the arena is never compacted.
 	minGarbage int
+	// written is set by every store and release; tidy clears it.
+	written bool
 }
 
 const (
@@ -73,6 +75,7 @@ func uvarintLen(x uint64) int {
 
 // store writes an entry into the arena and returns its reference.
 func (t *table) store(key string, value []byte, seq uint64) uint32 {
+	t.written = true
 	size := encodedSize(key, value, seq)
 	var dst []byte
 	var ref uint32
@@ -118,6 +121,7 @@ func appendEntry(dst []byte, key string, value []byte, seq uint64) []byte {
 
 // release accounts for an entry that is no longer referenced.
 func (t *table) release(ref uint32) {
+	t.written = true
 	if ref&largeBit != 0 {
 		t.large[ref&^largeBit] = nil
 		t.free = append(t.free, ref)
@@ -281,8 +285,40 @@ func (t *table) maybeCompact() {
 	if t.garbage < t.minGarbage || t.garbage < t.live {
 		return
 	}
+	t.compact(false)
+}
+
+// tidy compacts a table that was not written since the previous tidy and
+// holds garbage or an unfilled last block, into blocks sized to its live
+// entries: a busy table is left to maybeCompact's thresholds (up to
+// minGarbage, and as much as it holds live, of dead bytes, plus a part
+// filled block), an idle one gives them back. Map.Tick calls it, so a
+// table is tidied at most once per idle spell.
+func (t *table) tidy() {
+	if t.written {
+		t.written = false
+		return
+	}
+	if len(t.blocks) == 0 {
+		return
+	}
+	last := t.blocks[len(t.blocks)-1]
+	if t.garbage == 0 && cap(last) == len(last) {
+		return
+	}
+	t.compact(true)
+	t.written = false
+}
+
+// compact copies the live small entries into fresh blocks; with exact the
+// first block is sized to them (up to blockSize) rather than blockSize.
+func (t *table) compact(exact bool) {
 	old := t.blocks
+	want := t.live
 	t.blocks, t.live, t.garbage = nil, 0, 0
+	if exact && want > 0 {
+		t.blocks = [][]byte{make([]byte, 0, min(want, blockSize))}
+	}
 	for i, c := range t.ctrl {
 		if c == 0 || t.slots[i]&largeBit != 0 {
 			continue

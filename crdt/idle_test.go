@@ -65,3 +65,50 @@ func TestDeltaLogsExpireByAge(t *testing.T) {
 		}
 	}
 }
+
+// A partition nobody wrote for a whole tick is compacted at the next one
+// into blocks sized to its live entries: after a burst of short-lived
+// entries (sessions, tools), an idle node keeps the survivors' bytes, not
+// the burst's. One still being written is left to the usual thresholds.
+func TestIdlePartitionsGiveBackTheirArena(t *testing.T) {
+	m := New(Origin{Name: "a", Epoch: 1}, Config{})
+	value := make([]byte, 200)
+	for i := range 2000 {
+		if _, err := m.Put(fmt.Sprintf("session-%04d", i), value); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 10; i < 2000; i++ {
+		m.Remove(fmt.Sprintf("session-%04d", i))
+	}
+	arena := func() (capacity int) {
+		for _, b := range m.parts["a"].entries.blocks {
+			capacity += cap(b)
+		}
+		return capacity
+	}
+	live := m.parts["a"].entries.live
+	m.Tick() // written since the last tick: left alone
+	if got := arena(); got < 64<<10 {
+		t.Fatalf("a partition written in the last tick was compacted (arena %d bytes)", got)
+	}
+	m.Tick()
+	tb := m.parts["a"].entries
+	if got := arena(); tb.garbage != 0 || got != live || tb.live != live {
+		t.Fatalf("after an idle tick: arena %d bytes, garbage %d, live %d; want %d live bytes and nothing else", got, tb.garbage, tb.live, live)
+	}
+	for i := range 10 {
+		if e, ok := m.Get(m.Self(), fmt.Sprintf("session-%04d", i)); !ok || len(e.Value) != len(value) {
+			t.Fatalf("session-%04d lost in the compaction", i)
+		}
+	}
+	// Written again: a fresh block, then tidied once idle again.
+	if _, err := m.Put("session-x", value); err != nil {
+		t.Fatal(err)
+	}
+	m.Tick()
+	m.Tick()
+	if tb := m.parts["a"].entries; tb.garbage != 0 || arena() != tb.live {
+		t.Fatalf("after the next idle tick: arena %d, live %d, garbage %d", arena(), tb.live, tb.garbage)
+	}
+}
