@@ -10,6 +10,9 @@ type Footprint struct {
 	FrontConns int
 	// CachedTools counts derived tool definitions the front keeps converted.
 	CachedTools int
+	// ConnActivity counts connections whose last request here the front
+	// remembers (the per-principal connection bound's recency).
+	ConnActivity int
 	// UIActions counts entries of the UI action journal ("uiactions").
 	UIActions int
 }
@@ -21,7 +24,7 @@ func (n *Node) Footprint() Footprint {
 		f.Footprint = n.swarm.Footprint()
 	}
 	if n.front != nil {
-		f.FrontConns, f.CachedTools = n.front.LocalState()
+		f.FrontConns, f.CachedTools, f.ConnActivity = n.front.LocalState()
 	}
 	if n.journal != nil {
 		f.UIActions = n.journal.Len()

@@ -44,13 +44,13 @@ func TestEndedConnectionsAndStoppedSessionsLeaveOnlySmallRevocations(t *testing.
 		var f mcpswarm.Footprint
 		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 			f = n.Footprint()
-			if f.FrontConns == 0 && f.CachedTools == 0 && f.Sessions == 0 && f.Tools == 0 && f.UIActions == 0 &&
+			if f.FrontConns == 0 && f.CachedTools == 0 && f.ConnActivity == 0 && f.Sessions == 0 && f.Tools == 0 && f.UIActions == 0 &&
 				f.ConnsRevoked == cycles/3 && f.RevokedElsewhere == cycles-cycles/3 && f.Conns == cycles && f.ConnsDecoded == 0 && f.ConnsIndexed == 0 {
 				break
 			}
 			if time.Now().After(deadline) {
 				t.Fatalf("node %d still holds, 30 s after %d cycles: %+v; want no front connections, no cached tools, "+
-					"no session, tool or UI journal records, one revocation per connection, held by the node that took "+
+					"no remembered activity, no session, tool or UI journal records, one revocation per connection, held by the node that took "+
 					"its DELETE (a third of them here), and none of the other nodes' records kept decoded", k, cycles, f)
 			}
 		}

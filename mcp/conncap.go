@@ -88,6 +88,28 @@ func (c *connCap) touch(id string, now time.Time) {
 	c.pruneSize = max(1024, 2*len(c.seen))
 }
 
+// forget drops connection id's activity: the connection ended (a DELETE
+// here or elsewhere, or mcp-go's idle sweep), so it is never evicted again
+// and its ~105-byte id is not kept until the idle window prunes it.
+func (c *connCap) forget(id string) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	delete(c.seen, id)
+	c.mu.Unlock()
+}
+
+// size is how many connections' activity is remembered.
+func (c *connCap) size() int {
+	if c == nil {
+		return 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.seen)
+}
+
 // admit makes room for one more connection of principal: it revokes the
 // principal's least recently active connections beyond limit−1 and returns
 // their ids.

@@ -25,6 +25,7 @@ func (s *Server) Forget(id string) {
 	if id == "" {
 		return
 	}
+	s.init.conns.forget(id)
 	ctx := context.WithValue(context.Background(), localCleanupKey{}, true)
 	r, err := http.NewRequestWithContext(ctx, http.MethodDelete, "http://localhost/mcp", nil)
 	if err != nil {
@@ -41,9 +42,10 @@ func (s *Server) Forget(id string) {
 }
 
 // LocalState counts what this node's front holds: connections registered
-// here (mcp-go sessions with their notification entries) and cached derived
-// tool definitions. Both must fall back once connections end and sessions
-// stop (issue #13's soak).
-func (s *Server) LocalState() (conns, cachedTools int) {
-	return s.conns.size(), s.tools.size()
+// here (mcp-go sessions with their notification entries), cached derived
+// tool definitions and connections whose last request here is remembered
+// for the per-principal connection bound. All must fall back once
+// connections end and sessions stop (issue #13's soak).
+func (s *Server) LocalState() (conns, cachedTools, activity int) {
+	return s.conns.size(), s.tools.size(), s.init.conns.size()
 }

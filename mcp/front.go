@@ -296,6 +296,7 @@ func (s *Server) serveStreamable(w http.ResponseWriter, r *http.Request) {
 		s.stream.ServeHTTP(rec, r)
 		if sid := r.Header.Get(headerSessionID); s.ids.Terminated(sid) {
 			s.registry.Delete(sid)
+			s.init.conns.forget(sid)
 		}
 		maps.Copy(w.Header(), rec.header)
 		w.WriteHeader(rec.status)

@@ -76,6 +76,7 @@ func (s *Server) onRegister(ctx context.Context, cs server.ClientSession) {
 
 func (s *Server) onUnregister(_ context.Context, cs server.ClientSession) {
 	s.conns.remove(cs.SessionID())
+	s.init.conns.forget(cs.SessionID())
 }
 
 func (s *Server) afterSubscribe(ctx context.Context, _ any, req *mcp.SubscribeRequest, _ *mcp.EmptyResult) {
