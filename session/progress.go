@@ -20,11 +20,3 @@ func ProgressFrom(ctx context.Context) func(progress, total float64, message str
 	}
 	return func(float64, float64, string) {}
 }
-
-// HasProgress reports whether ctx carries a progress reporter (the client
-// asked for progress), so a layer that relays calls elsewhere can skip
-// relaying progress for the calls that did not.
-func HasProgress(ctx context.Context) bool {
-	fn, ok := ctx.Value(progressKey{}).(ProgressFunc)
-	return ok && fn != nil
-}

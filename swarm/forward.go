@@ -10,7 +10,6 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
 	"github.com/mcpswarm/mcpswarm/authz"
@@ -88,15 +87,8 @@ func (s *Swarm) bounded(ctx context.Context) (context.Context, context.CancelFun
 }
 
 // forward runs tool on session id at node, relaying progress to the
-// reporter in ctx. A call whose client asked for no progress (most) is one
-// unary round trip; one that did streams its progress back (CallTool).
-func (s *Swarm) forward(ctx context.Context, c authz.Context, node, id, tool string, args map[string]any) (session.Result, error) {
-	return s.forwardVia(ctx, c, node, id, tool, args, session.HasProgress(ctx))
-}
-
-// forwardVia is forward over CallTool's stream when stream is set, else
-// over CallToolUnary.
-func (s *Swarm) forwardVia(ctx context.Context, c authz.Context, node, id, tool string, args map[string]any, stream bool) (res session.Result, err error) {
+// reporter in ctx.
+func (s *Swarm) forward(ctx context.Context, c authz.Context, node, id, tool string, args map[string]any) (res session.Result, err error) {
 	defer func(began time.Time) { s.met.forwarded(began, err) }(time.Now())
 	cc, err := s.conn(node)
 	if err != nil {
@@ -111,67 +103,34 @@ func (s *Swarm) forwardVia(ctx context.Context, c authz.Context, node, id, tool 
 	ctx, cancel := s.bounded(ctx)
 	defer cancel()
 	req := &forwardv1.CallToolRequest{Caller: callerToPB(c), Session: id, Tool: tool, Arguments: argBytes}
-	var result *forwardv1.ToolResult
-	if stream {
-		result, err = s.forwardStream(ctx, cc, node, req)
-	} else {
-		result, err = s.forwardUnary(ctx, cc, node, req)
-	}
-	if err != nil {
-		return session.Result{}, err
-	}
-	raw := result.GetResult()
-	if len(raw) > maxForwardResult {
-		return session.Result{}, fmt.Errorf("node %s answered %d bytes, over the %d byte limit", node, len(raw), maxForwardResult)
-	}
-	if err := json.Unmarshal(raw, &res); err != nil {
-		return session.Result{}, fmt.Errorf("decoding result from node %s: %w", node, err)
-	}
-	return res, nil
-}
-
-// forwardUnary makes the call with CallToolUnary. A node of an earlier
-// release answers Unimplemented before running anything: the call is then
-// made through CallTool, which falls back further to the previous
-// release's peer service.
-func (s *Swarm) forwardUnary(ctx context.Context, cc grpc.ClientConnInterface, node string, req *forwardv1.CallToolRequest) (*forwardv1.ToolResult, error) {
-	// gRPC fills p in only once the call had a stream to the owner: without
-	// one nothing was sent, as when CallTool fails to open its stream.
-	var p peer.Peer
-	resp, err := forwardv1.NewForwardServiceClient(cc).CallToolUnary(ctx, &forwardv1.CallToolUnaryRequest{Call: req}, grpc.Peer(&p))
-	if lacksForwardService(err) {
-		return s.forwardStream(ctx, cc, node, req)
-	}
-	if err != nil {
-		return nil, s.forwardErr(node, err, p.Addr != nil)
-	}
-	if resp.GetResult() == nil {
-		return nil, fmt.Errorf("node %s answered the call without a result: %w", node, ErrMayHaveApplied)
-	}
-	return resp.GetResult(), nil
-}
-
-// forwardStream makes the call with CallTool, relaying its progress to
-// the reporter in ctx until the result arrives.
-func (s *Swarm) forwardStream(ctx context.Context, cc grpc.ClientConnInterface, node string, req *forwardv1.CallToolRequest) (*forwardv1.ToolResult, error) {
 	recv, err := openCallTool(ctx, cc, req)
 	if err != nil {
-		return nil, s.forwardErr(node, err, false)
+		return session.Result{}, s.forwardErr(node, err, false)
 	}
 	progress := session.ProgressFrom(ctx)
 	for {
 		ev, err := recv()
 		if err != nil {
 			if errors.Is(err, io.EOF) {
-				return nil, fmt.Errorf("node %s ended the call without a result: %w", node, ErrMayHaveApplied)
+				return session.Result{}, fmt.Errorf("node %s ended the call without a result: %w", node, ErrMayHaveApplied)
 			}
-			return nil, s.forwardErr(node, err, true)
+			return session.Result{}, s.forwardErr(node, err, true)
 		}
 		switch e := ev.GetEvent().(type) {
 		case *forwardv1.CallToolResponse_Progress:
-			progress(e.Progress.GetProgress(), e.Progress.GetTotal(), e.Progress.GetMessage())
+			if progress != nil {
+				progress(e.Progress.GetProgress(), e.Progress.GetTotal(), e.Progress.GetMessage())
+			}
 		case *forwardv1.CallToolResponse_Result:
-			return e.Result, nil
+			raw := e.Result.GetResult()
+			if len(raw) > maxForwardResult {
+				return session.Result{}, fmt.Errorf("node %s answered %d bytes, over the %d byte limit", node, len(raw), maxForwardResult)
+			}
+			var res session.Result
+			if err := json.Unmarshal(raw, &res); err != nil {
+				return session.Result{}, fmt.Errorf("decoding result from node %s: %w", node, err)
+			}
+			return res, nil
 		}
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/mcpswarm/mcpswarm/authz"
-	"github.com/mcpswarm/mcpswarm/session"
 )
 
 // cpuTime is the process's user+system CPU time so far.
@@ -25,11 +24,8 @@ func cpuTime(tb testing.TB) time.Duration {
 // on a session node A owns (every call forwarded over the real gRPC peer
 // connection), beside the same click on a session B owns itself, in the
 // same run: the forward's added latency (ns/op at one client) and CPU
-// (cpu-µs/op, both nodes being this process) is the difference. A call
-// whose client asked for progress takes CallTool's stream (forwarded-
-// stream, the path every call took before CallToolUnary); one that did not
-// takes the unary call (forwarded). Neither node journals, so the figures
-// are the call path's, not the disk's.
+// (cpu-µs/op, both nodes being this process) is the difference. Neither
+// node journals, so the figures are the call path's, not the disk's.
 func BenchmarkForwardedClick(b *testing.B) {
 	a := startTestNode(b, "a", false)
 	nb := startTestNode(b, "b", false, a.cl.Self().GossipAddr)
@@ -50,25 +46,21 @@ func BenchmarkForwardedClick(b *testing.B) {
 		}
 	}
 	await(b, "B sees A's sessions", func() bool { _, ok := nb.sw.locate(fmt.Sprintf("fa%d", sessions-1)); return ok })
-	withProgress := session.WithProgress(ctx, func(float64, float64, string) {})
-	click := func(b *testing.B, ctx context.Context, id string) {
+	click := func(b *testing.B, id string) {
 		res, err := nb.sw.Call(ctx, alice, id, id+".inc.click", nil)
 		if err != nil || res.IsError {
 			b.Fatalf("click %s: %+v %v", id, res, err)
 		}
 	}
-	for _, bm := range []struct {
-		name, prefix string
-		ctx          context.Context
-	}{{"local", "lb", ctx}, {"forwarded", "fa", ctx}, {"forwarded-stream", "fa", withProgress}} {
+	for _, bm := range []struct{ name, prefix string }{{"local", "lb"}, {"forwarded", "fa"}} {
 		b.Run(bm.name+"/1client", func(b *testing.B) {
 			id := bm.prefix + "0"
-			click(b, bm.ctx, id)
+			click(b, id)
 			b.ReportAllocs()
 			began := cpuTime(b)
 			b.ResetTimer()
 			for range b.N {
-				click(b, bm.ctx, id)
+				click(b, id)
 			}
 			b.StopTimer()
 			b.ReportMetric(float64((cpuTime(b)-began).Microseconds())/float64(b.N), "cpu-µs/op")
@@ -82,7 +74,7 @@ func BenchmarkForwardedClick(b *testing.B) {
 			b.RunParallel(func(pb *testing.PB) {
 				id := fmt.Sprintf("%s%d", bm.prefix, next.Add(1)%sessions)
 				for pb.Next() {
-					click(b, bm.ctx, id)
+					click(b, id)
 				}
 			})
 			b.StopTimer()

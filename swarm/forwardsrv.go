@@ -53,29 +53,14 @@ func (f forwardServer) authorize(pb *forwardv1.Caller, id string) (authz.Context
 // CallTool runs a forwarded tools/call on a session this node owns,
 // streaming its progress and then its result.
 func (f forwardServer) CallTool(req *forwardv1.CallToolRequest, stream grpc.ServerStreamingServer[forwardv1.CallToolResponse]) error {
-	return f.callTool(stream.Context(), req, true, stream.Send)
-}
-
-// CallToolUnary runs a forwarded tools/call whose client asked for no
-// progress, answering its result alone.
-func (f forwardServer) CallToolUnary(ctx context.Context, req *forwardv1.CallToolUnaryRequest) (*forwardv1.CallToolUnaryResponse, error) {
-	var result *forwardv1.ToolResult
-	err := f.callTool(ctx, req.GetCall(), false, func(ev *forwardv1.CallToolResponse) error {
-		result = ev.GetResult()
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return &forwardv1.CallToolUnaryResponse{Result: result}, nil
+	return f.callTool(stream.Context(), req, stream.Send)
 }
 
 // callTool is CallTool with the stream's send, shared with the previous
-// release's peer-service adapter and with CallToolUnary (which relays no
-// progress). The call runs on the handler's own goroutine; only a call
-// that reports progress gets a sender goroutine (progressRelay), so the
-// common call costs no goroutine and no queue.
-func (f forwardServer) callTool(ctx context.Context, req *forwardv1.CallToolRequest, relayProgress bool, send func(*forwardv1.CallToolResponse) error) error {
+// release's peer-service adapter. The call runs on the handler's own
+// goroutine; only a call that reports progress gets a sender goroutine
+// (progressRelay), so the common call costs no goroutine and no queue.
+func (f forwardServer) callTool(ctx context.Context, req *forwardv1.CallToolRequest, send func(*forwardv1.CallToolResponse) error) error {
 	if _, err := f.authorize(req.GetCaller(), req.GetSession()); err != nil {
 		return err
 	}
@@ -86,10 +71,7 @@ func (f forwardServer) callTool(ctx context.Context, req *forwardv1.CallToolRequ
 		}
 	}
 	relay := &progressRelay{send: send}
-	if relayProgress {
-		ctx = session.WithProgress(ctx, relay.report)
-	}
-	res, err := f.run(ctx, req.GetSession(), req.GetTool(), args)
+	res, err := f.run(session.WithProgress(ctx, relay.report), req.GetSession(), req.GetTool(), args)
 	// The update is over, so no more progress arrives: what is queued is
 	// sent before the result.
 	if err := relay.close(); err != nil {

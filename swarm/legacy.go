@@ -136,7 +136,7 @@ var _ cluster.ForwardHandler = legacyHandler{}
 // CallTool implements cluster.ForwardHandler.
 func (h legacyHandler) CallTool(req *peerv1.CallToolRequest, stream grpc.ServerStreamingServer[peerv1.CallToolResponse]) error {
 	fr := &forwardv1.CallToolRequest{Caller: callerFromLegacy(req.GetCaller()), Session: req.GetSession(), Tool: req.GetTool(), Arguments: req.GetArguments()}
-	return h.f.callTool(stream.Context(), fr, true, func(ev *forwardv1.CallToolResponse) error {
+	return h.f.callTool(stream.Context(), fr, func(ev *forwardv1.CallToolResponse) error {
 		switch e := ev.GetEvent().(type) {
 		case *forwardv1.CallToolResponse_Progress:
 			p := e.Progress

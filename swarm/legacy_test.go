@@ -40,19 +40,6 @@ type testNode struct {
 // leaves the forward service out, as a node of the previous release.
 func startTestNode(t testing.TB, name string, previous bool, join ...string) testNode {
 	t.Helper()
-	wrap := func(r grpc.ServiceRegistrar) grpc.ServiceRegistrar { return r }
-	if previous {
-		wrap = func(r grpc.ServiceRegistrar) grpc.ServiceRegistrar {
-			return withoutService{r, forwardv1.ForwardService_ServiceDesc.ServiceName}
-		}
-	}
-	return startTestNodeWith(t, name, wrap, join...)
-}
-
-// startTestNodeWith is startTestNode registering the node's services
-// through wrap(server).
-func startTestNodeWith(t testing.TB, name string, wrap func(grpc.ServiceRegistrar) grpc.ServiceRegistrar, join ...string) testNode {
-	t.Helper()
 	reg := session.NewRegistry()
 	if err := apps.Register(reg); err != nil {
 		t.Fatal(err)
@@ -76,7 +63,11 @@ func startTestNodeWith(t testing.TB, name string, wrap func(grpc.ServiceRegistra
 		t.Fatal(err)
 	}
 	srv := grpc.NewServer(cl.ServerOptions()...)
-	cl.Register(wrap(srv))
+	if previous {
+		cl.Register(withoutService{srv, forwardv1.ForwardService_ServiceDesc.ServiceName})
+	} else {
+		cl.Register(srv)
+	}
 	go func() { _ = srv.Serve(lis) }()
 	ctx := context.Background()
 	if err := cl.Start(ctx); err != nil {

@@ -273,96 +273,6 @@ func (*CallToolResponse_Progress) isCallToolResponse_Event() {}
 
 func (*CallToolResponse_Result) isCallToolResponse_Event() {}
 
-// CallToolUnaryRequest is a CallTool request answered without progress.
-type CallToolUnaryRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Call          *CallToolRequest       `protobuf:"bytes,1,opt,name=call,proto3" json:"call,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *CallToolUnaryRequest) Reset() {
-	*x = CallToolUnaryRequest{}
-	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[3]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *CallToolUnaryRequest) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*CallToolUnaryRequest) ProtoMessage() {}
-
-func (x *CallToolUnaryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[3]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use CallToolUnaryRequest.ProtoReflect.Descriptor instead.
-func (*CallToolUnaryRequest) Descriptor() ([]byte, []int) {
-	return file_mcpswarm_forward_v1_forward_proto_rawDescGZIP(), []int{3}
-}
-
-func (x *CallToolUnaryRequest) GetCall() *CallToolRequest {
-	if x != nil {
-		return x.Call
-	}
-	return nil
-}
-
-// CallToolUnaryResponse is the call's result.
-type CallToolUnaryResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Result        *ToolResult            `protobuf:"bytes,1,opt,name=result,proto3" json:"result,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *CallToolUnaryResponse) Reset() {
-	*x = CallToolUnaryResponse{}
-	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[4]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *CallToolUnaryResponse) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*CallToolUnaryResponse) ProtoMessage() {}
-
-func (x *CallToolUnaryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[4]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use CallToolUnaryResponse.ProtoReflect.Descriptor instead.
-func (*CallToolUnaryResponse) Descriptor() ([]byte, []int) {
-	return file_mcpswarm_forward_v1_forward_proto_rawDescGZIP(), []int{4}
-}
-
-func (x *CallToolUnaryResponse) GetResult() *ToolResult {
-	if x != nil {
-		return x.Result
-	}
-	return nil
-}
-
 // Progress is a notifications/progress of the running call.
 type Progress struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -375,7 +285,7 @@ type Progress struct {
 
 func (x *Progress) Reset() {
 	*x = Progress{}
-	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[5]
+	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -387,7 +297,7 @@ func (x *Progress) String() string {
 func (*Progress) ProtoMessage() {}
 
 func (x *Progress) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[5]
+	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -400,7 +310,7 @@ func (x *Progress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Progress.ProtoReflect.Descriptor instead.
 func (*Progress) Descriptor() ([]byte, []int) {
-	return file_mcpswarm_forward_v1_forward_proto_rawDescGZIP(), []int{5}
+	return file_mcpswarm_forward_v1_forward_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Progress) GetProgress() float64 {
@@ -435,7 +345,7 @@ type ToolResult struct {
 
 func (x *ToolResult) Reset() {
 	*x = ToolResult{}
-	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[6]
+	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -447,7 +357,7 @@ func (x *ToolResult) String() string {
 func (*ToolResult) ProtoMessage() {}
 
 func (x *ToolResult) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[6]
+	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -460,7 +370,7 @@ func (x *ToolResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolResult.ProtoReflect.Descriptor instead.
 func (*ToolResult) Descriptor() ([]byte, []int) {
-	return file_mcpswarm_forward_v1_forward_proto_rawDescGZIP(), []int{6}
+	return file_mcpswarm_forward_v1_forward_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ToolResult) GetResult() []byte {
@@ -489,7 +399,7 @@ type ReadResourceRequest struct {
 
 func (x *ReadResourceRequest) Reset() {
 	*x = ReadResourceRequest{}
-	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[7]
+	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -501,7 +411,7 @@ func (x *ReadResourceRequest) String() string {
 func (*ReadResourceRequest) ProtoMessage() {}
 
 func (x *ReadResourceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[7]
+	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -514,7 +424,7 @@ func (x *ReadResourceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadResourceRequest.ProtoReflect.Descriptor instead.
 func (*ReadResourceRequest) Descriptor() ([]byte, []int) {
-	return file_mcpswarm_forward_v1_forward_proto_rawDescGZIP(), []int{7}
+	return file_mcpswarm_forward_v1_forward_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ReadResourceRequest) GetCaller() *Caller {
@@ -549,7 +459,7 @@ type ReadResourceResponse struct {
 
 func (x *ReadResourceResponse) Reset() {
 	*x = ReadResourceResponse{}
-	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[8]
+	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -561,7 +471,7 @@ func (x *ReadResourceResponse) String() string {
 func (*ReadResourceResponse) ProtoMessage() {}
 
 func (x *ReadResourceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[8]
+	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -574,7 +484,7 @@ func (x *ReadResourceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadResourceResponse.ProtoReflect.Descriptor instead.
 func (*ReadResourceResponse) Descriptor() ([]byte, []int) {
-	return file_mcpswarm_forward_v1_forward_proto_rawDescGZIP(), []int{8}
+	return file_mcpswarm_forward_v1_forward_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ReadResourceResponse) GetMimeType() string {
@@ -604,7 +514,7 @@ type DeliverResponseRequest struct {
 
 func (x *DeliverResponseRequest) Reset() {
 	*x = DeliverResponseRequest{}
-	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[9]
+	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -616,7 +526,7 @@ func (x *DeliverResponseRequest) String() string {
 func (*DeliverResponseRequest) ProtoMessage() {}
 
 func (x *DeliverResponseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[9]
+	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -629,7 +539,7 @@ func (x *DeliverResponseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeliverResponseRequest.ProtoReflect.Descriptor instead.
 func (*DeliverResponseRequest) Descriptor() ([]byte, []int) {
-	return file_mcpswarm_forward_v1_forward_proto_rawDescGZIP(), []int{9}
+	return file_mcpswarm_forward_v1_forward_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *DeliverResponseRequest) GetConnection() string {
@@ -657,7 +567,7 @@ type DeliverResponseResponse struct {
 
 func (x *DeliverResponseResponse) Reset() {
 	*x = DeliverResponseResponse{}
-	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[10]
+	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -669,7 +579,7 @@ func (x *DeliverResponseResponse) String() string {
 func (*DeliverResponseResponse) ProtoMessage() {}
 
 func (x *DeliverResponseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[10]
+	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -682,7 +592,7 @@ func (x *DeliverResponseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeliverResponseResponse.ProtoReflect.Descriptor instead.
 func (*DeliverResponseResponse) Descriptor() ([]byte, []int) {
-	return file_mcpswarm_forward_v1_forward_proto_rawDescGZIP(), []int{10}
+	return file_mcpswarm_forward_v1_forward_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *DeliverResponseResponse) GetHttpStatus() int32 {
@@ -703,7 +613,7 @@ type DeliverCancelRequest struct {
 
 func (x *DeliverCancelRequest) Reset() {
 	*x = DeliverCancelRequest{}
-	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[11]
+	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -715,7 +625,7 @@ func (x *DeliverCancelRequest) String() string {
 func (*DeliverCancelRequest) ProtoMessage() {}
 
 func (x *DeliverCancelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[11]
+	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -728,7 +638,7 @@ func (x *DeliverCancelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeliverCancelRequest.ProtoReflect.Descriptor instead.
 func (*DeliverCancelRequest) Descriptor() ([]byte, []int) {
-	return file_mcpswarm_forward_v1_forward_proto_rawDescGZIP(), []int{11}
+	return file_mcpswarm_forward_v1_forward_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *DeliverCancelRequest) GetConnection() string {
@@ -756,7 +666,7 @@ type DeliverCancelResponse struct {
 
 func (x *DeliverCancelResponse) Reset() {
 	*x = DeliverCancelResponse{}
-	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[12]
+	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -768,7 +678,7 @@ func (x *DeliverCancelResponse) String() string {
 func (*DeliverCancelResponse) ProtoMessage() {}
 
 func (x *DeliverCancelResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[12]
+	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -781,7 +691,7 @@ func (x *DeliverCancelResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeliverCancelResponse.ProtoReflect.Descriptor instead.
 func (*DeliverCancelResponse) Descriptor() ([]byte, []int) {
-	return file_mcpswarm_forward_v1_forward_proto_rawDescGZIP(), []int{12}
+	return file_mcpswarm_forward_v1_forward_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *DeliverCancelResponse) GetHttpStatus() int32 {
@@ -802,7 +712,7 @@ type DeliverSseMessageRequest struct {
 
 func (x *DeliverSseMessageRequest) Reset() {
 	*x = DeliverSseMessageRequest{}
-	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[13]
+	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -814,7 +724,7 @@ func (x *DeliverSseMessageRequest) String() string {
 func (*DeliverSseMessageRequest) ProtoMessage() {}
 
 func (x *DeliverSseMessageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[13]
+	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -827,7 +737,7 @@ func (x *DeliverSseMessageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeliverSseMessageRequest.ProtoReflect.Descriptor instead.
 func (*DeliverSseMessageRequest) Descriptor() ([]byte, []int) {
-	return file_mcpswarm_forward_v1_forward_proto_rawDescGZIP(), []int{13}
+	return file_mcpswarm_forward_v1_forward_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *DeliverSseMessageRequest) GetConnection() string {
@@ -855,7 +765,7 @@ type DeliverSseMessageResponse struct {
 
 func (x *DeliverSseMessageResponse) Reset() {
 	*x = DeliverSseMessageResponse{}
-	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[14]
+	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -867,7 +777,7 @@ func (x *DeliverSseMessageResponse) String() string {
 func (*DeliverSseMessageResponse) ProtoMessage() {}
 
 func (x *DeliverSseMessageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[14]
+	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -880,7 +790,7 @@ func (x *DeliverSseMessageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeliverSseMessageResponse.ProtoReflect.Descriptor instead.
 func (*DeliverSseMessageResponse) Descriptor() ([]byte, []int) {
-	return file_mcpswarm_forward_v1_forward_proto_rawDescGZIP(), []int{14}
+	return file_mcpswarm_forward_v1_forward_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *DeliverSseMessageResponse) GetHttpStatus() int32 {
@@ -903,7 +813,7 @@ type SpendStateRequest struct {
 
 func (x *SpendStateRequest) Reset() {
 	*x = SpendStateRequest{}
-	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[15]
+	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -915,7 +825,7 @@ func (x *SpendStateRequest) String() string {
 func (*SpendStateRequest) ProtoMessage() {}
 
 func (x *SpendStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[15]
+	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -928,7 +838,7 @@ func (x *SpendStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SpendStateRequest.ProtoReflect.Descriptor instead.
 func (*SpendStateRequest) Descriptor() ([]byte, []int) {
-	return file_mcpswarm_forward_v1_forward_proto_rawDescGZIP(), []int{15}
+	return file_mcpswarm_forward_v1_forward_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *SpendStateRequest) GetNonce() string {
@@ -955,7 +865,7 @@ type SpendStateResponse struct {
 
 func (x *SpendStateResponse) Reset() {
 	*x = SpendStateResponse{}
-	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[16]
+	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -967,7 +877,7 @@ func (x *SpendStateResponse) String() string {
 func (*SpendStateResponse) ProtoMessage() {}
 
 func (x *SpendStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[16]
+	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -980,7 +890,7 @@ func (x *SpendStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SpendStateResponse.ProtoReflect.Descriptor instead.
 func (*SpendStateResponse) Descriptor() ([]byte, []int) {
-	return file_mcpswarm_forward_v1_forward_proto_rawDescGZIP(), []int{16}
+	return file_mcpswarm_forward_v1_forward_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *SpendStateResponse) GetAlreadySpent() bool {
@@ -1003,7 +913,7 @@ type AdoptSessionRequest struct {
 
 func (x *AdoptSessionRequest) Reset() {
 	*x = AdoptSessionRequest{}
-	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[17]
+	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1015,7 +925,7 @@ func (x *AdoptSessionRequest) String() string {
 func (*AdoptSessionRequest) ProtoMessage() {}
 
 func (x *AdoptSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[17]
+	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1028,7 +938,7 @@ func (x *AdoptSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdoptSessionRequest.ProtoReflect.Descriptor instead.
 func (*AdoptSessionRequest) Descriptor() ([]byte, []int) {
-	return file_mcpswarm_forward_v1_forward_proto_rawDescGZIP(), []int{17}
+	return file_mcpswarm_forward_v1_forward_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *AdoptSessionRequest) GetFrom() string {
@@ -1055,7 +965,7 @@ type AdoptSessionResponse struct {
 
 func (x *AdoptSessionResponse) Reset() {
 	*x = AdoptSessionResponse{}
-	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[18]
+	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1067,7 +977,7 @@ func (x *AdoptSessionResponse) String() string {
 func (*AdoptSessionResponse) ProtoMessage() {}
 
 func (x *AdoptSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[18]
+	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1080,7 +990,7 @@ func (x *AdoptSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdoptSessionResponse.ProtoReflect.Descriptor instead.
 func (*AdoptSessionResponse) Descriptor() ([]byte, []int) {
-	return file_mcpswarm_forward_v1_forward_proto_rawDescGZIP(), []int{18}
+	return file_mcpswarm_forward_v1_forward_proto_rawDescGZIP(), []int{16}
 }
 
 var File_mcpswarm_forward_v1_forward_proto protoreflect.FileDescriptor
@@ -1106,11 +1016,7 @@ const file_mcpswarm_forward_v1_forward_proto_rawDesc = "" +
 	"\x10CallToolResponse\x12;\n" +
 	"\bprogress\x18\x01 \x01(\v2\x1d.mcpswarm.forward.v1.ProgressH\x00R\bprogress\x129\n" +
 	"\x06result\x18\x02 \x01(\v2\x1f.mcpswarm.forward.v1.ToolResultH\x00R\x06resultB\a\n" +
-	"\x05event\"P\n" +
-	"\x14CallToolUnaryRequest\x128\n" +
-	"\x04call\x18\x01 \x01(\v2$.mcpswarm.forward.v1.CallToolRequestR\x04call\"P\n" +
-	"\x15CallToolUnaryResponse\x127\n" +
-	"\x06result\x18\x01 \x01(\v2\x1f.mcpswarm.forward.v1.ToolResultR\x06result\"V\n" +
+	"\x05event\"V\n" +
 	"\bProgress\x12\x1a\n" +
 	"\bprogress\x18\x01 \x01(\x01R\bprogress\x12\x14\n" +
 	"\x05total\x18\x02 \x01(\x01R\x05total\x12\x18\n" +
@@ -1158,10 +1064,9 @@ const file_mcpswarm_forward_v1_forward_proto_rawDesc = "" +
 	"\x13AdoptSessionRequest\x12\x12\n" +
 	"\x04from\x18\x01 \x01(\tR\x04from\x12\x1a\n" +
 	"\bsnapshot\x18\x02 \x01(\fR\bsnapshot\"\x16\n" +
-	"\x14AdoptSessionResponse2\xc6\x06\n" +
+	"\x14AdoptSessionResponse2\xde\x05\n" +
 	"\x0eForwardService\x12Y\n" +
-	"\bCallTool\x12$.mcpswarm.forward.v1.CallToolRequest\x1a%.mcpswarm.forward.v1.CallToolResponse0\x01\x12f\n" +
-	"\rCallToolUnary\x12).mcpswarm.forward.v1.CallToolUnaryRequest\x1a*.mcpswarm.forward.v1.CallToolUnaryResponse\x12c\n" +
+	"\bCallTool\x12$.mcpswarm.forward.v1.CallToolRequest\x1a%.mcpswarm.forward.v1.CallToolResponse0\x01\x12c\n" +
 	"\fReadResource\x12(.mcpswarm.forward.v1.ReadResourceRequest\x1a).mcpswarm.forward.v1.ReadResourceResponse\x12l\n" +
 	"\x0fDeliverResponse\x12+.mcpswarm.forward.v1.DeliverResponseRequest\x1a,.mcpswarm.forward.v1.DeliverResponseResponse\x12f\n" +
 	"\rDeliverCancel\x12).mcpswarm.forward.v1.DeliverCancelRequest\x1a*.mcpswarm.forward.v1.DeliverCancelResponse\x12r\n" +
@@ -1182,56 +1087,50 @@ func file_mcpswarm_forward_v1_forward_proto_rawDescGZIP() []byte {
 	return file_mcpswarm_forward_v1_forward_proto_rawDescData
 }
 
-var file_mcpswarm_forward_v1_forward_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_mcpswarm_forward_v1_forward_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_mcpswarm_forward_v1_forward_proto_goTypes = []any{
 	(*Caller)(nil),                    // 0: mcpswarm.forward.v1.Caller
 	(*CallToolRequest)(nil),           // 1: mcpswarm.forward.v1.CallToolRequest
 	(*CallToolResponse)(nil),          // 2: mcpswarm.forward.v1.CallToolResponse
-	(*CallToolUnaryRequest)(nil),      // 3: mcpswarm.forward.v1.CallToolUnaryRequest
-	(*CallToolUnaryResponse)(nil),     // 4: mcpswarm.forward.v1.CallToolUnaryResponse
-	(*Progress)(nil),                  // 5: mcpswarm.forward.v1.Progress
-	(*ToolResult)(nil),                // 6: mcpswarm.forward.v1.ToolResult
-	(*ReadResourceRequest)(nil),       // 7: mcpswarm.forward.v1.ReadResourceRequest
-	(*ReadResourceResponse)(nil),      // 8: mcpswarm.forward.v1.ReadResourceResponse
-	(*DeliverResponseRequest)(nil),    // 9: mcpswarm.forward.v1.DeliverResponseRequest
-	(*DeliverResponseResponse)(nil),   // 10: mcpswarm.forward.v1.DeliverResponseResponse
-	(*DeliverCancelRequest)(nil),      // 11: mcpswarm.forward.v1.DeliverCancelRequest
-	(*DeliverCancelResponse)(nil),     // 12: mcpswarm.forward.v1.DeliverCancelResponse
-	(*DeliverSseMessageRequest)(nil),  // 13: mcpswarm.forward.v1.DeliverSseMessageRequest
-	(*DeliverSseMessageResponse)(nil), // 14: mcpswarm.forward.v1.DeliverSseMessageResponse
-	(*SpendStateRequest)(nil),         // 15: mcpswarm.forward.v1.SpendStateRequest
-	(*SpendStateResponse)(nil),        // 16: mcpswarm.forward.v1.SpendStateResponse
-	(*AdoptSessionRequest)(nil),       // 17: mcpswarm.forward.v1.AdoptSessionRequest
-	(*AdoptSessionResponse)(nil),      // 18: mcpswarm.forward.v1.AdoptSessionResponse
+	(*Progress)(nil),                  // 3: mcpswarm.forward.v1.Progress
+	(*ToolResult)(nil),                // 4: mcpswarm.forward.v1.ToolResult
+	(*ReadResourceRequest)(nil),       // 5: mcpswarm.forward.v1.ReadResourceRequest
+	(*ReadResourceResponse)(nil),      // 6: mcpswarm.forward.v1.ReadResourceResponse
+	(*DeliverResponseRequest)(nil),    // 7: mcpswarm.forward.v1.DeliverResponseRequest
+	(*DeliverResponseResponse)(nil),   // 8: mcpswarm.forward.v1.DeliverResponseResponse
+	(*DeliverCancelRequest)(nil),      // 9: mcpswarm.forward.v1.DeliverCancelRequest
+	(*DeliverCancelResponse)(nil),     // 10: mcpswarm.forward.v1.DeliverCancelResponse
+	(*DeliverSseMessageRequest)(nil),  // 11: mcpswarm.forward.v1.DeliverSseMessageRequest
+	(*DeliverSseMessageResponse)(nil), // 12: mcpswarm.forward.v1.DeliverSseMessageResponse
+	(*SpendStateRequest)(nil),         // 13: mcpswarm.forward.v1.SpendStateRequest
+	(*SpendStateResponse)(nil),        // 14: mcpswarm.forward.v1.SpendStateResponse
+	(*AdoptSessionRequest)(nil),       // 15: mcpswarm.forward.v1.AdoptSessionRequest
+	(*AdoptSessionResponse)(nil),      // 16: mcpswarm.forward.v1.AdoptSessionResponse
 }
 var file_mcpswarm_forward_v1_forward_proto_depIdxs = []int32{
 	0,  // 0: mcpswarm.forward.v1.CallToolRequest.caller:type_name -> mcpswarm.forward.v1.Caller
-	5,  // 1: mcpswarm.forward.v1.CallToolResponse.progress:type_name -> mcpswarm.forward.v1.Progress
-	6,  // 2: mcpswarm.forward.v1.CallToolResponse.result:type_name -> mcpswarm.forward.v1.ToolResult
-	1,  // 3: mcpswarm.forward.v1.CallToolUnaryRequest.call:type_name -> mcpswarm.forward.v1.CallToolRequest
-	6,  // 4: mcpswarm.forward.v1.CallToolUnaryResponse.result:type_name -> mcpswarm.forward.v1.ToolResult
-	0,  // 5: mcpswarm.forward.v1.ReadResourceRequest.caller:type_name -> mcpswarm.forward.v1.Caller
-	1,  // 6: mcpswarm.forward.v1.ForwardService.CallTool:input_type -> mcpswarm.forward.v1.CallToolRequest
-	3,  // 7: mcpswarm.forward.v1.ForwardService.CallToolUnary:input_type -> mcpswarm.forward.v1.CallToolUnaryRequest
-	7,  // 8: mcpswarm.forward.v1.ForwardService.ReadResource:input_type -> mcpswarm.forward.v1.ReadResourceRequest
-	9,  // 9: mcpswarm.forward.v1.ForwardService.DeliverResponse:input_type -> mcpswarm.forward.v1.DeliverResponseRequest
-	11, // 10: mcpswarm.forward.v1.ForwardService.DeliverCancel:input_type -> mcpswarm.forward.v1.DeliverCancelRequest
-	13, // 11: mcpswarm.forward.v1.ForwardService.DeliverSseMessage:input_type -> mcpswarm.forward.v1.DeliverSseMessageRequest
-	15, // 12: mcpswarm.forward.v1.ForwardService.SpendState:input_type -> mcpswarm.forward.v1.SpendStateRequest
-	17, // 13: mcpswarm.forward.v1.ForwardService.AdoptSession:input_type -> mcpswarm.forward.v1.AdoptSessionRequest
-	2,  // 14: mcpswarm.forward.v1.ForwardService.CallTool:output_type -> mcpswarm.forward.v1.CallToolResponse
-	4,  // 15: mcpswarm.forward.v1.ForwardService.CallToolUnary:output_type -> mcpswarm.forward.v1.CallToolUnaryResponse
-	8,  // 16: mcpswarm.forward.v1.ForwardService.ReadResource:output_type -> mcpswarm.forward.v1.ReadResourceResponse
-	10, // 17: mcpswarm.forward.v1.ForwardService.DeliverResponse:output_type -> mcpswarm.forward.v1.DeliverResponseResponse
-	12, // 18: mcpswarm.forward.v1.ForwardService.DeliverCancel:output_type -> mcpswarm.forward.v1.DeliverCancelResponse
-	14, // 19: mcpswarm.forward.v1.ForwardService.DeliverSseMessage:output_type -> mcpswarm.forward.v1.DeliverSseMessageResponse
-	16, // 20: mcpswarm.forward.v1.ForwardService.SpendState:output_type -> mcpswarm.forward.v1.SpendStateResponse
-	18, // 21: mcpswarm.forward.v1.ForwardService.AdoptSession:output_type -> mcpswarm.forward.v1.AdoptSessionResponse
-	14, // [14:22] is the sub-list for method output_type
-	6,  // [6:14] is the sub-list for method input_type
-	6,  // [6:6] is the sub-list for extension type_name
-	6,  // [6:6] is the sub-list for extension extendee
-	0,  // [0:6] is the sub-list for field type_name
+	3,  // 1: mcpswarm.forward.v1.CallToolResponse.progress:type_name -> mcpswarm.forward.v1.Progress
+	4,  // 2: mcpswarm.forward.v1.CallToolResponse.result:type_name -> mcpswarm.forward.v1.ToolResult
+	0,  // 3: mcpswarm.forward.v1.ReadResourceRequest.caller:type_name -> mcpswarm.forward.v1.Caller
+	1,  // 4: mcpswarm.forward.v1.ForwardService.CallTool:input_type -> mcpswarm.forward.v1.CallToolRequest
+	5,  // 5: mcpswarm.forward.v1.ForwardService.ReadResource:input_type -> mcpswarm.forward.v1.ReadResourceRequest
+	7,  // 6: mcpswarm.forward.v1.ForwardService.DeliverResponse:input_type -> mcpswarm.forward.v1.DeliverResponseRequest
+	9,  // 7: mcpswarm.forward.v1.ForwardService.DeliverCancel:input_type -> mcpswarm.forward.v1.DeliverCancelRequest
+	11, // 8: mcpswarm.forward.v1.ForwardService.DeliverSseMessage:input_type -> mcpswarm.forward.v1.DeliverSseMessageRequest
+	13, // 9: mcpswarm.forward.v1.ForwardService.SpendState:input_type -> mcpswarm.forward.v1.SpendStateRequest
+	15, // 10: mcpswarm.forward.v1.ForwardService.AdoptSession:input_type -> mcpswarm.forward.v1.AdoptSessionRequest
+	2,  // 11: mcpswarm.forward.v1.ForwardService.CallTool:output_type -> mcpswarm.forward.v1.CallToolResponse
+	6,  // 12: mcpswarm.forward.v1.ForwardService.ReadResource:output_type -> mcpswarm.forward.v1.ReadResourceResponse
+	8,  // 13: mcpswarm.forward.v1.ForwardService.DeliverResponse:output_type -> mcpswarm.forward.v1.DeliverResponseResponse
+	10, // 14: mcpswarm.forward.v1.ForwardService.DeliverCancel:output_type -> mcpswarm.forward.v1.DeliverCancelResponse
+	12, // 15: mcpswarm.forward.v1.ForwardService.DeliverSseMessage:output_type -> mcpswarm.forward.v1.DeliverSseMessageResponse
+	14, // 16: mcpswarm.forward.v1.ForwardService.SpendState:output_type -> mcpswarm.forward.v1.SpendStateResponse
+	16, // 17: mcpswarm.forward.v1.ForwardService.AdoptSession:output_type -> mcpswarm.forward.v1.AdoptSessionResponse
+	11, // [11:18] is the sub-list for method output_type
+	4,  // [4:11] is the sub-list for method input_type
+	4,  // [4:4] is the sub-list for extension type_name
+	4,  // [4:4] is the sub-list for extension extendee
+	0,  // [0:4] is the sub-list for field type_name
 }
 
 func init() { file_mcpswarm_forward_v1_forward_proto_init() }
@@ -1249,7 +1148,7 @@ func file_mcpswarm_forward_v1_forward_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_mcpswarm_forward_v1_forward_proto_rawDesc), len(file_mcpswarm_forward_v1_forward_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   19,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

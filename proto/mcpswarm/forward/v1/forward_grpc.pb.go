@@ -28,7 +28,6 @@ const _ = grpc.SupportPackageIsVersion9
 
 const (
 	ForwardService_CallTool_FullMethodName          = "/mcpswarm.forward.v1.ForwardService/CallTool"
-	ForwardService_CallToolUnary_FullMethodName     = "/mcpswarm.forward.v1.ForwardService/CallToolUnary"
 	ForwardService_ReadResource_FullMethodName      = "/mcpswarm.forward.v1.ForwardService/ReadResource"
 	ForwardService_DeliverResponse_FullMethodName   = "/mcpswarm.forward.v1.ForwardService/DeliverResponse"
 	ForwardService_DeliverCancel_FullMethodName     = "/mcpswarm.forward.v1.ForwardService/DeliverCancel"
@@ -47,11 +46,6 @@ type ForwardServiceClient interface {
 	// principal authorized on the entry node. Progress streams back before
 	// the final result.
 	CallTool(ctx context.Context, in *CallToolRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[CallToolResponse], error)
-	// CallToolUnary runs a tool as CallTool does, for a client that asked
-	// for no progress: one request, one answer, no stream to set up and tear
-	// down (most calls). A node of an earlier release answers Unimplemented
-	// without running anything, and the caller uses CallTool.
-	CallToolUnary(ctx context.Context, in *CallToolUnaryRequest, opts ...grpc.CallOption) (*CallToolUnaryResponse, error)
 	// ReadResource reads a session resource on the owner node.
 	ReadResource(ctx context.Context, in *ReadResourceRequest, opts ...grpc.CallOption) (*ReadResourceResponse, error)
 	// DeliverResponse hands a client's JSON-RPC response (to sampling, roots
@@ -97,16 +91,6 @@ func (c *forwardServiceClient) CallTool(ctx context.Context, in *CallToolRequest
 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type ForwardService_CallToolClient = grpc.ServerStreamingClient[CallToolResponse]
-
-func (c *forwardServiceClient) CallToolUnary(ctx context.Context, in *CallToolUnaryRequest, opts ...grpc.CallOption) (*CallToolUnaryResponse, error) {
-	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(CallToolUnaryResponse)
-	err := c.cc.Invoke(ctx, ForwardService_CallToolUnary_FullMethodName, in, out, cOpts...)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
 
 func (c *forwardServiceClient) ReadResource(ctx context.Context, in *ReadResourceRequest, opts ...grpc.CallOption) (*ReadResourceResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
@@ -178,11 +162,6 @@ type ForwardServiceServer interface {
 	// principal authorized on the entry node. Progress streams back before
 	// the final result.
 	CallTool(*CallToolRequest, grpc.ServerStreamingServer[CallToolResponse]) error
-	// CallToolUnary runs a tool as CallTool does, for a client that asked
-	// for no progress: one request, one answer, no stream to set up and tear
-	// down (most calls). A node of an earlier release answers Unimplemented
-	// without running anything, and the caller uses CallTool.
-	CallToolUnary(context.Context, *CallToolUnaryRequest) (*CallToolUnaryResponse, error)
 	// ReadResource reads a session resource on the owner node.
 	ReadResource(context.Context, *ReadResourceRequest) (*ReadResourceResponse, error)
 	// DeliverResponse hands a client's JSON-RPC response (to sampling, roots
@@ -212,9 +191,6 @@ type UnimplementedForwardServiceServer struct{}
 
 func (UnimplementedForwardServiceServer) CallTool(*CallToolRequest, grpc.ServerStreamingServer[CallToolResponse]) error {
 	return status.Error(codes.Unimplemented, "method CallTool not implemented")
-}
-func (UnimplementedForwardServiceServer) CallToolUnary(context.Context, *CallToolUnaryRequest) (*CallToolUnaryResponse, error) {
-	return nil, status.Error(codes.Unimplemented, "method CallToolUnary not implemented")
 }
 func (UnimplementedForwardServiceServer) ReadResource(context.Context, *ReadResourceRequest) (*ReadResourceResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ReadResource not implemented")
@@ -265,24 +241,6 @@ func _ForwardService_CallTool_Handler(srv interface{}, stream grpc.ServerStream)
 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type ForwardService_CallToolServer = grpc.ServerStreamingServer[CallToolResponse]
-
-func _ForwardService_CallToolUnary_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(CallToolUnaryRequest)
-	if err := dec(in); err != nil {
-		return nil, err
-	}
-	if interceptor == nil {
-		return srv.(ForwardServiceServer).CallToolUnary(ctx, in)
-	}
-	info := &grpc.UnaryServerInfo{
-		Server:     srv,
-		FullMethod: ForwardService_CallToolUnary_FullMethodName,
-	}
-	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(ForwardServiceServer).CallToolUnary(ctx, req.(*CallToolUnaryRequest))
-	}
-	return interceptor(ctx, in, info, handler)
-}
 
 func _ForwardService_ReadResource_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(ReadResourceRequest)
@@ -399,10 +357,6 @@ var ForwardService_ServiceDesc = grpc.ServiceDesc{
 	ServiceName: "mcpswarm.forward.v1.ForwardService",
 	HandlerType: (*ForwardServiceServer)(nil),
 	Methods: []grpc.MethodDesc{
-		{
-			MethodName: "CallToolUnary",
-			Handler:    _ForwardService_CallToolUnary_Handler,
-		},
 		{
 			MethodName: "ReadResource",
 			Handler:    _ForwardService_ReadResource_Handler,
