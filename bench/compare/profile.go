@@ -17,7 +17,7 @@ import (
 
 // runProfile takes CPU and allocation profiles of mcpswarm nodes (the
 // bench/profnode build of `serve --dev`) while 16 clients click their
-// `counter` sessions, and writes `go tool pprof -top` text into o.profile.
+// `counter` sessions (-profile-clients, 16 by default), and writes `go tool pprof -top` text into o.profile.
 // The click series profiles one node; forward and spread profile both
 // nodes of a two-node cluster (B joined to A), each into files named after
 // the series and the node, since the forward's cost is split between them.
@@ -68,7 +68,8 @@ func runProfile(ctx context.Context, o options) error {
 		defer b.p.stop()
 		nodes = append(nodes, b)
 	}
-	const clients, secs = 16, 10
+	const secs = 10
+	clients := o.profClients
 	var connect func(context.Context, int) ([]worker, error)
 	switch o.profSeries {
 	case "click":
