@@ -2,7 +2,6 @@ package mcpswarm
 
 import (
 	"context"
-	"crypto/hmac"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -40,12 +39,12 @@ var openMethodPrefixes = []string{
 // token is refused while its message is still unread, so a caller without
 // credentials cannot make the server buffer anything of size.
 type grpcGate struct {
-	limits     GRPCLimits
-	clusterKey []byte
-	admin      adminGuard
-	open       chan struct{} // semaphore of anonymous streams
-	refused    *prometheus.CounterVec
-	log        *slog.Logger
+	limits  GRPCLimits
+	peers   *cluster.PeerVerifier
+	admin   adminGuard
+	open    chan struct{} // semaphore of anonymous streams
+	refused *prometheus.CounterVec
+	log     *slog.Logger
 
 	mu       sync.Mutex
 	lastWarn time.Time
@@ -59,7 +58,11 @@ func newGRPCGate(limits GRPCLimits, clusterKey []byte, admin adminGuard, log *sl
 	if err := reg.Register(refused); err != nil {
 		return nil, fmt.Errorf("registering gRPC gate metrics: %w", err)
 	}
-	return &grpcGate{limits: limits, clusterKey: clusterKey, admin: admin, open: make(chan struct{}, limits.OpenStreams), refused: refused, log: log}, nil
+	peers, err := cluster.NewPeerVerifier(clusterKey)
+	if err != nil {
+		return nil, fmt.Errorf("deriving the peer credential key: %w", err)
+	}
+	return &grpcGate{limits: limits, peers: peers, admin: admin, open: make(chan struct{}, limits.OpenStreams), refused: refused, log: log}, nil
 }
 
 // tap is the server's InTapHandle. It runs in the transport's reader, so
@@ -129,21 +132,14 @@ func (g *grpcGate) admitOpen(ctx context.Context) (context.Context, error) {
 }
 
 // peerOK checks the peer credential the cluster's interceptors check again
-// later: the HMAC of the claimed name under the cluster's peer key.
+// later: the HMAC of the claimed name under the cluster's peer key (each
+// member's computed once, see cluster.PeerVerifier).
 func (g *grpcGate) peerOK(md metadata.MD) bool {
-	names, creds := md.Get(cluster.MDPeerName), md.Get(cluster.MDPeerCredential)
-	if len(names) != 1 || len(creds) != 1 || len(names[0]) > 64 {
+	if names := md.Get(cluster.MDPeerName); len(names) != 1 || len(names[0]) > 64 {
 		return false
 	}
-	pc, err := cluster.PeerCredentials(g.clusterKey, names[0])
-	if err != nil {
-		return false
-	}
-	want, err := pc.GetRequestMetadata(context.Background())
-	if err != nil {
-		return false
-	}
-	return hmac.Equal([]byte(want[cluster.MDPeerCredential]), []byte(creds[0]))
+	_, err := g.peers.Verify(md)
+	return err == nil
 }
 
 // options are the server options that bound what a connection can hold.

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 
 	"github.com/mcpswarm/mcpswarm/crdt"
 	"google.golang.org/grpc"
@@ -89,23 +90,75 @@ func callerName(ctx context.Context) string {
 }
 
 // authenticate checks the credential in ctx and returns the caller's name.
-func authenticate(ctx context.Context, peerKey []byte) (string, error) {
-	md, ok := metadata.FromIncomingContext(ctx)
-	if !ok {
-		return "", errNoCredential
+func authenticate(ctx context.Context, v *PeerVerifier) (string, error) {
+	// ValueFromIncomingContext reads the two keys without copying the
+	// call's whole metadata, as FromIncomingContext would.
+	return v.verify(metadata.ValueFromIncomingContext(ctx, MDPeerName), metadata.ValueFromIncomingContext(ctx, MDPeerCredential))
+}
+
+// maxVerifiedNames bounds the credentials a PeerVerifier remembers: far
+// more members than a cluster has, and only names whose credential
+// verified are remembered, so a caller without the key adds nothing.
+const maxVerifiedNames = 1024
+
+// PeerVerifier checks peer credentials. Every forwarded call and
+// replication stream presents one, so the credential of each name is
+// computed (an HMAC under the derived peer key) the first time that name's
+// credential verifies and compared in constant time afterwards, instead of
+// deriving the key and computing the HMAC on every call. Safe for
+// concurrent use.
+type PeerVerifier struct {
+	peerKey []byte
+	mu      sync.RWMutex
+	known   map[string]string // name -> its credential, each verified once
+}
+
+// NewPeerVerifier returns a verifier of the credentials derived from
+// clusterKey (the node's gRPC gate checks them before the cluster's
+// handlers check them again).
+func NewPeerVerifier(clusterKey []byte) (*PeerVerifier, error) {
+	k, err := deriveKeys(clusterKey)
+	if err != nil {
+		return nil, err
 	}
-	names, creds := md.Get(MDPeerName), md.Get(MDPeerCredential)
+	return newPeerVerifier(k.peer), nil
+}
+
+func newPeerVerifier(peerKey []byte) *PeerVerifier {
+	return &PeerVerifier{peerKey: peerKey, known: make(map[string]string)}
+}
+
+// Verify checks the peer credential in the metadata of a call and returns
+// the calling member's name.
+func (v *PeerVerifier) Verify(md metadata.MD) (string, error) {
+	return v.verify(md.Get(MDPeerName), md.Get(MDPeerCredential))
+}
+
+func (v *PeerVerifier) verify(names, creds []string) (string, error) {
 	if len(names) != 1 || len(creds) != 1 {
 		return "", errNoCredential
 	}
-	if !crdt.ValidName(names[0]) {
+	name := names[0]
+	if !crdt.ValidName(name) {
 		return "", errBadCredential
 	}
-	want := credential(peerKey, names[0])
+	v.mu.RLock()
+	want, cached := v.known[name]
+	v.mu.RUnlock()
+	if !cached {
+		want = credential(v.peerKey, name)
+	}
 	if !hmac.Equal([]byte(want), []byte(creds[0])) {
 		return "", errBadCredential
 	}
-	return names[0], nil
+	if !cached {
+		v.mu.Lock()
+		if len(v.known) < maxVerifiedNames {
+			v.known[name] = want
+		}
+		v.mu.Unlock()
+	}
+	return name, nil
 }
 
 func (c *Cluster) refuse(ctx context.Context, method string, err error) error {
@@ -125,7 +178,7 @@ func (c *Cluster) UnaryInterceptor() grpc.UnaryServerInterceptor {
 		if !strings.HasPrefix(info.FullMethod, peerMethodPrefix) {
 			return handler(ctx, req)
 		}
-		name, err := authenticate(ctx, c.keys.peer)
+		name, err := authenticate(ctx, c.verifier)
 		if err != nil {
 			return nil, c.refuse(ctx, info.FullMethod, err)
 		}
@@ -140,7 +193,7 @@ func (c *Cluster) StreamInterceptor() grpc.StreamServerInterceptor {
 		if !strings.HasPrefix(info.FullMethod, peerMethodPrefix) {
 			return handler(srv, ss)
 		}
-		name, err := authenticate(ss.Context(), c.keys.peer)
+		name, err := authenticate(ss.Context(), c.verifier)
 		if err != nil {
 			return c.refuse(ss.Context(), info.FullMethod, err)
 		}

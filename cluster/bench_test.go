@@ -1,12 +1,16 @@
 package cluster
 
 import (
+	"bytes"
+	"context"
+	"crypto/hmac"
 	"fmt"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/mcpswarm/mcpswarm/crdt"
@@ -215,5 +219,48 @@ func BenchmarkPutBolt(b *testing.B) {
 		if err := n.regs["tools"].Put(fmt.Sprintf("k%08d", i), value); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkPeerCredentialCheck is the check every forwarded call and every
+// replication stream passes twice (the node's gRPC gate, then the
+// cluster's handlers): deriving the peer key and computing the HMAC per
+// call (the gate before), the HMAC per call (the handlers before), and the
+// verifier remembering each member's credential.
+func BenchmarkPeerCredentialCheck(b *testing.B) {
+	key := bytes.Repeat([]byte{9}, 32)
+	k, err := deriveKeys(key)
+	if err != nil {
+		b.Fatal(err)
+	}
+	md := metadata.Pairs(MDPeerName, "node-a", MDPeerCredential, credential(k.peer, "node-a"))
+	ctx := metadata.NewIncomingContext(context.Background(), md)
+	v := newPeerVerifier(k.peer)
+	for _, bm := range []struct {
+		name string
+		fn   func() bool
+	}{
+		{"derive-each-call", func() bool {
+			pc, err := PeerCredentials(key, md.Get(MDPeerName)[0])
+			if err != nil {
+				return false
+			}
+			want, _ := pc.GetRequestMetadata(context.Background())
+			return hmac.Equal([]byte(want[MDPeerCredential]), []byte(md.Get(MDPeerCredential)[0]))
+		}},
+		{"hmac-each-call", func() bool {
+			m, _ := metadata.FromIncomingContext(ctx)
+			return hmac.Equal([]byte(credential(k.peer, m.Get(MDPeerName)[0])), []byte(m.Get(MDPeerCredential)[0]))
+		}},
+		{"verifier", func() bool { _, err := authenticate(ctx, v); return err == nil }},
+	} {
+		b.Run(bm.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if !bm.fn() {
+					b.Fatal("the credential did not verify")
+				}
+			}
+		})
 	}
 }

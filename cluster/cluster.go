@@ -53,16 +53,17 @@ type ForwardHandler interface {
 
 // Cluster is this node's membership and registry replication.
 type Cluster struct {
-	cfg     Config
-	log     *slog.Logger
-	metrics *metrics
-	keys    keys
-	store   Storage
-	lim     crdtpb.Limits // decoder bounds for peer input
-	origin  crdt.Origin
-	view    *view
-	repl    *replicator
-	fwd     atomic.Pointer[ForwardHandler]
+	cfg      Config
+	log      *slog.Logger
+	metrics  *metrics
+	keys     keys
+	verifier *PeerVerifier // checks the peer credential of incoming calls
+	store    Storage
+	lim      crdtpb.Limits // decoder bounds for peer input
+	origin   crdt.Origin
+	view     *view
+	repl     *replicator
+	fwd      atomic.Pointer[ForwardHandler]
 
 	svcMu    sync.Mutex
 	services []func(grpc.ServiceRegistrar)
@@ -117,7 +118,7 @@ func New(cfg Config) (*Cluster, error) {
 		return nil, fmt.Errorf("drawing epoch in data dir %q: %w", cfg.DataDir, err)
 	}
 	c := &Cluster{
-		cfg: cfg, log: cfg.Logger, metrics: met, keys: k, store: store,
+		cfg: cfg, log: cfg.Logger, metrics: met, keys: k, verifier: newPeerVerifier(k.peer), store: store,
 		origin: crdt.Origin{Name: cfg.Name, Epoch: epoch},
 		lim:    crdtpb.LimitsFor(cfg.CRDT),
 		regs:   map[string]*Registry{},

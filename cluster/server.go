@@ -73,7 +73,7 @@ func (c *Cluster) authenticated(ctx context.Context, method string) (context.Con
 	if callerName(ctx) != "" {
 		return ctx, nil
 	}
-	name, err := authenticate(ctx, c.keys.peer)
+	name, err := authenticate(ctx, c.verifier)
 	if err != nil {
 		return nil, c.refuse(ctx, method, err)
 	}
@@ -96,7 +96,7 @@ func (s *peerServer) authorize(ctx context.Context, method string) (string, erro
 	if name := callerName(ctx); name != "" {
 		return name, nil
 	}
-	name, err := authenticate(ctx, s.c.keys.peer)
+	name, err := authenticate(ctx, s.c.verifier)
 	if err != nil {
 		return "", s.c.refuse(ctx, peerMethodPrefix+method, err)
 	}

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -202,11 +203,47 @@ func TestCredential(t *testing.T) {
 		{ctxWith(MDPeerName, "n 1", MDPeerCredential, credential(k.peer, "n 1")), errBadCredential},
 		{ctxWith(MDPeerName, "n1", MDPeerCredential, credential(k.gossip, "n1")), errBadCredential},
 	}
-	for i, tc := range tests {
-		name, err := authenticate(tc.ctx, k.peer)
-		if !errors.Is(err, tc.want) || (err == nil && name != "n1") {
-			t.Errorf("Test %d: got %q, %v; want %v", i, name, err, tc.want)
+	// Twice through one verifier: the second pass meets n1's remembered
+	// credential, which must refuse the same forgeries.
+	v := newPeerVerifier(k.peer)
+	for pass := range 2 {
+		for i, tc := range tests {
+			name, err := authenticate(tc.ctx, v)
+			if !errors.Is(err, tc.want) || (err == nil && name != "n1") {
+				t.Errorf("pass %d, test %d: got %q, %v; want %v", pass, i, name, err, tc.want)
+			}
 		}
+	}
+}
+
+// TestPeerVerifierRemembersOnlyVerifiedNames: a caller without the key
+// adds nothing to what the verifier remembers, the memory is bounded, and
+// names past the bound still verify (computed each time).
+func TestPeerVerifierRemembersOnlyVerifiedNames(t *testing.T) {
+	k, err := deriveKeys(bytes.Repeat([]byte{7}, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := newPeerVerifier(k.peer)
+	for i := range 2 * maxVerifiedNames {
+		name := fmt.Sprintf("forger%d", i)
+		if _, err := v.Verify(metadata.Pairs(MDPeerName, name, MDPeerCredential, credential(k.gossip, name))); !errors.Is(err, errBadCredential) {
+			t.Fatalf("a forged credential for %s: %v", name, err)
+		}
+	}
+	if len(v.known) != 0 {
+		t.Fatalf("forged credentials left %d names remembered", len(v.known))
+	}
+	for i := range maxVerifiedNames + 10 {
+		name := fmt.Sprintf("n%d", i)
+		for range 2 {
+			if got, err := v.Verify(metadata.Pairs(MDPeerName, name, MDPeerCredential, credential(k.peer, name))); err != nil || got != name {
+				t.Fatalf("member %s: %q %v", name, got, err)
+			}
+		}
+	}
+	if len(v.known) != maxVerifiedNames {
+		t.Fatalf("%d names remembered, want the bound %d", len(v.known), maxVerifiedNames)
 	}
 }
 

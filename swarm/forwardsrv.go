@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc"
@@ -56,7 +57,9 @@ func (f forwardServer) CallTool(req *forwardv1.CallToolRequest, stream grpc.Serv
 }
 
 // callTool is CallTool with the stream's send, shared with the previous
-// release's peer-service adapter.
+// release's peer-service adapter. The call runs on the handler's own
+// goroutine; only a call that reports progress gets a sender goroutine
+// (progressRelay), so the common call costs no goroutine and no queue.
 func (f forwardServer) callTool(ctx context.Context, req *forwardv1.CallToolRequest, send func(*forwardv1.CallToolResponse) error) error {
 	if _, err := f.authorize(req.GetCaller(), req.GetSession()); err != nil {
 		return err
@@ -67,48 +70,80 @@ func (f forwardServer) callTool(ctx context.Context, req *forwardv1.CallToolRequ
 			return status.Errorf(codes.InvalidArgument, "arguments are not a JSON object: %v", err)
 		}
 	}
-	sends := make(chan *forwardv1.CallToolResponse, 64)
-	ctx = session.WithProgress(ctx, func(p, total float64, msg string) {
-		// Progress comes from the session's goroutine: queue it without
-		// blocking the update; a full queue drops progress, never results.
-		select {
-		case sends <- &forwardv1.CallToolResponse{Event: &forwardv1.CallToolResponse_Progress{Progress: &forwardv1.Progress{Progress: p, Total: total, Message: msg}}}:
-		default:
-		}
-	})
-	type outcome struct {
-		res session.Result
-		err error
+	relay := &progressRelay{send: send}
+	res, err := f.run(session.WithProgress(ctx, relay.report), req.GetSession(), req.GetTool(), args)
+	// The update is over, so no more progress arrives: what is queued is
+	// sent before the result.
+	if err := relay.close(); err != nil {
+		return err
 	}
-	done := make(chan outcome, 1)
-	go func() {
-		res, err := f.run(ctx, req.GetSession(), req.GetTool(), args)
-		done <- outcome{res, err}
-	}()
-	for {
-		select {
-		case ev := <-sends:
-			if err := send(ev); err != nil {
-				return err
-			}
-		case o := <-done:
-			// The update is over, so no more progress arrives: flush what
-			// is queued before the result.
-			for len(sends) > 0 {
-				if err := send(<-sends); err != nil {
-					return err
-				}
-			}
-			if o.err != nil {
-				return f.s.ownerStatus(req.GetSession(), o.err)
-			}
-			raw, err := json.Marshal(o.res)
-			if err != nil {
-				return status.Errorf(codes.Internal, "encoding result: %v", err)
-			}
-			return send(&forwardv1.CallToolResponse{Event: &forwardv1.CallToolResponse_Result{Result: &forwardv1.ToolResult{Result: raw, IsError: o.res.IsError}}})
+	if err != nil {
+		return f.s.ownerStatus(req.GetSession(), err)
+	}
+	raw, err := json.Marshal(res)
+	if err != nil {
+		return status.Errorf(codes.Internal, "encoding result: %v", err)
+	}
+	return send(&forwardv1.CallToolResponse{Event: &forwardv1.CallToolResponse_Result{Result: &forwardv1.ToolResult{Result: raw, IsError: res.IsError}}})
+}
+
+// progressQueue bounds the progress events waiting to be sent: a full
+// queue drops progress, never the result.
+const progressQueue = 64
+
+// progressRelay sends a forwarded call's progress back to the entry node.
+// Progress is reported from the session's goroutine, which must not wait
+// on the network: the first report starts a sender goroutine and a bounded
+// queue, and a call that reports none (most) never has either.
+type progressRelay struct {
+	send func(*forwardv1.CallToolResponse) error
+
+	mu     sync.Mutex
+	queue  chan *forwardv1.CallToolResponse // nil until the first report
+	closed bool
+	done   chan struct{} // closed when the sender has sent or dropped all
+	err    error         // the first failed send; read after done
+}
+
+func (p *progressRelay) report(progress, total float64, msg string) {
+	ev := &forwardv1.CallToolResponse{Event: &forwardv1.CallToolResponse_Progress{Progress: &forwardv1.Progress{Progress: progress, Total: total, Message: msg}}}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return // the call has answered: too late to report
+	}
+	if p.queue == nil {
+		p.queue, p.done = make(chan *forwardv1.CallToolResponse, progressQueue), make(chan struct{})
+		go p.sender()
+	}
+	select {
+	case p.queue <- ev:
+	default:
+	}
+}
+
+func (p *progressRelay) sender() {
+	defer close(p.done)
+	for ev := range p.queue {
+		if p.err == nil {
+			p.err = p.send(ev) // after a failure, drain: the stream is gone
 		}
 	}
+}
+
+// close stops further reports and waits until the queued ones are sent;
+// it returns the first send's failure.
+func (p *progressRelay) close() error {
+	p.mu.Lock()
+	p.closed = true
+	q := p.queue
+	p.mu.Unlock()
+	if q == nil {
+		return nil
+	}
+	close(q)
+	<-p.done
+	return p.err
 }
 
 // run dispatches a forwarded operation on the local manager.

@@ -38,7 +38,7 @@ type testNode struct {
 
 // startTestNode runs a swarm over a real cluster on loopback. previous
 // leaves the forward service out, as a node of the previous release.
-func startTestNode(t *testing.T, name string, previous bool, join ...string) testNode {
+func startTestNode(t testing.TB, name string, previous bool, join ...string) testNode {
 	t.Helper()
 	reg := session.NewRegistry()
 	if err := apps.Register(reg); err != nil {
@@ -88,7 +88,7 @@ func startTestNode(t *testing.T, name string, previous bool, join ...string) tes
 	return testNode{sw: sw, mgr: mgr, cl: cl}
 }
 
-func await(t *testing.T, what string, cond func() bool) {
+func await(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for !cond() {

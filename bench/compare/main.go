@@ -27,17 +27,19 @@ import (
 
 // options are the harness's flags.
 type options struct {
-	mcpswarm string        // the mcpswarm binary
-	benchDir string        // the bench module (peers are built from it)
-	docsDir  string        // where BENCHMARKS.md and bench/ live; empty: print the report only
-	rounds   int           // interleaved rounds
-	dur      time.Duration // measured window per cell
-	warm     time.Duration // unmeasured lead-in per cell
-	conc     []int         // concurrencies
-	idle     int           // idle connections / sessions opened for the memory figures
-	profile  string        // directory for CPU and allocation profiles (profile mode)
-	strict   bool          // fail when any series had a failed call or answered none (smoke runs, CI)
-	nodeArgs []string      // extra `mcpswarm serve` flags for every node (e.g. a durability mode)
+	mcpswarm    string        // the mcpswarm binary
+	benchDir    string        // the bench module (peers are built from it)
+	docsDir     string        // where BENCHMARKS.md and bench/ live; empty: print the report only
+	rounds      int           // interleaved rounds
+	dur         time.Duration // measured window per cell
+	warm        time.Duration // unmeasured lead-in per cell
+	conc        []int         // concurrencies
+	idle        int           // idle connections / sessions opened for the memory figures
+	profile     string        // directory for CPU and allocation profiles (profile mode)
+	profSeries  string        // the load profiled: click, forward or spread
+	profClients int           // clients driving the profiled load
+	strict      bool          // fail when any series had a failed call or answered none (smoke runs, CI)
+	nodeArgs    []string      // extra `mcpswarm serve` flags for every node (e.g. a durability mode)
 }
 
 func main() {
@@ -54,6 +56,8 @@ func main() {
 	flag.IntVar(&o.idle, "idle", 500, "idle connections (and sessions) opened for the memory figures")
 	nodeArgs := flag.String("node-args", "", "extra space-separated `mcpswarm serve` flags for every mcpswarm node, e.g. to measure another durability mode beside the default")
 	flag.StringVar(&o.profile, "profile", "", "profile mode: take CPU and allocation profiles of a node under the 16-client click load and write `go tool pprof -top` text into this directory")
+	flag.IntVar(&o.profClients, "profile-clients", 16, "clients driving the load in profile mode")
+	flag.StringVar(&o.profSeries, "profile-series", "click", "the load profiled: click (one node), forward (clients on B, sessions on A: both nodes profiled) or spread (clients on both, every call forwarded)")
 	flag.Parse()
 	if *quick {
 		o.rounds, o.dur, o.warm, o.idle, o.docsDir, o.strict = 1, time.Second, 300*time.Millisecond, 100, "", true

@@ -15,10 +15,16 @@ import (
 	"github.com/mcpswarm/mcpswarm/bench/internal/hostinfo"
 )
 
-// runProfile takes CPU and allocation profiles of one mcpswarm node (the
-// bench/profnode build of `serve --dev`) while 16 clients click their own
-// `counter` sessions, and writes `go tool pprof -top` text into o.profile.
+// runProfile takes CPU and allocation profiles of mcpswarm nodes (the
+// bench/profnode build of `serve --dev`) while 16 clients click their
+// `counter` sessions (-profile-clients, 16 by default), and writes `go tool pprof -top` text into o.profile.
+// The click series profiles one node; forward and spread profile both
+// nodes of a two-node cluster (B joined to A), each into files named after
+// the series and the node, since the forward's cost is split between them.
 func runProfile(ctx context.Context, o options) error {
+	if o.profSeries != "click" && o.profSeries != "forward" && o.profSeries != "spread" {
+		return fmt.Errorf("-profile-series: %q is not click, forward or spread", o.profSeries)
+	}
 	tmp, err := os.MkdirTemp("", "bench-profile-")
 	if err != nil {
 		return fmt.Errorf("creating a scratch directory: %w", err)
@@ -28,20 +34,52 @@ func runProfile(ctx context.Context, o options) error {
 	if err := goBuild(ctx, o.benchDir, "./profnode", bin); err != nil {
 		return err
 	}
-	var addrs [4]string
-	for i := range addrs {
-		if addrs[i], err = freeAddr(); err != nil {
-			return err
-		}
+	type node struct {
+		p             *proc
+		pprof, gossip string
+		name          string
 	}
-	p, err := startProc(ctx, "profnode", bin, "http://"+addrs[0], "-http", addrs[0], "-grpc", addrs[1], "-gossip", addrs[2],
-		"-pprof", addrs[3], "-data-dir", filepath.Join(tmp, "data"))
+	start := func(name, join string) (node, error) {
+		var addrs [4]string
+		for i := range addrs {
+			if addrs[i], err = freeAddr(); err != nil {
+				return node{}, err
+			}
+		}
+		args := []string{"-name", name, "-http", addrs[0], "-grpc", addrs[1], "-gossip", addrs[2],
+			"-pprof", addrs[3], "-data-dir", filepath.Join(tmp, "data-"+name)}
+		if join != "" {
+			args = append(args, "-join", join)
+		}
+		p, err := startProc(ctx, "profnode "+name, bin, "http://"+addrs[0], args...)
+		return node{p: p, pprof: addrs[3], gossip: addrs[2], name: name}, err
+	}
+	a, err := start("profA", "")
 	if err != nil {
 		return err
 	}
-	defer p.stop()
-	const clients, secs = 16, 10
-	ws, err := clicks(p, p, "p")(ctx, clients)
+	defer a.p.stop()
+	nodes := []node{a}
+	if o.profSeries != "click" {
+		b, err := start("profB", a.gossip)
+		if err != nil {
+			return err
+		}
+		defer b.p.stop()
+		nodes = append(nodes, b)
+	}
+	const secs = 10
+	clients := o.profClients
+	var connect func(context.Context, int) ([]worker, error)
+	switch o.profSeries {
+	case "click":
+		connect = clicks(a.p, a.p, "p")
+	case "forward":
+		connect = clicks(a.p, nodes[1].p, "f")
+	case "spread":
+		connect = spreadClicks(a.p, nodes[1].p)
+	}
+	ws, err := connect(ctx, clients)
 	if err != nil {
 		return err
 	}
@@ -49,19 +87,25 @@ func runProfile(ctx context.Context, o options) error {
 		name string
 		err  error
 	}
-	done := make(chan got, 2)
-	for _, kind := range []string{"profile", "allocs"} {
-		go func() {
-			out := filepath.Join(tmp, kind+".pb.gz")
-			done <- got{kind, fetch(ctx, fmt.Sprintf("http://%s/debug/pprof/%s?seconds=%d", addrs[3], kind, secs), out)}
-		}()
+	done := make(chan got, 2*len(nodes))
+	for _, n := range nodes {
+		for _, kind := range []string{"profile", "allocs"} {
+			go func() {
+				out := filepath.Join(tmp, n.name+"-"+kind+".pb.gz")
+				done <- got{n.name + " " + kind, fetch(ctx, fmt.Sprintf("http://%s/debug/pprof/%s?seconds=%d", n.pprof, kind, secs), out)}
+			}()
+		}
 	}
-	slog.Info("profiling", "clients", clients, "seconds", secs)
-	cl, err := measure(ctx, ws, []*proc{p}, 500*time.Millisecond, (secs+1)*time.Second)
+	slog.Info("profiling", "series", o.profSeries, "clients", clients, "seconds", secs, "nodes", len(nodes))
+	procs := make([]*proc, len(nodes))
+	for i, n := range nodes {
+		procs[i] = n.p
+	}
+	cl, err := measure(ctx, ws, procs, 500*time.Millisecond, (secs+1)*time.Second)
 	if err != nil {
 		return err
 	}
-	for range 2 {
+	for range 2 * len(nodes) {
 		if g := <-done; g.err != nil {
 			return fmt.Errorf("taking the %s profile: %w", g.name, g.err)
 		}
@@ -69,31 +113,43 @@ func runProfile(ctx context.Context, o options) error {
 	if err := os.MkdirAll(o.profile, 0o755); err != nil {
 		return fmt.Errorf("creating %s: %w", o.profile, err)
 	}
-	header := fmt.Sprintf("# mcpswarm node (bench/profnode = serve --dev) under %d clients each clicking its own counter session, %d s.\n"+
-		"# Load during the profile: %.0f calls/s, p50 %.0f µs, p99 %.0f µs, %.0f µs server CPU per call, %d failed calls.\n"+
-		"# Made by: cd bench && go run ./compare -profile ../docs/bench  (%s, source %s, %d CPUs, load %s)\n",
-		clients, secs, cl.Throughput, cl.P50us, cl.P99us, cl.CPUus, cl.Errors, time.Now().UTC().Format("2006-01-02 15:04 UTC"), describeSource(ctx, o.benchDir), hostinfo.Now().CPUs, hostinfo.LoadAvg())
-	views := []struct {
-		file, prof string
-		args       []string
-	}{
-		{"profile-cpu.txt", "profile", []string{"-top", "-nodecount=40"}},
-		{"profile-cpu-cum.txt", "profile", []string{"-top", "-cum", "-nodecount=60"}},
-		{"profile-alloc-space.txt", "allocs", []string{"-top", "-sample_index=alloc_space", "-nodecount=40"}},
-		{"profile-alloc-objects.txt", "allocs", []string{"-top", "-sample_index=alloc_objects", "-nodecount=40"}},
-		// Who calls what inside the call path's own steps.
-		{"profile-cpu-peek.txt", "profile", []string{"-peek", peekFocus}},
-		{"profile-alloc-peek.txt", "allocs", []string{"-peek", peekFocus, "-sample_index=alloc_space"}},
-	}
-	for _, v := range views {
-		args := append([]string{"tool", "pprof"}, v.args...)
-		args = append(args, bin, filepath.Join(tmp, v.prof+".pb.gz"))
-		out, err := exec.CommandContext(ctx, "go", args...).Output()
-		if err != nil {
-			return fmt.Errorf("go tool pprof %s: %w", strings.Join(v.args, " "), err)
+	what := map[string]string{
+		"click":   "each clicking its own counter session on the node",
+		"forward": "each on node B clicking its own counter session owned by node A (every call forwarded B -> A)",
+		"spread":  "alternately on A and B, each clicking a counter session owned by the other node (every call forwarded)",
+	}[o.profSeries]
+	for _, n := range nodes {
+		prefix := "profile-"
+		if o.profSeries != "click" {
+			prefix = fmt.Sprintf("profile-%s-%s-", o.profSeries, strings.TrimPrefix(n.name, "prof"))
 		}
-		if err := os.WriteFile(filepath.Join(o.profile, v.file), append([]byte(header), out...), 0o644); err != nil {
-			return fmt.Errorf("writing %s: %w", v.file, err)
+		header := fmt.Sprintf("# mcpswarm node %s (bench/profnode = serve --dev) under %d clients %s, %d s.\n"+
+			"# Load during the profile: %.0f calls/s, p50 %.0f µs, p99 %.0f µs, %.0f µs server CPU per call (all profiled nodes), %d failed calls.\n"+
+			"# Made by: cd bench && go run ./compare -profile ../docs/bench -profile-series %s  (%s, source %s, %d CPUs, load %s)\n",
+			n.name, clients, what, secs, cl.Throughput, cl.P50us, cl.P99us, cl.CPUus, cl.Errors, o.profSeries,
+			time.Now().UTC().Format("2006-01-02 15:04 UTC"), describeSource(ctx, o.benchDir), hostinfo.Now().CPUs, hostinfo.LoadAvg())
+		views := []struct {
+			file, prof string
+			args       []string
+		}{
+			{"cpu.txt", "profile", []string{"-top", "-nodecount=40"}},
+			{"cpu-cum.txt", "profile", []string{"-top", "-cum", "-nodecount=60"}},
+			{"alloc-space.txt", "allocs", []string{"-top", "-sample_index=alloc_space", "-nodecount=40"}},
+			{"alloc-objects.txt", "allocs", []string{"-top", "-sample_index=alloc_objects", "-nodecount=40"}},
+			// Who calls what inside the call path's own steps.
+			{"cpu-peek.txt", "profile", []string{"-peek", peekFocus}},
+			{"alloc-peek.txt", "allocs", []string{"-peek", peekFocus, "-sample_index=alloc_space"}},
+		}
+		for _, v := range views {
+			args := append([]string{"tool", "pprof"}, v.args...)
+			args = append(args, bin, filepath.Join(tmp, n.name+"-"+v.prof+".pb.gz"))
+			out, err := exec.CommandContext(ctx, "go", args...).Output()
+			if err != nil {
+				return fmt.Errorf("go tool pprof %s: %w", strings.Join(v.args, " "), err)
+			}
+			if err := os.WriteFile(filepath.Join(o.profile, prefix+v.file), append([]byte(header), out...), 0o644); err != nil {
+				return fmt.Errorf("writing %s: %w", prefix+v.file, err)
+			}
 		}
 	}
 	// Keep the raw profiles and the binary for `go tool pprof -peek/-list`;
@@ -110,7 +166,7 @@ func runProfile(ctx context.Context, o options) error {
 
 // peekFocus names the steps of a click whose callers and callees the peek
 // views show.
-const peekFocus = `session\.\(\*actor\)\.(apply|render|commit)$|session\.\(\*Manager\)\.(save|emit)$|mcp\.\(\*connTable\)\.match$|swarm\.\(\*Conns\)\.records$|server\.\(\*StreamableHTTPServer\)\.handlePost$|mcp\.\(\*Server\)\.serveStreamable$`
+const peekFocus = `swarm\.\(\*Swarm\)\.forward$|swarm\.forwardServer\.callTool$|session\.\(\*actor\)\.(apply|render|commit)$|session\.\(\*Manager\)\.(save|emit)$|mcp\.\(\*connTable\)\.match$|swarm\.\(\*Conns\)\.records$|server\.\(\*StreamableHTTPServer\)\.handlePost$|mcp\.\(\*Server\)\.serveStreamable$`
 
 // describeSource names the commit the profiled node was built from.
 func describeSource(ctx context.Context, dir string) string {

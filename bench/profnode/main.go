@@ -30,7 +30,11 @@ func main() {
 	flag.StringVar(&cfg.GossipAddr, "gossip", "127.0.0.1:0", "gossip bind address")
 	flag.StringVar(&cfg.DataDir, "data-dir", "", "bbolt directory (required)")
 	pprofAddr := flag.String("pprof", "127.0.0.1:6060", "net/http/pprof listen address")
+	join := flag.String("join", "", "a seed's gossip address (the second node of a profiled cluster)")
 	flag.Parse()
+	if *join != "" {
+		cfg.Join = []string{*join}
+	}
 	if err := run(cfg, *pprofAddr); err != nil {
 		fmt.Fprintln(os.Stderr, "profnode:", err)
 		os.Exit(1)
