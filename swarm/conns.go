@@ -149,6 +149,12 @@ type Conns struct {
 	// without hashing it.
 	ids     map[revKey]string
 	digests map[string]revKey
+	// gone holds the ids whose last record another node removed, by
+	// digest, for a minute or two: a node drops its live record when it
+	// learns of a revocation, and that removal can reach this node before
+	// the revocation itself does; the revocation then still finds the id
+	// to make the front forget it (mcp-go keeps per-id state for 30 min).
+	gone map[revKey]goneID
 	// dirty holds the registry keys of this node's partition to write:
 	// ids of live records and revocation keys.
 	dirty map[string]bool
@@ -169,7 +175,7 @@ func newConnsState(s *Swarm) *Conns {
 	c := &Conns{s: s, mine: map[string]connRecord{}, ended: map[revKey]int64{},
 		elsewhere: map[revKey]int64{}, legacy: map[string]int64{},
 		others: map[string]map[crdt.Origin]connRecord{}, ids: map[revKey]string{},
-		digests: map[string]revKey{}, dirty: map[string]bool{}}
+		digests: map[string]revKey{}, gone: map[revKey]goneID{}, dirty: map[string]bool{}}
 	if s != nil {
 		c.kick = s.kick
 	}
@@ -224,7 +230,8 @@ func (c *Conns) onChange(ch crdt.Change) {
 	c.indexLocked(ch.Key)
 }
 
-// dropOtherLocked forgets origin's record of id.
+// dropOtherLocked forgets origin's record of id. When that was the last
+// record of a live id, the id is kept in gone (see Conns.gone).
 func (c *Conns) dropOtherLocked(id string, origin crdt.Origin) {
 	if byOrigin, ok := c.others[id]; ok {
 		delete(byOrigin, origin)
@@ -232,8 +239,22 @@ func (c *Conns) dropOtherLocked(id string, origin crdt.Origin) {
 			delete(c.others, id)
 		}
 	}
+	k, indexed := c.digests[id]
 	c.unindexLocked(id)
+	if _, still := c.digests[id]; indexed && !still && !c.revokedLocked(id) {
+		c.gone[k] = goneID{id: id, at: time.Now().UnixNano()}
+	}
 }
+
+// goneID is an id whose records went, and when (see Conns.gone).
+type goneID struct {
+	id string
+	at int64
+}
+
+// goneFor is how long an id whose records went is kept for a late
+// revocation (swept once a minute, so kept one to two minutes).
+const goneFor = time.Minute
 
 // revokedElsewhere records a revocation another node holds. The ended
 // connection's records go (this node's own is removed from the registry
@@ -242,6 +263,10 @@ func (c *Conns) revokedElsewhere(k revKey, at int64) {
 	c.mu.Lock()
 	c.elsewhere[k] = at
 	id, known := c.ids[k]
+	if g, ok := c.gone[k]; ok {
+		delete(c.gone, k)
+		id, known = g.id, true
+	}
 	if known {
 		if _, live := c.mine[id]; live {
 			delete(c.mine, id)
@@ -375,6 +400,7 @@ func (c *Conns) endLocked(id string, at int64, legacy bool) revKey {
 	k := c.digestLocked(id)
 	c.ended[k] = at
 	delete(c.elsewhere, k)
+	delete(c.gone, k)
 	c.dirty[k.regKey()] = true
 	if legacy {
 		c.legacy[id] = at
@@ -651,6 +677,11 @@ func (c *Conns) sweepWith(now time.Time, maxAge time.Duration, remove func(key s
 	for k, at := range c.elsewhere {
 		if expired(at) {
 			delete(c.elsewhere, k)
+		}
+	}
+	for k, g := range c.gone {
+		if now.Sub(time.Unix(0, g.at)) > goneFor {
+			delete(c.gone, k)
 		}
 	}
 	c.mu.Unlock()

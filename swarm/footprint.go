@@ -11,7 +11,8 @@ type Footprint struct {
 	SessionBytes, ToolBytes, ConnBytes    int // their values' bytes
 	ConnKeyBytes                          int // the conns entries' keys' bytes
 	ConnsMine, ConnsDecoded, ConnsRevoked int // this node's records, others' decoded, revoked (own)
-	// ConnsIndexed counts the ids indexed by revocation digest (live ones).
+	// ConnsIndexed counts the ids indexed by revocation digest (live ones,
+	// and those whose records went while their revocation is awaited).
 	ConnsIndexed int
 	// RevokedElsewhere counts the revocations other nodes hold, known here.
 	RevokedElsewhere int
@@ -38,7 +39,7 @@ func (s *Swarm) Footprint() Footprint {
 	f.ConnsMine = len(s.conns.mine) + len(s.conns.ended)
 	f.ConnsRevoked = len(s.conns.ended)
 	f.RevokedElsewhere = len(s.conns.elsewhere)
-	f.ConnsIndexed = len(s.conns.ids) + len(s.conns.digests)
+	f.ConnsIndexed = len(s.conns.ids) + len(s.conns.digests) + len(s.conns.gone)
 	for _, byOrigin := range s.conns.others {
 		f.ConnsDecoded += len(byOrigin)
 	}

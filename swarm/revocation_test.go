@@ -1,11 +1,14 @@
 package swarm
 
 import (
+	"context"
 	"encoding/json"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/mcpswarm/mcpswarm/cluster"
+	"github.com/mcpswarm/mcpswarm/crdt"
 	mcpfront "github.com/mcpswarm/mcpswarm/mcp"
 )
 
@@ -55,5 +58,48 @@ func TestRevocationIsWrittenInTheFormEveryLivePeerReads(t *testing.T) {
 				t.Fatal("a node does not refuse the revoked id")
 			}
 		})
+	}
+}
+
+// forgetFront records the connections the swarm tells the front to forget.
+type forgetFront struct{ forgot []string }
+
+func (f *forgetFront) HoldsStream(string) bool { return false }
+func (f *forgetFront) DeliverResponse(context.Context, string, []byte) (int, error) {
+	return 0, nil
+}
+func (f *forgetFront) DeliverSSE(context.Context, string, []byte) (int, error) { return 0, nil }
+func (f *forgetFront) Forget(id string)                                        { f.forgot = append(f.forgot, id) }
+
+// The home node drops its live record when it learns of a revocation made
+// elsewhere, and that removal may reach a third node before the revocation
+// does: the revocation, known only by digest, must still make the front
+// forget the connection (mcp-go keeps per-id state here for 30 minutes).
+// An id whose records went and no revocation came is forgotten after a
+// minute or two.
+func TestARevocationArrivingAfterTheLastRecordWentStillReachesTheFront(t *testing.T) {
+	sw := &Swarm{connMaxAge: time.Hour}
+	front := &forgetFront{}
+	sw.Attach(front)
+	c := newConnsState(sw)
+	home := crdt.Origin{Name: "home", Epoch: 1}
+	for _, id := range []string{"s1.ended", "s1.crashed"} {
+		c.others[id] = map[crdt.Origin]connRecord{home: {Info: mcpfront.ConnInfo{ID: id, Node: "home"}}}
+		c.indexLocked(id)
+		c.dropOtherLocked(id, home) // the home node's removal arrives first
+	}
+	if len(c.ids) != 0 || len(c.others) != 0 {
+		t.Fatalf("records or index left after the removals: %v, %v", c.others, c.ids)
+	}
+	c.revokedElsewhere(revocationOf("s1.ended"), time.Now().UnixNano())
+	if len(front.forgot) != 1 || front.forgot[0] != "s1.ended" {
+		t.Fatalf("the front was told to forget %v; want [s1.ended]", front.forgot)
+	}
+	if !c.Revoked("s1.ended") || c.Revoked("s1.crashed") {
+		t.Fatal("revocations read wrong")
+	}
+	c.sweepWith(time.Now().Add(goneFor+time.Second), time.Hour, func(string) error { return nil })
+	if len(c.gone) != 0 {
+		t.Fatalf("ids without records or revocation kept after %v: %v", goneFor, c.gone)
 	}
 }
