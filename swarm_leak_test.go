@@ -56,10 +56,10 @@ func TestEndedConnectionsAndStoppedSessionsLeaveOnlySmallRevocations(t *testing.
 		}
 		per := (f.ConnKeyBytes + f.ConnBytes) / f.Conns
 		t.Logf("node %d after %d cycles: %+v (%d bytes of key and value per revocation)", k, cycles, f, per)
-		// A revocation is the id's digest (the key, 24 bytes) and its time
+		// A revocation is the id's digest (the key, 18 bytes) and its time
 		// (8): not the ~105-byte id, and no client facts.
-		if per > 32 {
-			t.Errorf("node %d: a revoked connection's entry is %d bytes, want at most 32 (digest and time)", k, per)
+		if per > 26 {
+			t.Errorf("node %d: a revoked connection's entry is %d bytes, want at most 26 (digest and time)", k, per)
 		}
 	}
 }

@@ -27,7 +27,7 @@ func TestOfPrincipalCountsLiveConnectionsAcrossNodes(t *testing.T) {
 	// a4 was ended by this node, a5 by another.
 	c.ended[revocationOf("a4")] = t0.UnixNano()
 	c.others["a5"] = map[crdt.Origin]connRecord{n2: hello("a5", "alice", t0)}
-	c.elsewhere[revocationOf("a5")] = t0.UnixNano()
+	c.elsewhere[revocationOf("a5")] = struct{}{}
 
 	got := c.OfPrincipal("alice")
 	want := []mcpfront.ConnActivity{

@@ -131,12 +131,14 @@ type Conns struct {
 	// maximum age, on every node, so it carries nothing but its key's
 	// digest and time (see revKey).
 	ended map[revKey]int64
-	// elsewhere holds the revocations other nodes hold (digest -> when): a
+	// elsewhere holds the revocations other nodes hold, by digest: a
 	// revocation lives in its revoker's partition only, and is copied into
 	// this node's own when that partition goes away while the id is still
 	// valid (the revoker died or restarted), so it outlives the revoker
 	// without every node holding every revocation three times.
-	elsewhere map[revKey]int64
+	// Their times stay in the registry: an entry goes when its holder
+	// removes it (expiry) or its partition goes (lostRevocation).
+	elsewhere map[revKey]struct{}
 	// legacy holds this node's revocations also written in the previous
 	// form (the id's own key, a revoked connRecord), for peers that do not
 	// read revocation keys (cluster.CapRevocationKeys): id -> when.
@@ -173,7 +175,7 @@ func newConns(s *Swarm, reg *cluster.Registry) *Conns {
 // newConnsState returns a Conns with its maps made and no registry.
 func newConnsState(s *Swarm) *Conns {
 	c := &Conns{s: s, mine: map[string]connRecord{}, ended: map[revKey]int64{},
-		elsewhere: map[revKey]int64{}, legacy: map[string]int64{},
+		elsewhere: map[revKey]struct{}{}, legacy: map[string]int64{},
 		others: map[string]map[crdt.Origin]connRecord{}, ids: map[revKey]string{},
 		digests: map[string]revKey{}, gone: map[revKey]goneID{}, dirty: map[string]bool{}}
 	if s != nil {
@@ -190,8 +192,8 @@ func (c *Conns) onChange(ch crdt.Change) {
 		return // this node's records live in c.mine and c.ended
 	}
 	if k, ok := parseRevKey(ch.Key); ok {
-		if at, ok := decodeRevocation(ch.New); ok {
-			c.revokedElsewhere(k, at)
+		if _, ok := decodeRevocation(ch.New); ok {
+			c.revokedElsewhere(k)
 		} else if at, ok := decodeRevocation(ch.Old); ok {
 			c.lostRevocation(k, at)
 		}
@@ -215,7 +217,7 @@ func (c *Conns) onChange(ch crdt.Change) {
 		c.mu.Lock()
 		c.dropOtherLocked(ch.Key, ch.Origin)
 		c.mu.Unlock()
-		c.revokedElsewhere(revocationOf(ch.Key), r.Touched.UnixNano())
+		c.revokedElsewhere(revocationOf(ch.Key))
 		return
 	}
 	c.mu.Lock()
@@ -259,9 +261,9 @@ const goneFor = time.Minute
 // revokedElsewhere records a revocation another node holds. The ended
 // connection's records go (this node's own is removed from the registry
 // by the publisher), and the front forgets what it holds for it here.
-func (c *Conns) revokedElsewhere(k revKey, at int64) {
+func (c *Conns) revokedElsewhere(k revKey) {
 	c.mu.Lock()
-	c.elsewhere[k] = at
+	c.elsewhere[k] = struct{}{}
 	id, known := c.ids[k]
 	if g, ok := c.gone[k]; ok {
 		delete(c.gone, k)
@@ -363,8 +365,8 @@ func (c *Conns) mineLocked(id string) (connRecord, bool) {
 	if at, ok := c.ended[k]; ok {
 		return revoked(time.Unix(0, at)), true
 	}
-	if at, ok := c.elsewhere[k]; ok {
-		return revoked(time.Unix(0, at)), true
+	if _, ok := c.elsewhere[k]; ok {
+		return revoked(time.Time{}), true
 	}
 	r, ok := c.mine[id]
 	return r, ok
@@ -672,11 +674,6 @@ func (c *Conns) sweepWith(now time.Time, maxAge time.Duration, remove func(key s
 			old = append(old, id)
 			delete(c.legacy, id)
 			delete(c.dirty, id)
-		}
-	}
-	for k, at := range c.elsewhere {
-		if expired(at) {
-			delete(c.elsewhere, k)
 		}
 	}
 	for k, g := range c.gone {

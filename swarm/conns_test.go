@@ -61,7 +61,7 @@ func TestExpiredConnectionRecordsAreForgotten(t *testing.T) {
 }
 
 // Issue #13: a revocation keeps only the digest of the id and its time
-// (24 + 8 bytes in the registry, wherever the id was long), is swept like
+// (18 + 8 bytes in the registry, wherever the id was long), is swept like
 // any record once older than the ids' maximum age, and learns nothing
 // more: a late request's client facts must not grow it back.
 func TestRevocationsStaySmallAndExpire(t *testing.T) {
@@ -85,8 +85,8 @@ func TestRevocationsStaySmallAndExpire(t *testing.T) {
 	if err != nil || !own || ownLive {
 		t.Fatalf("own entries: revocation %v (%v), live record %v; want only the revocation", own, err, ownLive)
 	}
-	if entry := len(k.regKey()) + len(v); entry > 32 {
-		t.Fatalf("a revocation is %d bytes of key and value; want at most 32", entry)
+	if entry := len(k.regKey()) + len(v); entry > 26 {
+		t.Fatalf("a revocation is %d bytes of key and value; want at most 26", entry)
 	}
 	if r, _ := c.mineLocked(id); !r.Revoked {
 		t.Fatal("the id does not read as revoked")
@@ -118,7 +118,7 @@ func TestARevocationLeavingAnotherPartitionIsKeptHere(t *testing.T) {
 	c := newConnsState(&Swarm{connMaxAge: maxAge})
 	at := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
 	k1 := revocationOf("c1")
-	c.elsewhere[k1] = at.UnixNano()
+	c.elsewhere[k1] = struct{}{}
 	c.lostRevocation(k1, at.UnixNano())
 	if got, ok := c.ended[k1]; !ok || got != at.UnixNano() || !c.dirty[k1.regKey()] {
 		t.Fatalf("a valid revocation that left another partition: ended %v, dirty %v; want it kept with its time and published", c.ended, c.dirty)
@@ -127,7 +127,7 @@ func TestARevocationLeavingAnotherPartitionIsKeptHere(t *testing.T) {
 		t.Fatal("the id reads as not revoked")
 	}
 	k2 := revocationOf("c2")
-	c.elsewhere[k2] = 1
+	c.elsewhere[k2] = struct{}{}
 	c.lostRevocation(k2, time.Now().Add(-maxAge+time.Second).UnixNano())
 	if _, ok := c.ended[k2]; ok {
 		t.Fatal("a revocation removed at its expiry was copied")
@@ -144,7 +144,7 @@ func TestRevocationKeysRoundTrip(t *testing.T) {
 	if got, ok := parseRevKey(k.regKey()); !ok || got != k {
 		t.Fatalf("parseRevKey(%q) = %x, %v", k.regKey(), got, ok)
 	}
-	for _, key := range []string{"s1.some-id", "r:", "r:AAAA", k.regKey() + "A", "r:" + strings.Repeat("!", 22)} {
+	for _, key := range []string{"s1.some-id", "r:", "r:AAAA", k.regKey() + "A", "r:" + strings.Repeat("!", 16)} {
 		if _, ok := parseRevKey(key); ok {
 			t.Errorf("parseRevKey(%q) read a revocation", key)
 		}

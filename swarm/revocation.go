@@ -9,20 +9,21 @@ import (
 	"github.com/mcpswarm/mcpswarm/cluster"
 )
 
-// revKey names a revocation: the first 16 bytes of the SHA-256 of the
+// revKey names a revocation: the first 12 bytes of the SHA-256 of the
 // connection id. A revocation is kept on every node for the id's maximum
 // age (7 days by default), one per ended connection, so its size is what
 // a node's memory grows by under churn: the sealed id is about 105 bytes,
-// its digest 16 (issue #13's soak: ≈ 1.4 KiB per ended connection per node
-// with the id as key and a JSON value; see docs/ARCHITECTURE.md). Sixteen
-// bytes make a collision between two ids as likely as guessing an AES key
-// half; an id is refused only when its own digest was revoked.
-type revKey [16]byte
+// its digest 12 (issue #13's soak: ≈ 1.4 KiB per ended connection per
+// node with the id as key and a JSON value; see docs/ARCHITECTURE.md).
+// With 12 bytes, two of a billion ids share a digest with probability
+// below 2⁻³⁶, and the only harm would be a live id refused (its client
+// initializes again): nobody can aim a collision at an id they never saw.
+type revKey [12]byte
 
 // revocationOf returns the key of id's revocation.
 func revocationOf(id string) revKey {
 	sum := sha256.Sum256([]byte(id))
-	return revKey(sum[:16])
+	return revKey(sum[:12])
 }
 
 // revPrefix starts a revocation's key in the "conns" registry. Connection

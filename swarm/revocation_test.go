@@ -91,7 +91,7 @@ func TestARevocationArrivingAfterTheLastRecordWentStillReachesTheFront(t *testin
 	if len(c.ids) != 0 || len(c.others) != 0 {
 		t.Fatalf("records or index left after the removals: %v, %v", c.others, c.ids)
 	}
-	c.revokedElsewhere(revocationOf("s1.ended"), time.Now().UnixNano())
+	c.revokedElsewhere(revocationOf("s1.ended"))
 	if len(front.forgot) != 1 || front.forgot[0] != "s1.ended" {
 		t.Fatalf("the front was told to forget %v; want [s1.ended]", front.forgot)
 	}
