@@ -75,6 +75,8 @@ type Manager struct {
 	closed   bool
 
 	subs watch.Set[Event]
+	// workers run the sessions' queues (see workers).
+	workers workers
 }
 
 // NewManager validates cfg and returns a Manager with no sessions.
@@ -129,8 +131,18 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	return &Manager{
 		cfg: cfg, log: cfg.Logger, startable: startable,
 		sessions: map[string]*actor{}, perPrin: map[string]int{},
+		workers: workers{linger: workerLinger, maxIdle: workersIdle},
 	}, nil
 }
+
+// A worker parks this long for the next queue before it exits, and this
+// many park at most: enough for every client of a loaded node to find a
+// grown stack, few enough that idle workers are noise (a worker's stack is
+// a few KB; 64 of them are less than 300 idle sessions' goroutines were).
+const (
+	workerLinger = 250 * time.Millisecond
+	workersIdle  = 64
+)
 
 // Startable lists the apps clients may start, sorted by name.
 func (m *Manager) Startable() []AppInfo {
@@ -202,7 +214,7 @@ func (m *Manager) start(ctx context.Context, id, app, principal string, snap *Sn
 			return Info{}, fmt.Errorf("starting session %s: %w", id, err)
 		}
 	}
-	go a.run()
+	a.begin()
 	m.emit(Event{Kind: Started, Session: id, Principal: principal},
 		Event{Kind: ToolsChanged, Session: id, Principal: principal})
 	return a.info, nil
@@ -243,7 +255,7 @@ func (m *Manager) newActor(id, app, principal string, factory func() App, snap *
 	a = &actor{
 		info: Info{ID: id, App: app, Principal: principal, Created: time.Now().UTC(), Status: "running"},
 		app:  impl, projs: projections(impl), mgr: m,
-		mailbox: make(chan *request, m.cfg.Mailbox), quit: make(chan struct{}), done: make(chan struct{}),
+		done: make(chan struct{}), draining: true, // begin lets calls run
 		tools: newSticky(id, m.cfg.MaxTools), warned: map[string]bool{},
 	}
 	var model Model
@@ -330,8 +342,7 @@ func (m *Manager) stopKeeping(ctx context.Context, id string, keep bool) (*actor
 		delete(m.perPrin, a.info.Principal)
 	}
 	m.mu.Unlock()
-	a.deleteOnExit = !keep
-	close(a.quit)
+	a.stop(keep)
 	select {
 	case <-a.done:
 	case <-ctx.Done():
@@ -447,15 +458,8 @@ func (m *Manager) SendKey(ctx context.Context, id string, k Key) (Result, error)
 // send queues r without blocking and waits for its answer.
 func (m *Manager) send(ctx context.Context, a *actor, r *request) (Result, bool, error) {
 	r.reply = make(chan reply, 1)
-	select {
-	case <-a.quit:
-		return Result{}, false, fmt.Errorf("session `%s`: %w", a.info.ID, ErrNotRunning)
-	default:
-	}
-	select {
-	case a.mailbox <- r:
-	default:
-		return Result{}, false, fmt.Errorf("session `%s` has %d calls waiting: %w", a.info.ID, cap(a.mailbox), ErrBusy)
+	if err := a.enqueue(r); err != nil {
+		return Result{}, false, err
 	}
 	timer := time.NewTimer(m.cfg.CallTimeout)
 	defer timer.Stop()
@@ -500,8 +504,9 @@ func (m *Manager) Close(ctx context.Context) error {
 	m.perPrin = map[string]int{}
 	m.mu.Unlock()
 	for _, a := range all {
-		close(a.quit)
+		a.stop(true)
 	}
+	defer m.workers.close() // after the last drain: a parked worker would outlive the manager
 	for _, a := range all {
 		select {
 		case <-a.done:
