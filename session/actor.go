@@ -9,19 +9,22 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/sony/gobreaker/v2"
 	"gomodules.xyz/jsonpatch/v2"
 )
 
 // request is one message to a session's actor; reply is buffered so the
-// actor never blocks on a caller that gave up.
+// actor never blocks on a caller that gave up. Requests are pooled with
+// their channel and timer (Manager.newRequest).
 type request struct {
 	ctx   context.Context
 	tool  string
 	args  map[string]any
 	key   *Key
 	reply chan reply
+	timer *time.Timer // bounds the caller's wait (CallTimeout)
 }
 
 type reply struct {

@@ -77,6 +77,8 @@ type Manager struct {
 	subs watch.Set[Event]
 	// workers run the sessions' queues (see workers).
 	workers workers
+	// reqs pools requests (*request) with their reply channel and timer.
+	reqs sync.Pool
 }
 
 // NewManager validates cfg and returns a Manager with no sessions.
@@ -423,7 +425,9 @@ func (m *Manager) Call(ctx context.Context, id, tool string, args map[string]any
 		}
 		return Result{}, fmt.Errorf("calling %s: %w", tool, err)
 	}
-	res, fault, err := m.send(ctx, a, &request{ctx: ctx, tool: tool, args: args})
+	r := m.newRequest(ctx)
+	r.tool, r.args = tool, args
+	res, fault, err := m.send(ctx, a, r)
 	switch {
 	case fault: // the update failed, panicked or timed out
 		done(errFault)
@@ -445,7 +449,9 @@ func (m *Manager) SendKey(ctx context.Context, id string, k Key) (Result, error)
 	if err != nil {
 		return Result{}, fmt.Errorf("sending key: %w", err)
 	}
-	res, _, err := m.send(ctx, a, &request{ctx: ctx, key: &k})
+	r := m.newRequest(ctx)
+	r.key = &k
+	res, _, err := m.send(ctx, a, r)
 	if err != nil {
 		return Result{}, fmt.Errorf("sending key to %s: %w", id, err)
 	}
@@ -455,22 +461,39 @@ func (m *Manager) SendKey(ctx context.Context, id string, k Key) (Result, error)
 	return res, nil
 }
 
-// send queues r without blocking and waits for its answer.
+// newRequest returns a request for ctx from the pool: its reply channel
+// and timer are reused (they were three allocations of every call).
+func (m *Manager) newRequest(ctx context.Context) *request {
+	r, _ := m.reqs.Get().(*request)
+	if r == nil {
+		r = &request{reply: make(chan reply, 1), timer: time.NewTimer(time.Hour)}
+		r.timer.Stop()
+	}
+	r.ctx = ctx
+	return r
+}
+
+// send queues r without blocking and waits for its answer. r goes back to
+// the pool only once its answer was read: a caller that gave up leaves it
+// to the session, which may still answer into its channel.
 func (m *Manager) send(ctx context.Context, a *actor, r *request) (Result, bool, error) {
-	r.reply = make(chan reply, 1)
 	if err := a.enqueue(r); err != nil {
+		m.recycle(r)
 		return Result{}, false, err
 	}
-	timer := time.NewTimer(m.cfg.CallTimeout)
-	defer timer.Stop()
+	r.timer.Reset(m.cfg.CallTimeout)
 	select {
 	case rep := <-r.reply:
+		r.timer.Stop()
+		m.recycle(r)
 		return rep.res, rep.fault, rep.err
-	case <-timer.C:
+	case <-r.timer.C:
 		return Result{}, true, fmt.Errorf("no answer within %s; the update may still apply, check the session's state before retrying: %w", m.cfg.CallTimeout, ErrTimeout)
 	case <-ctx.Done():
+		r.timer.Stop()
 		return Result{}, false, fmt.Errorf("call cancelled; the update may still apply: %w", ctx.Err())
 	case <-a.done:
+		r.timer.Stop()
 		select {
 		case rep := <-r.reply: // answered just before the session stopped
 			return rep.res, rep.fault, rep.err
@@ -478,6 +501,14 @@ func (m *Manager) send(ctx context.Context, a *actor, r *request) (Result, bool,
 			return Result{}, false, fmt.Errorf("session `%s` stopped: %w", a.info.ID, ErrNotRunning)
 		}
 	}
+}
+
+// recycle returns an answered request to the pool. Its timer is stopped
+// (a stopped timer's channel holds nothing since Go 1.23) and its reply
+// channel empty.
+func (m *Manager) recycle(r *request) {
+	r.ctx, r.tool, r.args, r.key = nil, "", nil, nil
+	m.reqs.Put(r)
 }
 
 // Model returns the session's model as JSON.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -138,4 +139,66 @@ func TestParkedWorkersExit(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, func() bool { return runtime.NumGoroutine() <= before })
+}
+
+// slowApp's updates take a millisecond, so callers give up mid-update.
+type slowApp struct{}
+
+func (slowApp) Init() (Model, error) { return 0, nil }
+
+func (slowApp) Update(m Model, msg Msg) (Model, error) {
+	time.Sleep(time.Millisecond)
+	return m.(int) + 1, nil
+}
+
+func (slowApp) View(Model) Node { return Button{ID: "inc", OnClick: "inc"} }
+
+// Requests are pooled: one whose caller gave up is left to the session
+// (which still answers into it), so no call ever reads another's answer,
+// and every completed call reads its own.
+func TestAbandonedRequestsAreNotReused(t *testing.T) {
+	r := NewRegistry()
+	if err := r.Register("slow", "", func() App { return slowApp{} }); err != nil {
+		t.Fatal(err)
+	}
+	// A reused request would get two answers: the second blocks the
+	// session, and calls time out (after 2 s here, not the default 5 s).
+	m, err := NewManager(ManagerConfig{Registry: r, Startable: []string{"slow"}, Mailbox: 1000, CallTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close(context.Background()) })
+	if _, err := m.Start(context.Background(), "s", "slow", "p"); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var completed, gaveUp atomic.Int32
+	for c := range 4 {
+		wg.Go(func() {
+			for k := range 60 {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Duration((c+k)%4)*time.Millisecond)
+				res, err := m.Call(ctx, "s", "s.inc.click", nil)
+				cancel()
+				switch {
+				case err == nil && !res.IsError && res.Text == "click applied to widget `inc`":
+					completed.Add(1)
+				case errors.Is(err, context.DeadlineExceeded):
+					gaveUp.Add(1)
+				case err == nil && res.IsError && strings.Contains(res.Text, "abandoned before it ran"):
+					gaveUp.Add(1) // this call's own: its deadline passed while it waited
+				default:
+					t.Errorf("call %d of caller %d read %v %+v", k, c, err, res)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if completed.Load() == 0 || gaveUp.Load() == 0 {
+		t.Fatalf("%d completed, %d gave up: the test covers nothing", completed.Load(), gaveUp.Load())
+	}
+	// A call after all that reads its own answer at once.
+	if res, err := m.Call(context.Background(), "s", "s.inc.click", nil); err != nil || res.IsError {
+		t.Fatal(err, res)
+	}
 }
