@@ -121,8 +121,11 @@ type step struct {
 }
 
 // prepare computes the step for r without publishing anything. Actor
-// goroutine only (and newActor, before it runs).
-func (a *actor) prepare(r rendered) step {
+// goroutine only (and newActor, before it runs). encode keeps the info
+// and tools encoded for the snapshots of later updates (snapshotParts);
+// newActor does not ask for it, so a session never written holds no
+// encoded copy of its tools (about 1 KB for a counter).
+func (a *actor) prepare(r rendered, encode bool) step {
 	for _, w := range r.derived.Warnings {
 		a.warnOnce(w.String(), "deriving tools", "widget", w.Widget, "action", w.Action, "reason", w.Reason)
 	}
@@ -139,7 +142,7 @@ func (a *actor) prepare(r rendered) step {
 	// on every update: nobody may read it, and whether it changed follows
 	// from its parts (changes).
 	snap := Snapshot{Info: a.info, Model: r.modelJSON, Tools: tools.tools}
-	if a.parts == nil || a.parts.set != tools {
+	if encode && (a.parts == nil || a.parts.set != tools) {
 		a.parts, _ = encodeParts(a.info, tools) // on an error (never for these types) snapshots encode in full
 	}
 	if a.parts != nil {
@@ -423,7 +426,7 @@ func (a *actor) apply(ctx context.Context, msg Msg, what string) (reply, []Event
 	if err != nil {
 		return reply{res: errorResult(fmt.Errorf("%s: %w", what, err)), fault: true}, nil
 	}
-	st := a.prepare(r)
+	st := a.prepare(r, true)
 	// Bounded here, before the save: a refused state is neither saved nor
 	// published, so the session keeps its previous model.
 	if err := a.sizer.check(st.snap, st.tools, a.mgr.cfg.MaxStateBytes); err != nil {

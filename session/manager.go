@@ -279,7 +279,7 @@ func (m *Manager) newActor(id, app, principal string, factory func() App, snap *
 	if err != nil {
 		return nil, err
 	}
-	st := a.prepare(r)
+	st := a.prepare(r, false)
 	if err := a.sizer.check(st.snap, st.tools, m.cfg.MaxStateBytes); err != nil {
 		return nil, err
 	}

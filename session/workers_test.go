@@ -202,3 +202,24 @@ func TestAbandonedRequestsAreNotReused(t *testing.T) {
 		t.Fatal(err, res)
 	}
 }
+
+// A started session keeps no encoded copy of its info and tools until its
+// first write, which encodes them once for the snapshots that follow.
+func TestIdleSessionKeepsNoEncodedSnapshotParts(t *testing.T) {
+	var overlap atomic.Bool
+	m := newOverlapManager(t, &overlap, 4)
+	ctx := context.Background()
+	if _, err := m.Start(ctx, "s", "overlap", "p"); err != nil {
+		t.Fatal(err)
+	}
+	a := m.actor("s") // newActor ran on this goroutine; a call's answer orders its writes before our read
+	if a.parts != nil {
+		t.Error("an idle session holds its encoded snapshot parts")
+	}
+	if _, err := m.Call(ctx, "s", "s.inc.click", nil); err != nil {
+		t.Fatal(err)
+	}
+	if a.parts == nil {
+		t.Error("a written session did not keep its snapshot parts")
+	}
+}
