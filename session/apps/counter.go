@@ -77,6 +77,6 @@ type counterProjection struct {
 func (Counter) Resources() []session.Projection {
 	return []session.Projection{{Key: "count", Description: "The counter's value.", Project: func(m session.Model) any {
 		c, _ := modelAs[CounterModel](m)
-		return counterProjection{Count: c.Count}
+		return counterProjection(c)
 	}}}
 }
