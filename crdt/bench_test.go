@@ -1,6 +1,7 @@
 package crdt
 
 import (
+	"bytes"
 	"fmt"
 	"runtime"
 	"testing"
@@ -188,3 +189,30 @@ func BenchmarkDeltaSince(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkOwnPut is a local write of a 1 KiB registry value overwriting
+// one of 500 keys: "copied" adds the copy the delta log made of every
+// write before it shared the arena's bytes (the old path's cost), "shared"
+// is Put as it is.
+func BenchmarkOwnPut(b *testing.B) {
+	value := bytes.Repeat([]byte("x"), 1024)
+	for _, copied := range []bool{true, false} {
+		b.Run(map[bool]string{true: "copied", false: "shared"}[copied], func(b *testing.B) {
+			m := New(benchOrigin, Config{})
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				d, err := m.Put(benchKey(i%500), value)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if copied {
+					sink = ownedCopy(d)
+				}
+				i++
+			}
+		})
+	}
+}
+
+var sink Delta

@@ -209,7 +209,10 @@ func (m *Map) Put(key string, value []byte) (Delta, error) {
 	p.seq++
 	old, stored, _ := p.entries.putNewer(key, value, p.seq)
 	d := Delta{Origin: m.self, From: p.seq - 1, To: p.seq, Puts: []Put{{Key: key, Value: stored, Seq: p.seq}}}
-	p.log.append(d, m.cfg, m.now)
+	// The log shares the stored value: arena bytes are never modified
+	// (compaction writes fresh blocks), so no copy is needed, only a slice
+	// of its own, since d's goes to the caller.
+	p.log.appendShared(Delta{Origin: d.Origin, From: d.From, To: d.To, Puts: []Put{d.Puts[0]}}, m.cfg, m.now)
 	ch := m.changes()
 	ch.add(key, m.self, old, stored)
 	ch.emit()

@@ -299,7 +299,8 @@ func (j *Journal) apply(key string, off int64, n int, del bool) {
 }
 
 // Put stores value as key's newest value and returns when it is as durable
-// as the journal's Mode promises.
+// as the journal's Mode promises. It copies value and keeps no reference
+// to it, so the caller may reuse value's memory once Put returns.
 func (j *Journal) Put(key string, value []byte) error {
 	if err := validate(key, value); err != nil {
 		return err

@@ -9,19 +9,22 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/sony/gobreaker/v2"
 	"gomodules.xyz/jsonpatch/v2"
 )
 
 // request is one message to a session's actor; reply is buffered so the
-// actor never blocks on a caller that gave up.
+// actor never blocks on a caller that gave up. Requests are pooled with
+// their channel and timer (Manager.newRequest).
 type request struct {
 	ctx   context.Context
 	tool  string
 	args  map[string]any
 	key   *Key
 	reply chan reply
+	timer *time.Timer // bounds the caller's wait (CallTimeout)
 }
 
 type reply struct {
@@ -42,13 +45,23 @@ type rendered struct {
 
 // actor is a running session: one goroutine applies its messages in order.
 type actor struct {
-	info    Info
-	app     App
-	projs   []Projection
-	mgr     *Manager
-	mailbox chan *request
-	quit    chan struct{}
-	done    chan struct{}
+	info  Info
+	app   App
+	projs []Projection
+	mgr   *Manager
+	// done is closed once the session has stopped: its last update is
+	// saved and published and every call left waiting has been answered.
+	done chan struct{}
+
+	// The queue of calls, run by a goroutine that exists only while there
+	// is work (drain): an idle session holds no goroutine, stack or
+	// channel buffer. qmu guards queue, draining and stopping.
+	qmu   sync.Mutex
+	queue []*request // waiting calls, at most mgr.cfg.Mailbox
+	// draining is set while a goroutine runs the queue, and from
+	// newActor until begin, so nothing runs before the first save.
+	draining bool
+	stopping bool // Stop or Close asked: no new calls; the queue is refused
 
 	mu        sync.RWMutex // guards the published state below
 	model     Model
@@ -108,8 +121,11 @@ type step struct {
 }
 
 // prepare computes the step for r without publishing anything. Actor
-// goroutine only (and newActor, before it runs).
-func (a *actor) prepare(r rendered) step {
+// goroutine only (and newActor, before it runs). encode keeps the info
+// and tools encoded for the snapshots of later updates (snapshotParts);
+// newActor does not ask for it, so a session never written holds no
+// encoded copy of its tools (about 1 KB for a counter).
+func (a *actor) prepare(r rendered, encode bool) step {
 	for _, w := range r.derived.Warnings {
 		a.warnOnce(w.String(), "deriving tools", "widget", w.Widget, "action", w.Action, "reason", w.Reason)
 	}
@@ -126,7 +142,7 @@ func (a *actor) prepare(r rendered) step {
 	// on every update: nobody may read it, and whether it changed follows
 	// from its parts (changes).
 	snap := Snapshot{Info: a.info, Model: r.modelJSON, Tools: tools.tools}
-	if a.parts == nil || a.parts.set != tools {
+	if encode && (a.parts == nil || a.parts.set != tools) {
 		a.parts, _ = encodeParts(a.info, tools) // on an error (never for these types) snapshots encode in full
 	}
 	if a.parts != nil {
@@ -260,35 +276,102 @@ func (a *actor) warnOnce(key, msg string, attrs ...any) {
 	a.mgr.log.Warn(msg, append([]any{"session", a.info.ID}, attrs...)...)
 }
 
-// run is the actor loop. It exits when quit is closed, answering anything
-// left in the mailbox with ErrNotRunning.
-func (a *actor) run() {
-	defer close(a.done)
-	for {
-		select {
-		case <-a.quit:
-			for {
-				select {
-				case r := <-a.mailbox:
-					r.reply <- reply{err: fmt.Errorf("session `%s` stopped: %w", a.info.ID, ErrNotRunning)}
-				default:
-					if a.deleteOnExit {
-						a.mgr.deleteSnapshot(a.info.ID)
-					}
-					return
-				}
-			}
-		case r := <-a.mailbox:
-			select {
-			case <-a.quit: // stopping wins over queued work
-				r.reply <- reply{err: fmt.Errorf("session `%s` stopped: %w", a.info.ID, ErrNotRunning)}
-			default:
-				rep, evs := a.handle(r)
-				r.reply <- rep // the answer first: its state is saved
-				a.mgr.emit(evs...)
-			}
-		}
+// enqueue queues r, starting a goroutine to run the queue when none does.
+// It never blocks: a full queue is ErrBusy, a stopping session
+// ErrNotRunning.
+func (a *actor) enqueue(r *request) error {
+	a.qmu.Lock()
+	defer a.qmu.Unlock()
+	switch {
+	case a.stopping:
+		return fmt.Errorf("session `%s`: %w", a.info.ID, ErrNotRunning)
+	case len(a.queue) >= a.mgr.cfg.Mailbox:
+		return fmt.Errorf("session `%s` has %d calls waiting: %w", a.info.ID, a.mgr.cfg.Mailbox, ErrBusy)
 	}
+	a.queue = append(a.queue, r)
+	if !a.draining {
+		a.draining = true
+		a.mgr.workers.run(a)
+	}
+	return nil
+}
+
+// begin lets calls run once the session's first state is saved: calls
+// queued since it was listed start a goroutine now.
+func (a *actor) begin() {
+	a.qmu.Lock()
+	if a.stopping || len(a.queue) > 0 {
+		a.qmu.Unlock()
+		a.mgr.workers.run(a)
+		return
+	}
+	a.draining = false
+	a.qmu.Unlock()
+}
+
+// stop stops the session after the call it is running, if any, and
+// deletes its snapshot on the way out unless keep. done is closed once it
+// has stopped.
+func (a *actor) stop(keep bool) {
+	a.qmu.Lock()
+	a.stopping = true
+	a.deleteOnExit = !keep
+	if a.draining { // the goroutine running the queue finishes the stop
+		a.qmu.Unlock()
+		return
+	}
+	waiting := a.queue
+	a.queue = nil
+	a.qmu.Unlock()
+	a.exit(waiting)
+}
+
+// exit answers the calls left waiting, deletes the snapshot when Stop
+// asked, and marks the session stopped. It runs once, after the last
+// update.
+func (a *actor) exit(waiting []*request) {
+	for _, r := range waiting {
+		r.reply <- reply{err: fmt.Errorf("session `%s` stopped: %w", a.info.ID, ErrNotRunning)}
+	}
+	if a.deleteOnExit {
+		a.mgr.deleteSnapshot(a.info.ID)
+	}
+	close(a.done)
+}
+
+// drain runs the queued calls in order, one at a time, and returns when
+// the queue is empty; a stop wins over queued work. One drain runs at a
+// time (draining), on a worker (workers.run).
+func (a *actor) drain() {
+	for {
+		a.qmu.Lock()
+		if a.stopping {
+			waiting := a.queue
+			a.queue, a.draining = nil, false
+			a.qmu.Unlock()
+			a.exit(waiting)
+			return
+		}
+		if len(a.queue) == 0 {
+			a.queue, a.draining = nil, false // an idle session keeps no queue array
+			a.qmu.Unlock()
+			return
+		}
+		r := a.queue[0]
+		a.queue[0] = nil
+		a.queue = a.queue[1:]
+		a.qmu.Unlock()
+		rep, evs := a.handle(r)
+		r.reply <- rep // the answer first: its state is saved
+		a.mgr.emit(evs...)
+	}
+}
+
+// waiting returns how many calls are queued (tests).
+func (a *actor) waiting() int {
+	a.qmu.Lock()
+	defer a.qmu.Unlock()
+	return len(a.queue)
 }
 
 // handle runs r and returns its answer and the events to announce after it.
@@ -343,7 +426,7 @@ func (a *actor) apply(ctx context.Context, msg Msg, what string) (reply, []Event
 	if err != nil {
 		return reply{res: errorResult(fmt.Errorf("%s: %w", what, err)), fault: true}, nil
 	}
-	st := a.prepare(r)
+	st := a.prepare(r, true)
 	// Bounded here, before the save: a refused state is neither saved nor
 	// published, so the session keeps its previous model.
 	if err := a.sizer.check(st.snap, st.tools, a.mgr.cfg.MaxStateBytes); err != nil {

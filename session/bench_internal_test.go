@@ -51,7 +51,7 @@ func BenchmarkHandleInline(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	req := &request{ctx: context.Background(), tool: "c.inc.click"}
+	req := &request{ctx: context.Background(), tool: "c.inc.click", reply: make(chan reply, 1)}
 	b.ReportAllocs()
 	defer cpuMeterInternal(b)()
 	for b.Loop() {

@@ -35,6 +35,20 @@ func (s Snapshot) MarshalJSON() ([]byte, error) {
 	if s.enc != nil && len(s.Model) > 0 {
 		return s.enc.appendSnapshot(make([]byte, 0, s.enc.size()+len(s.Model)), s.Model), nil
 	}
+	return s.marshalPlain()
+}
+
+// AppendJSON appends MarshalJSON's bytes to dst, so a store that copies
+// them away (the journal) can reuse one buffer for every save.
+func (s Snapshot) AppendJSON(dst []byte) ([]byte, error) {
+	if s.enc != nil && len(s.Model) > 0 {
+		return s.enc.appendSnapshot(dst, s.Model), nil
+	}
+	b, err := s.marshalPlain()
+	return append(dst, b...), err
+}
+
+func (s Snapshot) marshalPlain() ([]byte, error) {
 	type plain Snapshot
 	return json.Marshal(struct {
 		V int `json:"v"`

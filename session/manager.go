@@ -75,6 +75,10 @@ type Manager struct {
 	closed   bool
 
 	subs watch.Set[Event]
+	// workers run the sessions' queues (see workers).
+	workers workers
+	// reqs pools requests (*request) with their reply channel and timer.
+	reqs sync.Pool
 }
 
 // NewManager validates cfg and returns a Manager with no sessions.
@@ -129,8 +133,18 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	return &Manager{
 		cfg: cfg, log: cfg.Logger, startable: startable,
 		sessions: map[string]*actor{}, perPrin: map[string]int{},
+		workers: workers{linger: workerLinger, maxIdle: workersIdle},
 	}, nil
 }
+
+// A worker parks this long for the next queue before it exits, and this
+// many park at most: enough for every client of a loaded node to find a
+// grown stack, few enough that idle workers are noise (a worker's stack is
+// a few KB; 64 of them are less than 300 idle sessions' goroutines were).
+const (
+	workerLinger = 250 * time.Millisecond
+	workersIdle  = 64
+)
 
 // Startable lists the apps clients may start, sorted by name.
 func (m *Manager) Startable() []AppInfo {
@@ -202,7 +216,7 @@ func (m *Manager) start(ctx context.Context, id, app, principal string, snap *Sn
 			return Info{}, fmt.Errorf("starting session %s: %w", id, err)
 		}
 	}
-	go a.run()
+	a.begin()
 	m.emit(Event{Kind: Started, Session: id, Principal: principal},
 		Event{Kind: ToolsChanged, Session: id, Principal: principal})
 	return a.info, nil
@@ -243,7 +257,7 @@ func (m *Manager) newActor(id, app, principal string, factory func() App, snap *
 	a = &actor{
 		info: Info{ID: id, App: app, Principal: principal, Created: time.Now().UTC(), Status: "running"},
 		app:  impl, projs: projections(impl), mgr: m,
-		mailbox: make(chan *request, m.cfg.Mailbox), quit: make(chan struct{}), done: make(chan struct{}),
+		done: make(chan struct{}), draining: true, // begin lets calls run
 		tools: newSticky(id, m.cfg.MaxTools), warned: map[string]bool{},
 	}
 	var model Model
@@ -265,7 +279,7 @@ func (m *Manager) newActor(id, app, principal string, factory func() App, snap *
 	if err != nil {
 		return nil, err
 	}
-	st := a.prepare(r)
+	st := a.prepare(r, false)
 	if err := a.sizer.check(st.snap, st.tools, m.cfg.MaxStateBytes); err != nil {
 		return nil, err
 	}
@@ -330,8 +344,7 @@ func (m *Manager) stopKeeping(ctx context.Context, id string, keep bool) (*actor
 		delete(m.perPrin, a.info.Principal)
 	}
 	m.mu.Unlock()
-	a.deleteOnExit = !keep
-	close(a.quit)
+	a.stop(keep)
 	select {
 	case <-a.done:
 	case <-ctx.Done():
@@ -412,7 +425,9 @@ func (m *Manager) Call(ctx context.Context, id, tool string, args map[string]any
 		}
 		return Result{}, fmt.Errorf("calling %s: %w", tool, err)
 	}
-	res, fault, err := m.send(ctx, a, &request{ctx: ctx, tool: tool, args: args})
+	r := m.newRequest(ctx)
+	r.tool, r.args = tool, args
+	res, fault, err := m.send(ctx, a, r)
 	switch {
 	case fault: // the update failed, panicked or timed out
 		done(errFault)
@@ -434,7 +449,9 @@ func (m *Manager) SendKey(ctx context.Context, id string, k Key) (Result, error)
 	if err != nil {
 		return Result{}, fmt.Errorf("sending key: %w", err)
 	}
-	res, _, err := m.send(ctx, a, &request{ctx: ctx, key: &k})
+	r := m.newRequest(ctx)
+	r.key = &k
+	res, _, err := m.send(ctx, a, r)
 	if err != nil {
 		return Result{}, fmt.Errorf("sending key to %s: %w", id, err)
 	}
@@ -444,29 +461,39 @@ func (m *Manager) SendKey(ctx context.Context, id string, k Key) (Result, error)
 	return res, nil
 }
 
-// send queues r without blocking and waits for its answer.
+// newRequest returns a request for ctx from the pool: its reply channel
+// and timer are reused (they were three allocations of every call).
+func (m *Manager) newRequest(ctx context.Context) *request {
+	r, _ := m.reqs.Get().(*request)
+	if r == nil {
+		r = &request{reply: make(chan reply, 1), timer: time.NewTimer(time.Hour)}
+		r.timer.Stop()
+	}
+	r.ctx = ctx
+	return r
+}
+
+// send queues r without blocking and waits for its answer. r goes back to
+// the pool only once its answer was read: a caller that gave up leaves it
+// to the session, which may still answer into its channel.
 func (m *Manager) send(ctx context.Context, a *actor, r *request) (Result, bool, error) {
-	r.reply = make(chan reply, 1)
-	select {
-	case <-a.quit:
-		return Result{}, false, fmt.Errorf("session `%s`: %w", a.info.ID, ErrNotRunning)
-	default:
+	if err := a.enqueue(r); err != nil {
+		m.recycle(r)
+		return Result{}, false, err
 	}
-	select {
-	case a.mailbox <- r:
-	default:
-		return Result{}, false, fmt.Errorf("session `%s` has %d calls waiting: %w", a.info.ID, cap(a.mailbox), ErrBusy)
-	}
-	timer := time.NewTimer(m.cfg.CallTimeout)
-	defer timer.Stop()
+	r.timer.Reset(m.cfg.CallTimeout)
 	select {
 	case rep := <-r.reply:
+		r.timer.Stop()
+		m.recycle(r)
 		return rep.res, rep.fault, rep.err
-	case <-timer.C:
+	case <-r.timer.C:
 		return Result{}, true, fmt.Errorf("no answer within %s; the update may still apply, check the session's state before retrying: %w", m.cfg.CallTimeout, ErrTimeout)
 	case <-ctx.Done():
+		r.timer.Stop()
 		return Result{}, false, fmt.Errorf("call cancelled; the update may still apply: %w", ctx.Err())
 	case <-a.done:
+		r.timer.Stop()
 		select {
 		case rep := <-r.reply: // answered just before the session stopped
 			return rep.res, rep.fault, rep.err
@@ -474,6 +501,14 @@ func (m *Manager) send(ctx context.Context, a *actor, r *request) (Result, bool,
 			return Result{}, false, fmt.Errorf("session `%s` stopped: %w", a.info.ID, ErrNotRunning)
 		}
 	}
+}
+
+// recycle returns an answered request to the pool. Its timer is stopped
+// (a stopped timer's channel holds nothing since Go 1.23) and its reply
+// channel empty.
+func (m *Manager) recycle(r *request) {
+	r.ctx, r.tool, r.args, r.key = nil, "", nil, nil
+	m.reqs.Put(r)
 }
 
 // Model returns the session's model as JSON.
@@ -500,8 +535,9 @@ func (m *Manager) Close(ctx context.Context) error {
 	m.perPrin = map[string]int{}
 	m.mu.Unlock()
 	for _, a := range all {
-		close(a.quit)
+		a.stop(true)
 	}
+	defer m.workers.close() // after the last drain: a parked worker would outlive the manager
 	for _, a := range all {
 		select {
 		case <-a.done:

@@ -133,7 +133,7 @@ func TestStopAnswersQueuedCalls(t *testing.T) {
 		_, err := f.m.Call(context.Background(), "s", "s.inc.click", nil)
 		queued <- err
 	}()
-	eventually(t, func() bool { return len(f.m.actor("s").mailbox) == 1 })
+	eventually(t, func() bool { return f.m.actor("s").waiting() == 1 })
 	a := f.m.actor("s")
 	stopped := make(chan error, 1)
 	go func() { stopped <- f.m.Stop(context.Background(), "s") }()

@@ -145,7 +145,7 @@ func TestBusyAndTimeout(t *testing.T) {
 		_, err := f.m.Call(context.Background(), "s", "s.inc.click", nil)
 		queued <- err
 	}()
-	eventually(t, func() bool { return len(f.m.actor("s").mailbox) == 1 })
+	eventually(t, func() bool { return f.m.actor("s").waiting() == 1 })
 	startBusy := time.Now()
 	if _, err := f.m.Call(f.ctx, "s", "s.inc.click", nil); !errors.Is(err, ErrBusy) {
 		t.Errorf("full mailbox: %v", err)
@@ -264,8 +264,10 @@ func TestStickyToolsAndEvents(t *testing.T) {
 		t.Errorf("confirm on a closed modal: %+v", res)
 	}
 	f.call("s", "inc.click", nil)
-	mu.Lock()
+	// Events are announced after the answer, from the session's worker.
 	var patch json.RawMessage
+	eventually(t, func() bool { return count(ResourceChanged, "model/count") > 0 })
+	mu.Lock()
 	for _, e := range evs {
 		if e.Kind == ResourceChanged && e.Resource == "model/count" {
 			patch = e.Patch()

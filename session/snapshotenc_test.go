@@ -32,6 +32,14 @@ func (s *encodingStore) Save(snap session.Snapshot) error {
 	if string(direct) != string(b) {
 		return fmt.Errorf("MarshalJSON wrote %s, json.Marshal %s", direct, b)
 	}
+	// The journal store appends them to a reused buffer instead.
+	appended, err := snap.AppendJSON([]byte("leftover"))
+	if err != nil {
+		return err
+	}
+	if string(appended) != "leftover"+string(b) {
+		return fmt.Errorf("AppendJSON wrote %s, json.Marshal %s", appended, b)
+	}
 	s.mu.Lock()
 	s.saved = append(s.saved, b)
 	s.mu.Unlock()

@@ -14,8 +14,8 @@ import (
 // (every request installs the caller's tool view) never decodes JSON.
 type index struct {
 	mu       sync.RWMutex
-	sessions map[string]map[crdt.Origin]sessionRecord
-	tools    map[string]map[crdt.Origin]toolsRecord
+	sessions map[string]perOrigin[sessionRecord]
+	tools    map[string]perOrigin[toolsRecord]
 	// views caches each principal's tool list ("" for admins: every tool);
 	// a change to a principal's sessions drops its entry and the admins'.
 	views map[string][]session.Tool
@@ -31,22 +31,64 @@ type index struct {
 
 func newIndex() *index {
 	return &index{
-		sessions: map[string]map[crdt.Origin]sessionRecord{},
-		tools:    map[string]map[crdt.Origin]toolsRecord{},
+		sessions: map[string]perOrigin[sessionRecord]{},
+		tools:    map[string]perOrigin[toolsRecord]{},
 		views:    map[string][]session.Tool{},
 		departed: map[string]toolsRecord{},
 		pending:  map[string]bool{},
 	}
 }
 
+// perOrigin holds one value per origin. A session has one record almost
+// always (two during a handoff or a duplicate), so a slice searched in
+// place: a Go map per session cost a group of eight slots, about 1.2 KB
+// for a session record, on every node for every session of the cluster.
+type perOrigin[T any] []originValue[T]
+
+type originValue[T any] struct {
+	origin crdt.Origin
+	v      T
+}
+
+func (p perOrigin[T]) get(o crdt.Origin) (T, bool) {
+	for _, e := range p {
+		if e.origin == o {
+			return e.v, true
+		}
+	}
+	var zero T
+	return zero, false
+}
+
+// set returns p with o's value v; p's array may be reused.
+func (p perOrigin[T]) set(o crdt.Origin, v T) perOrigin[T] {
+	for i := range p {
+		if p[i].origin == o {
+			p[i].v = v
+			return p
+		}
+	}
+	return append(p, originValue[T]{o, v})
+}
+
+// del returns p without o's value; p's array may be reused.
+func (p perOrigin[T]) del(o crdt.Origin) perOrigin[T] {
+	for i := range p {
+		if p[i].origin == o {
+			return slices.Delete(p, i, i+1)
+		}
+	}
+	return p
+}
+
 func (x *index) setSession(id string, o crdt.Origin, rec *sessionRecord) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if rec == nil {
-		if old, ok := x.sessions[id][o]; ok {
+		if old, ok := x.sessions[id].get(o); ok {
 			x.invalidate(old.Principal)
 		}
-		delete(x.sessions[id], o)
+		x.sessions[id] = x.sessions[id].del(o)
 		if len(x.sessions[id]) == 0 {
 			delete(x.sessions, id)
 			if !x.pending[id] {
@@ -55,17 +97,15 @@ func (x *index) setSession(id string, o crdt.Origin, rec *sessionRecord) {
 		}
 		return
 	}
-	if _, had := x.sessions[id][o]; !had && x.pending[id] {
+	_, had := x.sessions[id].get(o)
+	if !had && x.pending[id] {
 		delete(x.pending, id) // the adopter's record arrived
 		x.invalidate(rec.Principal)
 	}
-	if x.sessions[id] == nil {
-		x.sessions[id] = map[crdt.Origin]sessionRecord{}
-	}
-	if _, had := x.sessions[id][o]; !had {
+	if !had {
 		x.invalidate(rec.Principal) // the winner of a duplicate may change
 	}
-	x.sessions[id][o] = *rec
+	x.sessions[id] = x.sessions[id].set(o, *rec)
 }
 
 // setTools records (or, with rec nil, forgets) a session's tool set and
@@ -75,13 +115,13 @@ func (x *index) setSession(id string, o crdt.Origin, rec *sessionRecord) {
 func (x *index) setTools(id string, o crdt.Origin, rec *toolsRecord) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	old, had := x.tools[id][o]
+	old, had := x.tools[id].get(o)
 	if rec == nil {
 		if !had {
 			return false
 		}
 		x.invalidate(old.Principal)
-		delete(x.tools[id], o)
+		x.tools[id] = x.tools[id].del(o)
 		if len(x.tools[id]) == 0 {
 			delete(x.tools, id)
 			if len(x.sessions[id]) > 0 || x.pending[id] {
@@ -94,10 +134,7 @@ func (x *index) setTools(id string, o crdt.Origin, rec *toolsRecord) bool {
 	if had && old.Principal == rec.Principal && slices.EqualFunc(old.Tools, rec.Tools, session.Tool.Equal) {
 		return false
 	}
-	if x.tools[id] == nil {
-		x.tools[id] = map[crdt.Origin]toolsRecord{}
-	}
-	x.tools[id][o] = *rec
+	x.tools[id] = x.tools[id].set(o, *rec)
 	x.invalidate(rec.Principal)
 	return true
 }
@@ -119,9 +156,9 @@ func (x *index) locate(id string) (located, bool) {
 func (x *index) locateLocked(id string) (located, bool) {
 	var best located
 	found := false
-	for o, rec := range x.sessions[id] {
-		if !found || supersedes(rec, o.String(), best.rec, best.origin.String()) {
-			best, found = located{id: id, rec: rec, origin: o}, true
+	for _, e := range x.sessions[id] {
+		if !found || supersedes(e.v, e.origin.String(), best.rec, best.origin.String()) {
+			best, found = located{id: id, rec: e.v, origin: e.origin}, true
 		}
 	}
 	return best, found
@@ -161,7 +198,7 @@ func (x *index) toolsOf(principal string, admin bool) []session.Tool {
 		if !ok {
 			continue
 		}
-		rec, ok := byOrigin[win.origin]
+		rec, ok := byOrigin.get(win.origin)
 		if !ok {
 			// The winner's tools have not arrived yet (an adopter's record
 			// may overtake its tools record): the sender's set is the same
@@ -188,22 +225,22 @@ func (x *index) toolsOf(principal string, admin bool) []session.Tool {
 
 // anyTools returns one of a session's tool records, the same one on every
 // call (the least origin).
-func anyTools(byOrigin map[crdt.Origin]toolsRecord) (toolsRecord, bool) {
-	var best crdt.Origin
+func anyTools(byOrigin perOrigin[toolsRecord]) (toolsRecord, bool) {
+	var best originValue[toolsRecord]
 	found := false
-	for o := range byOrigin {
-		if !found || o.String() < best.String() {
-			best, found = o, true
+	for _, e := range byOrigin {
+		if !found || e.origin.String() < best.origin.String() {
+			best, found = e, true
 		}
 	}
-	return byOrigin[best], found
+	return best.v, found
 }
 
 // hasTools reports whether origin o's tools record of session id is here.
 func (x *index) hasTools(id string, o crdt.Origin) bool {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	_, ok := x.tools[id][o]
+	_, ok := x.tools[id].get(o)
 	return ok
 }
 
@@ -213,7 +250,7 @@ func (x *index) awaitAdopter(id string) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.pending[id] = true
-	for _, rec := range x.tools[id] {
-		x.invalidate(rec.Principal)
+	for _, e := range x.tools[id] {
+		x.invalidate(e.v.Principal)
 	}
 }

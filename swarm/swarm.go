@@ -87,6 +87,7 @@ type Swarm struct {
 	// rev counts local resource changes per session, published in the
 	// session record.
 	rev      map[string]map[string]uint64
+	revs     revThrottle // when revision-only record writes go out (publish.go)
 	watchers watch.Set[mcp.Event]
 	draining bool
 	// handoffs holds the sessions this node is handing or has handed off.

@@ -66,10 +66,17 @@ func (Counter) View(m session.Model) session.Node {
 	}}
 }
 
+// counterProjection is the "count" resource: a struct encodes as the map
+// it replaced did ({"count":N}) without building a map and boxing the
+// value on every render.
+type counterProjection struct {
+	Count int `json:"count"`
+}
+
 // Resources implements session.ResourceProvider.
 func (Counter) Resources() []session.Projection {
 	return []session.Projection{{Key: "count", Description: "The counter's value.", Project: func(m session.Model) any {
 		c, _ := modelAs[CounterModel](m)
-		return map[string]any{"count": c.Count}
+		return counterProjection(c)
 	}}}
 }

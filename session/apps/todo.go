@@ -178,10 +178,18 @@ func itemsLeft(n int) string {
 	return fmt.Sprintf("%d items left", n)
 }
 
+// todoProjection is the "items" resource: the fields in the order
+// encoding/json sorted the keys of the map it replaced, so the bytes are
+// the same.
+type todoProjection struct {
+	Filter string     `json:"filter"`
+	Items  []TodoItem `json:"items"`
+}
+
 // Resources implements session.ResourceProvider.
 func (Todo) Resources() []session.Projection {
 	return []session.Projection{{Key: "items", Description: "Every todo item.", Project: func(m session.Model) any {
 		t, _ := modelAs[TodoModel](m)
-		return map[string]any{"items": t.Items, "filter": todoFilters()[t.Filter%3]}
+		return todoProjection{Filter: todoFilters()[t.Filter%3], Items: t.Items}
 	}}}
 }
