@@ -159,11 +159,35 @@ func modernRequest(r *http.Request, params json.RawMessage) bool {
 	if mcp.IsModernProtocol(r.Header.Get(headerProtocolVersion)) {
 		return true
 	}
+	if !mayHaveKey(params, "_meta") {
+		return false // decoding would find no _meta: skip it
+	}
 	var p struct {
 		Meta *mcp.Meta `json:"_meta"`
 	}
 	if len(params) > 0 && json.Unmarshal(params, &p) == nil && p.Meta != nil {
 		return mcp.IsModernProtocol(p.Meta.ProtocolVersion())
+	}
+	return false
+}
+
+// mayHaveKey reports whether encoding/json could match an object key of b
+// to the field tag key (lower-case ASCII letters other than k and s, which
+// have non-ASCII case folds, and punctuation): b holds key under ASCII
+// case folding, or an escape (a key may spell it with \u sequences).
+// False means decoding b would leave that field unset.
+func mayHaveKey(b []byte, key string) bool {
+	if bytes.IndexByte(b, '\\') >= 0 {
+		return true
+	}
+	for i := 0; i+len(key) <= len(b); i++ {
+		j := 0
+		for j < len(key) && b[i+j]|0x20 == key[j]|0x20 {
+			j++
+		}
+		if j == len(key) {
+			return true
+		}
 	}
 	return false
 }
@@ -214,10 +238,9 @@ func (s *Server) serveStreamable(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.drain.leave()
-	id, _ := identityFrom(r.Context())
-	id.transport = authz.TransportStreamableHTTP
-	id.prechecked = true
-	r = r.WithContext(withIdentity(r.Context(), id))
+	r, rq := ownRequest(r)
+	rq.id.transport = authz.TransportStreamableHTTP
+	rq.id.prechecked = true
 	clientAnswer := false
 	switch r.Method {
 	case http.MethodPost:
@@ -225,6 +248,7 @@ func (s *Server) serveStreamable(w http.ResponseWriter, r *http.Request) {
 		if !ok {
 			return
 		}
+		rq.body, rq.env = body, env
 		modern := modernRequest(r, env.Params)
 		if modern {
 			if body, ok = modernPrecheck(w, r, body, env); !ok {
@@ -287,7 +311,7 @@ func (s *Server) serveStreamable(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodPost {
 		ps := newPostStream(w, s.cfg.Node)
 		defer ps.close()
-		w, r = ps, r.WithContext(withPostStream(r.Context(), ps))
+		w, rq.post = ps, ps
 	}
 	if r.Method == http.MethodDelete && s.registry != nil {
 		// The revocation must be in force on every node before the client
