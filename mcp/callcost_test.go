@@ -3,11 +3,14 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -245,6 +248,48 @@ func BenchmarkStaticCallSteps(b *testing.B) {
 	b.Run("result-wire/new", func(b *testing.B) {
 		for b.Loop() {
 			_, _ = json.Marshal(jsonResult(v))
+		}
+	})
+}
+
+func TestReadAllSizedReadsAsReadAll(t *testing.T) {
+	bodies := []string{"", "x", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"swarm_list"}}`, strings.Repeat("y", 5000)}
+	readers := map[string]func(string) io.Reader{
+		"plain":    func(s string) io.Reader { return strings.NewReader(s) },
+		"one-byte": func(s string) io.Reader { return iotest.OneByteReader(strings.NewReader(s)) },
+		"half":     func(s string) io.Reader { return iotest.HalfReader(strings.NewReader(s)) },
+		"data-err": func(s string) io.Reader { return iotest.DataErrReader(strings.NewReader(s)) },
+		"limited": func(s string) io.Reader {
+			return http.MaxBytesReader(httptest.NewRecorder(), io.NopCloser(strings.NewReader(s)), 100)
+		},
+	}
+	for _, body := range bodies {
+		for _, declared := range []int64{-1, 0, 1, int64(len(body)) - 1, int64(len(body)), int64(len(body)) + 7, 64 << 10} {
+			for name, mk := range readers {
+				got, gerr := readAllSized(mk(body), declared)
+				want, werr := io.ReadAll(mk(body))
+				if string(got) != string(want) || fmt.Sprint(gerr) != fmt.Sprint(werr) {
+					t.Errorf("%s reader, %d bytes declared %d: got %d bytes, %v; io.ReadAll %d bytes, %v", name, len(body), declared, len(got), gerr, len(want), werr)
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkReadBody reads a typical call's body as io.ReadAll did and as
+// readAllSized does, in the same run.
+func BenchmarkReadBody(b *testing.B) {
+	body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"swarm_list","arguments":{}}}`
+	b.Run("old", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_, _ = io.ReadAll(strings.NewReader(body))
+		}
+	})
+	b.Run("new", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_, _ = readAllSized(strings.NewReader(body), int64(len(body)))
 		}
 	})
 }

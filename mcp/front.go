@@ -122,7 +122,7 @@ func writeRPCError(w http.ResponseWriter, status int, e *rpcError) {
 // readBody reads a POST body within the size limit and checks it; on
 // failure it has answered the request.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, envelope, bool) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	body, err := readAllSized(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes), r.ContentLength)
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
@@ -151,6 +151,30 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, envel
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
 	return body, env, true
+}
+
+// readAllSized is io.ReadAll starting from a buffer of the declared
+// length (plus one byte to see the end) instead of 512 bytes: a typical
+// call's body is far smaller. The declared length is only a hint, bounded
+// here and by rd; a body longer than it grows the buffer as io.ReadAll does.
+func readAllSized(rd io.Reader, declared int64) ([]byte, error) {
+	if declared < 0 || declared >= 64<<10 {
+		return io.ReadAll(rd)
+	}
+	b := make([]byte, 0, declared+1)
+	for {
+		n, err := rd.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err != nil {
+			if err == io.EOF {
+				err = nil
+			}
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+	}
 }
 
 // modernRequest reports whether a POST speaks 2026-07-28 or later (mcp-go's
