@@ -293,3 +293,40 @@ func BenchmarkReadBody(b *testing.B) {
 		}
 	})
 }
+
+// TestCheckedManagerTrustsOnlyTheCheckedID: the manager mcp-go gets for a
+// request whose id the front checked answers "valid" for that id alone,
+// and validates every other id as the plain manager does.
+func TestCheckedManagerTrustsOnlyTheCheckedID(t *testing.T) {
+	ids, err := NewSessionIDs(testKey, "n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked, other, bound := ids.Mint(""), ids.Mint(""), ids.Mint("alice")
+	r := checkedResolver{resolver{ids}}
+	plain := r.ResolveSessionIdManager(httptest.NewRequest(http.MethodPost, "/mcp", nil))
+	if _, ok := plain.(*sidManager); !ok {
+		t.Fatalf("a request the front did not check got %T", plain)
+	}
+	req := httptest.NewRequest(http.MethodPost, "/mcp", nil)
+	req = req.WithContext(context.WithValue(req.Context(), identityKey{}, &request{checkedSID: checked}))
+	m := r.ResolveSessionIdManager(req)
+	ids.terminate(other)
+	for _, id := range []string{other, bound, "mcps1_forged", ""} {
+		gt, gerr := m.Validate(id)
+		wt, werr := plain.Validate(id)
+		if gt != wt || (gerr == nil) != (werr == nil) {
+			t.Errorf("%q: checked manager says (%v, %v), the plain one (%v, %v)", id, gt, gerr, wt, werr)
+		}
+	}
+	if term, err := m.Validate(checked); term || err != nil {
+		t.Errorf("the checked id: (%v, %v), want valid", term, err)
+	}
+	// Terminating through it is the plain manager's.
+	if _, err := m.Terminate(checked); err != nil {
+		t.Fatal(err)
+	}
+	if !ids.Terminated(checked) {
+		t.Error("Terminate through the checked manager did not terminate the id")
+	}
+}

@@ -290,6 +290,7 @@ func (s *Server) serveStreamable(w http.ResponseWriter, r *http.Request) {
 			if !s.checkSessionID(w, r, sid) {
 				return
 			}
+			rq.checkedSID = sid
 		}
 		if env.isResponse() && !env.isPingAnswer() && sid != "" {
 			if !s.routeResponse(w, r, sid, env, body) {
@@ -314,6 +315,7 @@ func (s *Server) serveStreamable(w http.ResponseWriter, r *http.Request) {
 		if !s.checkSessionID(w, r, sid) {
 			return
 		}
+		rq.checkedSID = sid
 		if r.Method == http.MethodGet {
 			w = tagWriter{ResponseWriter: w, node: s.cfg.Node}
 			s.streams.holdGET(sid)

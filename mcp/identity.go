@@ -43,6 +43,9 @@ type request struct {
 	// for a message equal to body.
 	body []byte
 	env  envelope
+	// checkedSID is the Mcp-Session-Id checkSessionID accepted for this
+	// request (see checkedResolver).
+	checkedSID string
 }
 
 func withIdentity(ctx context.Context, id identity) context.Context {

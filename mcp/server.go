@@ -105,7 +105,7 @@ func New(cfg Config) (*Server, error) {
 
 	s.stream = server.NewStreamableHTTPServer(s.mcp,
 		server.WithEndpointPath("/mcp"),
-		server.WithSessionIdManagerResolver(resolver{ids}),
+		server.WithSessionIdManagerResolver(checkedResolver{resolver{ids}}),
 		server.WithHeartbeatInterval(cfg.Keepalive),
 		// Any event store makes the POST wait for its notification
 		// forwarder before answering, which closes mcp-go's race that
