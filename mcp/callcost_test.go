@@ -16,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcpswarm/mcpswarm/authz"
+	"github.com/mcpswarm/mcpswarm/session"
 )
 
 // The shortcuts of the static call path (issue 17) each stand in for a
@@ -328,5 +329,62 @@ func TestCheckedManagerTrustsOnlyTheCheckedID(t *testing.T) {
 	}
 	if !ids.Terminated(checked) {
 		t.Error("Terminate through the checked manager did not terminate the id")
+	}
+}
+
+// TestCallSeesTheFrontsRequestState: what the transport learnt about a
+// POST (its checked body, the session id it accepted, its stream) reaches
+// mcp-go's handling of that POST, so the shortcuts above are taken on the
+// real path and not only in these unit tests.
+func TestCallSeesTheFrontsRequestState(t *testing.T) {
+	type seen struct {
+		body, sid string
+		post      bool
+	}
+	got := make(chan seen, 1)
+	e := newEnv(t, func(c *Config, _ *session.Registry) {
+		c.Extend = func(s *server.MCPServer) {
+			s.AddTool(mcp.NewTool("probe"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				rq := requestFrom(ctx)
+				if rq == nil {
+					got <- seen{}
+				} else {
+					got <- seen{string(rq.body), rq.checkedSID, rq.post != nil}
+				}
+				return mcp.NewToolResultText("ok"), nil
+			})
+		}
+	})
+	post := func(body, sid string) *http.Response {
+		req, err := http.NewRequest(http.MethodPost, e.url+"/mcp", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if sid != "" {
+			req.Header.Set(headerSessionID, sid)
+			req.Header.Set(headerProtocolVersion, "2025-11-25")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	resp := post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, "")
+	sid := resp.Header.Get(headerSessionID)
+	if sid == "" {
+		t.Fatalf("initialize answered %d without a session id", resp.StatusCode)
+	}
+	post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`, sid)
+	call := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"probe","arguments":{}}}`
+	if resp := post(call, sid); resp.StatusCode != http.StatusOK {
+		t.Fatalf("tools/call answered %d", resp.StatusCode)
+	}
+	if s := <-got; s.body != call || s.sid != sid || !s.post {
+		t.Errorf("the handler saw body %q, checked id %q, post stream %v; want the posted body, %q and a stream", s.body, s.sid, s.post, sid)
 	}
 }
