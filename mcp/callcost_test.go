@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -387,4 +388,42 @@ func TestCallSeesTheFrontsRequestState(t *testing.T) {
 	if s := <-got; s.body != call || s.sid != sid || !s.post {
 		t.Errorf("the handler saw body %q, checked id %q, post stream %v; want the posted body, %q and a stream", s.body, s.sid, s.post, sid)
 	}
+}
+
+func TestLocalIsLoopbackAnswersAsTheString(t *testing.T) {
+	addrs := []net.Addr{
+		&net.TCPAddr{IP: net.ParseIP("127.0.0.1"), Port: 8080},
+		&net.TCPAddr{IP: net.ParseIP("127.9.8.7"), Port: 1},
+		&net.TCPAddr{IP: net.ParseIP("::1"), Port: 8080},
+		&net.TCPAddr{IP: net.ParseIP("::1"), Port: 8080, Zone: "lo"},
+		&net.TCPAddr{IP: net.ParseIP("::ffff:127.0.0.1"), Port: 8080},
+		&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1).To4(), Port: 8080},
+		&net.TCPAddr{IP: net.ParseIP("10.0.0.1"), Port: 8080},
+		&net.TCPAddr{IP: net.ParseIP("0.0.0.0"), Port: 8080},
+		&net.TCPAddr{IP: net.ParseIP("::"), Port: 8080},
+		&net.TCPAddr{IP: net.ParseIP("fe80::1"), Port: 8080, Zone: "eth0"},
+		&net.TCPAddr{Port: 8080},
+		&net.UnixAddr{Name: "/tmp/x.sock", Net: "unix"},
+	}
+	for _, a := range addrs {
+		if got, want := localIsLoopback(a), isLoopback(a.String()); got != want {
+			t.Errorf("%s: localIsLoopback %v, the string says %v", a, got, want)
+		}
+	}
+}
+
+func BenchmarkLocalIsLoopback(b *testing.B) {
+	a := &net.TCPAddr{IP: net.ParseIP("127.0.0.1"), Port: 8080}
+	b.Run("old", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			isLoopback(a.String())
+		}
+	})
+	b.Run("new", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			localIsLoopback(a)
+		}
+	})
 }
