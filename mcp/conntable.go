@@ -83,7 +83,7 @@ func without(cs []*conn, c *conn) []*conn {
 func (t *connTable) add(id string, p authz.Principal, cs server.ClientSession) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	subs := make(map[string]bool)
+	var subs map[string]bool // made on the first subscription: most connections never subscribe
 	if c, ok := t.conns[id]; ok {
 		subs = c.subs
 	}
@@ -115,10 +115,13 @@ func (t *connTable) subscribe(id string, p authz.Principal, uri string, on bool)
 	if !ok {
 		// Subscribed from a node where the connection is not registered:
 		// remember it so a later GET stream here gets the updates.
-		c = &conn{principal: p, subs: make(map[string]bool)}
+		c = &conn{principal: p}
 		t.put(id, c)
 	}
 	if on {
+		if c.subs == nil {
+			c.subs = make(map[string]bool)
+		}
 		c.subs[uri] = true
 	} else {
 		delete(c.subs, uri)

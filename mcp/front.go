@@ -92,11 +92,20 @@ func isLoopback(hostport string) bool {
 	return ok
 }
 
+// localIsLoopback is isLoopback(a.String()) without formatting and
+// parsing the address again on every request when it is a TCP one.
+func localIsLoopback(a net.Addr) bool {
+	if t, ok := a.(*net.TCPAddr); ok && t.IP != nil {
+		return t.IP.IsLoopback()
+	}
+	return isLoopback(a.String())
+}
+
 // rejectRebinding refuses a request that reached a loopback listener with a
 // non-loopback Host or Origin: a DNS-rebinding page in a browser.
 func rejectRebinding(w http.ResponseWriter, r *http.Request) bool {
 	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
-	if !ok || local == nil || !isLoopback(local.String()) {
+	if !ok || local == nil || !localIsLoopback(local) {
 		return false
 	}
 	if !isLoopback(r.Host) {
@@ -122,7 +131,7 @@ func writeRPCError(w http.ResponseWriter, status int, e *rpcError) {
 // readBody reads a POST body within the size limit and checks it; on
 // failure it has answered the request.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, envelope, bool) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	body, err := readAllSized(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes), r.ContentLength)
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
@@ -153,17 +162,65 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, envel
 	return body, env, true
 }
 
+// readAllSized is io.ReadAll starting from a buffer of the declared
+// length (plus one byte to see the end) instead of 512 bytes: a typical
+// call's body is far smaller. The declared length is only a hint, bounded
+// here and by rd; a body longer than it grows the buffer as io.ReadAll does.
+func readAllSized(rd io.Reader, declared int64) ([]byte, error) {
+	if declared < 0 || declared >= 64<<10 {
+		return io.ReadAll(rd)
+	}
+	b := make([]byte, 0, declared+1)
+	for {
+		n, err := rd.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err != nil {
+			if err == io.EOF {
+				err = nil
+			}
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+	}
+}
+
 // modernRequest reports whether a POST speaks 2026-07-28 or later (mcp-go's
 // own rule: the header or the body's _meta names a modern version).
 func modernRequest(r *http.Request, params json.RawMessage) bool {
 	if mcp.IsModernProtocol(r.Header.Get(headerProtocolVersion)) {
 		return true
 	}
+	if !mayHaveKey(params, "_meta") {
+		return false // decoding would find no _meta: skip it
+	}
 	var p struct {
 		Meta *mcp.Meta `json:"_meta"`
 	}
 	if len(params) > 0 && json.Unmarshal(params, &p) == nil && p.Meta != nil {
 		return mcp.IsModernProtocol(p.Meta.ProtocolVersion())
+	}
+	return false
+}
+
+// mayHaveKey reports whether encoding/json could match an object key of b
+// to the field tag key (lower-case ASCII letters other than k and s, which
+// have non-ASCII case folds, and punctuation): b holds key under ASCII
+// case folding, or an escape (a key may spell it with \u sequences).
+// False means decoding b would leave that field unset.
+func mayHaveKey(b []byte, key string) bool {
+	if bytes.IndexByte(b, '\\') >= 0 {
+		return true
+	}
+	for i := 0; i+len(key) <= len(b); i++ {
+		j := 0
+		for j < len(key) && b[i+j]|0x20 == key[j]|0x20 {
+			j++
+		}
+		if j == len(key) {
+			return true
+		}
 	}
 	return false
 }
@@ -214,10 +271,9 @@ func (s *Server) serveStreamable(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.drain.leave()
-	id, _ := identityFrom(r.Context())
-	id.transport = authz.TransportStreamableHTTP
-	id.prechecked = true
-	r = r.WithContext(withIdentity(r.Context(), id))
+	r, rq := ownRequest(r)
+	rq.id.transport = authz.TransportStreamableHTTP
+	rq.id.prechecked = true
 	clientAnswer := false
 	switch r.Method {
 	case http.MethodPost:
@@ -225,6 +281,7 @@ func (s *Server) serveStreamable(w http.ResponseWriter, r *http.Request) {
 		if !ok {
 			return
 		}
+		rq.body, rq.env = body, env
 		modern := modernRequest(r, env.Params)
 		if modern {
 			if body, ok = modernPrecheck(w, r, body, env); !ok {
@@ -242,6 +299,7 @@ func (s *Server) serveStreamable(w http.ResponseWriter, r *http.Request) {
 			if !s.checkSessionID(w, r, sid) {
 				return
 			}
+			rq.checkedSID = sid
 		}
 		if env.isResponse() && !env.isPingAnswer() && sid != "" {
 			if !s.routeResponse(w, r, sid, env, body) {
@@ -266,6 +324,7 @@ func (s *Server) serveStreamable(w http.ResponseWriter, r *http.Request) {
 		if !s.checkSessionID(w, r, sid) {
 			return
 		}
+		rq.checkedSID = sid
 		if r.Method == http.MethodGet {
 			w = tagWriter{ResponseWriter: w, node: s.cfg.Node}
 			s.streams.holdGET(sid)
@@ -287,7 +346,7 @@ func (s *Server) serveStreamable(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodPost {
 		ps := newPostStream(w, s.cfg.Node)
 		defer ps.close()
-		w, r = ps, r.WithContext(withPostStream(r.Context(), ps))
+		w, rq.post = ps, ps
 	}
 	if r.Method == http.MethodDelete && s.registry != nil {
 		// The revocation must be in force on every node before the client

@@ -1,7 +1,9 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
+	"net/http"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -27,13 +29,59 @@ type identity struct {
 	prechecked bool
 }
 
+// request is what the front learnt about one HTTP request before mcp-go
+// handles it, kept in one context value that each layer fills in place:
+// a layer adding a value of its own costs a context and a copy of the
+// *http.Request (r.WithContext) on every call. Only the goroutine serving
+// the request writes it, and only before handing the request to mcp-go.
+type request struct {
+	id identity
+	// post is the Streamable HTTP POST's own stream (see postStream).
+	post *postStream
+	// body is the message the transport checked and env its envelope, so
+	// beforeRequest does not decode the same bytes again; it uses env only
+	// for a message equal to body.
+	body []byte
+	env  envelope
+	// checkedSID is the Mcp-Session-Id checkSessionID accepted for this
+	// request (see checkedResolver).
+	checkedSID string
+}
+
 func withIdentity(ctx context.Context, id identity) context.Context {
-	return context.WithValue(ctx, identityKey{}, id)
+	return context.WithValue(ctx, identityKey{}, &request{id: id})
+}
+
+// requestFrom returns the request state in ctx, or nil.
+func requestFrom(ctx context.Context) *request {
+	r, _ := ctx.Value(identityKey{}).(*request)
+	return r
 }
 
 func identityFrom(ctx context.Context) (identity, bool) {
-	id, ok := ctx.Value(identityKey{}).(identity)
-	return id, ok
+	if r := requestFrom(ctx); r != nil {
+		return r.id, true
+	}
+	return identity{}, false
+}
+
+// checkedEnvelope returns the envelope the transport decoded from raw, if
+// it decoded exactly these bytes.
+func checkedEnvelope(ctx context.Context, raw []byte) (envelope, bool) {
+	if r := requestFrom(ctx); r != nil && r.body != nil && bytes.Equal(r.body, raw) {
+		return r.env, true
+	}
+	return envelope{}, false
+}
+
+// ownRequest returns r and its request state, giving r a state of its own
+// when it has none (a handler reached without the front's middleware).
+func ownRequest(r *http.Request) (*http.Request, *request) {
+	if rq := requestFrom(r.Context()); rq != nil {
+		return r, rq
+	}
+	rq := &request{}
+	return r.WithContext(context.WithValue(r.Context(), identityKey{}, rq)), rq
 }
 
 // boundSubject is the principal a session id minted or validated for this

@@ -17,8 +17,6 @@ import (
 // to its POST stream while it still runs.
 const postDrainInterval = 10 * time.Millisecond
 
-type postStreamKey struct{}
-
 // postStream wraps the response of one Streamable HTTP POST. Notifications
 // a handler sends through its request's session (progress, log messages)
 // are queued on a channel of this request alone and written to this
@@ -54,13 +52,11 @@ func newPostStream(w http.ResponseWriter, node string) *postStream {
 	return &postStream{w: w, node: node, stop: make(chan struct{}), hdr: make(http.Header)}
 }
 
-func withPostStream(ctx context.Context, p *postStream) context.Context {
-	return context.WithValue(ctx, postStreamKey{}, p)
-}
-
 func postStreamFrom(ctx context.Context) *postStream {
-	p, _ := ctx.Value(postStreamKey{}).(*postStream)
-	return p
+	if r := requestFrom(ctx); r != nil {
+		return r.post
+	}
+	return nil
 }
 
 // Header returns the header mcp-go's answer will carry.

@@ -38,8 +38,10 @@ type Server struct {
 	streams  *sseStreams
 	metrics  *metrics
 	static   map[string]server.ServerTool
-	tools    toolCache
-	handler  http.Handler
+	// staticViews holds each static tool's one-tool call view.
+	staticViews map[string]map[string]server.ServerTool
+	tools       toolCache
+	handler     http.Handler
 
 	stopWatch func()
 	closeOnce sync.Once
@@ -94,6 +96,7 @@ func New(cfg Config) (*Server, error) {
 		server.WithInstructions(instructions),
 	)
 	s.static = s.staticTools()
+	s.staticViews = oneToolViews(s.static)
 	s.addResources()
 	s.addPrompts()
 	if cfg.Extend != nil {
@@ -102,7 +105,7 @@ func New(cfg Config) (*Server, error) {
 
 	s.stream = server.NewStreamableHTTPServer(s.mcp,
 		server.WithEndpointPath("/mcp"),
-		server.WithSessionIdManagerResolver(resolver{ids}),
+		server.WithSessionIdManagerResolver(checkedResolver{resolver{ids}}),
 		server.WithHeartbeatInterval(cfg.Keepalive),
 		// Any event store makes the POST wait for its notification
 		// forwarder before answering, which closes mcp-go's race that
@@ -248,7 +251,9 @@ func (s *Server) beforeRequest(ctx context.Context, _ any, message any) error {
 		Method string          `json:"method"`
 		Params json.RawMessage `json:"params"`
 	}
-	if err := json.Unmarshal(raw, &head); err != nil {
+	if env, ok := checkedEnvelope(ctx, raw); ok {
+		head.Method, head.Params = env.Method, env.Params
+	} else if err := json.Unmarshal(raw, &head); err != nil {
 		return nil
 	}
 	vs, _ := server.ClientSessionFromContext(ctx).(*viewSession)

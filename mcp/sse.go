@@ -143,11 +143,11 @@ func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
-	id, _ := identityFrom(r.Context())
-	id.transport = authz.TransportSSE
-	id.prechecked = true
+	r, rq := ownRequest(r)
+	rq.id.transport = authz.TransportSSE
+	rq.id.prechecked = true
 	slot := &sseSlot{}
-	ctx := context.WithValue(withIdentity(r.Context(), id), sseSlotKey{}, slot)
+	ctx := context.WithValue(r.Context(), sseSlotKey{}, slot)
 	sw := &sseWriter{ResponseWriter: w}
 	// The generator runs before mcp-go writes anything, so the stream is
 	// registered before its endpoint event reaches the client.
@@ -187,10 +187,9 @@ func (s *Server) serveSSEMessage(w http.ResponseWriter, r *http.Request) {
 		writeRPCError(w, http.StatusMethodNotAllowed, &rpcError{Code: codeInvalidRequest, Message: "method not allowed"})
 		return
 	}
-	id, _ := identityFrom(r.Context())
-	id.transport = authz.TransportSSE
-	id.prechecked = true
-	r = r.WithContext(withIdentity(r.Context(), id))
+	r, rq := ownRequest(r)
+	rq.id.transport = authz.TransportSSE
+	rq.id.prechecked = true
 	sid := r.URL.Query().Get("sessionId")
 	claims, err := s.ids.Open(sid, boundSubject(r.Context()))
 	if err != nil {
@@ -208,6 +207,7 @@ func (s *Server) serveSSEMessage(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	rq.body, rq.env = body, env
 	if _, here := s.streams.get(sid); !here && claims.Node != s.cfg.Node && s.relay != nil {
 		// The stream lives on the node that minted the id; a load
 		// balancer sent the POST here. Hand it over rather than refuse it.

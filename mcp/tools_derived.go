@@ -156,18 +156,32 @@ func (c *toolCache) size() int {
 	return c.n
 }
 
+// noTools is the view of a call to a tool nobody has. Views are shared and
+// never written: mcp-go copies a session's tools before changing them.
+var noTools = map[string]server.ServerTool{}
+
+// oneToolViews makes the one-tool call view of each tool in tools, built
+// once and shared by every call (as the derived tools' cached views are).
+func oneToolViews(tools map[string]server.ServerTool) map[string]map[string]server.ServerTool {
+	out := make(map[string]map[string]server.ServerTool, len(tools))
+	for name, st := range tools {
+		out[name] = map[string]server.ServerTool{name: st}
+	}
+	return out
+}
+
 // callView installs only the called tool: a static one, one of the caller's
 // derived tools whatever the authorizer says (the call itself is gated, and
 // an Ask must be able to elicit), or, for a derived-shaped name whose
 // session the caller does not have, a tool answering the stale-session
 // error instead of "tool not found".
 func (s *Server) callView(c authz.Context, name string) map[string]server.ServerTool {
-	if st, ok := s.static[name]; ok {
-		return map[string]server.ServerTool{name: st}
+	if v, ok := s.staticViews[name]; ok {
+		return v
 	}
 	sid, derived := splitDerived(name)
 	if !derived {
-		return map[string]server.ServerTool{}
+		return noTools
 	}
 	for _, t := range s.cfg.Backend.Tools(c.Principal) {
 		if t.Name == name {

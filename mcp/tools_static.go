@@ -104,7 +104,10 @@ func jsonResult(v any) *mcp.CallToolResult {
 	if err != nil {
 		return toolError(fmt.Sprintf("encoding the result: %v", err), nil)
 	}
-	return &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(string(b))}, StructuredContent: v}
+	// The same bytes are the structured content on the wire: mcp-go writes
+	// RawStructuredContent as is instead of encoding v a second time. v
+	// stays for in-process readers (resources, tests).
+	return &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(string(b))}, StructuredContent: v, RawStructuredContent: b}
 }
 
 func toolError(text string, structured any) *mcp.CallToolResult {

@@ -57,7 +57,7 @@ func main() {
 	nodeArgs := flag.String("node-args", "", "extra space-separated `mcpswarm serve` flags for every mcpswarm node, e.g. to measure another durability mode beside the default")
 	flag.StringVar(&o.profile, "profile", "", "profile mode: take CPU and allocation profiles of a node under the 16-client click load and write `go tool pprof -top` text into this directory")
 	flag.IntVar(&o.profClients, "profile-clients", 16, "clients driving the load in profile mode")
-	flag.StringVar(&o.profSeries, "profile-series", "click", "the load profiled: click (one node), forward (clients on B, sessions on A: both nodes profiled) or spread (clients on both, every call forwarded)")
+	flag.StringVar(&o.profSeries, "profile-series", "click", "the load profiled: click (one node), static (one node, swarm_list: the front's own cost), forward (clients on B, sessions on A: both nodes profiled) or spread (clients on both, every call forwarded)")
 	flag.Parse()
 	if *quick {
 		o.rounds, o.dur, o.warm, o.idle, o.docsDir, o.strict = 1, time.Second, 300*time.Millisecond, 100, "", true

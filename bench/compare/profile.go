@@ -18,12 +18,12 @@ import (
 // runProfile takes CPU and allocation profiles of mcpswarm nodes (the
 // bench/profnode build of `serve --dev`) while 16 clients click their
 // `counter` sessions (-profile-clients, 16 by default), and writes `go tool pprof -top` text into o.profile.
-// The click series profiles one node; forward and spread profile both
+// The click and static (swarm_list) series profile one node; forward and spread profile both
 // nodes of a two-node cluster (B joined to A), each into files named after
 // the series and the node, since the forward's cost is split between them.
 func runProfile(ctx context.Context, o options) error {
-	if o.profSeries != "click" && o.profSeries != "forward" && o.profSeries != "spread" {
-		return fmt.Errorf("-profile-series: %q is not click, forward or spread", o.profSeries)
+	if o.profSeries != "click" && o.profSeries != "forward" && o.profSeries != "spread" && o.profSeries != "static" {
+		return fmt.Errorf("-profile-series: %q is not click, forward, spread or static", o.profSeries)
 	}
 	tmp, err := os.MkdirTemp("", "bench-profile-")
 	if err != nil {
@@ -60,7 +60,7 @@ func runProfile(ctx context.Context, o options) error {
 	}
 	defer a.p.stop()
 	nodes := []node{a}
-	if o.profSeries != "click" {
+	if o.profSeries != "click" && o.profSeries != "static" {
 		b, err := start("profB", a.gossip)
 		if err != nil {
 			return err
@@ -74,6 +74,8 @@ func runProfile(ctx context.Context, o options) error {
 	switch o.profSeries {
 	case "click":
 		connect = clicks(a.p, a.p, "p")
+	case "static":
+		connect = plainCalls(a.p, "swarm_list")
 	case "forward":
 		connect = clicks(a.p, nodes[1].p, "f")
 	case "spread":
@@ -115,6 +117,7 @@ func runProfile(ctx context.Context, o options) error {
 	}
 	what := map[string]string{
 		"click":   "each clicking its own counter session on the node",
+		"static":  "each calling the static tool swarm_list on the node",
 		"forward": "each on node B clicking its own counter session owned by node A (every call forwarded B -> A)",
 		"spread":  "alternately on A and B, each clicking a counter session owned by the other node (every call forwarded)",
 	}[o.profSeries]

@@ -21,22 +21,7 @@ type series struct {
 const baseline = "mcpgo"
 
 func allSeries(f *fleet, idle int) []series {
-	plain := func(p *proc, tool string) func(context.Context, int) ([]worker, error) {
-		return func(ctx context.Context, n int) ([]worker, error) {
-			ws := make([]worker, n)
-			for i := range ws {
-				c := newClient(p.baseURL + "/mcp")
-				if err := c.initialize(ctx); err != nil {
-					return nil, err
-				}
-				if _, err := c.callTool(ctx, tool, nil); err != nil {
-					return nil, err
-				}
-				ws[i] = worker{c: c, tool: tool}
-			}
-			return ws, nil
-		}
-	}
+	plain := plainCalls
 	return []series{
 		{key: "mcpgo", label: "bare mcp-go v1.2.1", servers: []*proc{f.mcpgo}, connect: plain(f.mcpgo, "increment")},
 		{key: "gosdk", label: "go-sdk v1.8.0", servers: []*proc{f.gosdk}, connect: plain(f.gosdk, "increment")},
@@ -47,6 +32,24 @@ func allSeries(f *fleet, idle int) []series {
 			servers: []*proc{f.nodeA, f.nodeB}, connect: spreadClicks(f.nodeA, f.nodeB)},
 		{key: "crowded", label: fmt.Sprintf("mcpswarm click, local session, on a node also holding %d idle connections with a session each", idle),
 			servers: []*proc{f.crowded}, connect: clicks(f.crowded, f.crowded, "w")},
+	}
+}
+
+// plainCalls opens n clients of p that each call tool without arguments.
+func plainCalls(p *proc, tool string) func(context.Context, int) ([]worker, error) {
+	return func(ctx context.Context, n int) ([]worker, error) {
+		ws := make([]worker, n)
+		for i := range ws {
+			c := newClient(p.baseURL + "/mcp")
+			if err := c.initialize(ctx); err != nil {
+				return nil, err
+			}
+			if _, err := c.callTool(ctx, tool, nil); err != nil {
+				return nil, err
+			}
+			ws[i] = worker{c: c, tool: tool}
+		}
+		return ws, nil
 	}
 }
 
