@@ -18,9 +18,8 @@ import (
 // connection initialized on another node counts once that node's write
 // reached this one: initialize waits until every live peer applied it
 // (Conns.Put), so the window is two initializes on different nodes at the
-// same moment. It scans every record: the front calls it once per
-// initialize of an authenticated principal, which limits.initializes_per_
-// minute bounds.
+// same moment. It reads only the connections whose records name
+// principal (Conns.byPrincipal), not every record.
 func (c *Conns) OfPrincipal(principal string) []mcp.ConnActivity {
 	if principal == "" {
 		return nil
@@ -54,11 +53,11 @@ func (c *Conns) OfPrincipal(principal string) []mcp.ConnActivity {
 			a.touched = r.Touched
 		}
 	}
-	for id, r := range c.mine {
-		add(id, r)
-	}
-	for id, byOrigin := range c.others {
-		for _, r := range byOrigin {
+	for id := range c.byPrincipal[principal] {
+		if r, ok := c.mine[id]; ok {
+			add(id, r)
+		}
+		for _, r := range c.others[id] {
 			add(id, r)
 		}
 	}

@@ -151,6 +151,11 @@ type Conns struct {
 	// without hashing it.
 	ids     map[revKey]string
 	digests map[string]revKey
+	// byPrincipal indexes the same ids by every principal a record of
+	// theirs names (OfPrincipal reads a principal's, not every record),
+	// and principals is its reverse, to drop an id once unindexed.
+	byPrincipal map[string]map[string]struct{}
+	principals  map[string][]string
 	// gone holds the ids whose last record another node removed, by
 	// digest, for a minute or two: a node drops its live record when it
 	// learns of a revocation, and that removal can reach this node before
@@ -177,7 +182,8 @@ func newConnsState(s *Swarm) *Conns {
 	c := &Conns{s: s, mine: map[string]connRecord{}, ended: map[revKey]int64{},
 		elsewhere: map[revKey]struct{}{}, legacy: map[string]int64{},
 		others: map[string]map[crdt.Origin]connRecord{}, ids: map[revKey]string{},
-		digests: map[string]revKey{}, gone: map[revKey]goneID{}, dirty: map[string]bool{}}
+		digests: map[string]revKey{}, gone: map[revKey]goneID{}, dirty: map[string]bool{},
+		byPrincipal: map[string]map[string]struct{}{}, principals: map[string][]string{}}
 	if s != nil {
 		c.kick = s.kick
 	}
@@ -229,7 +235,7 @@ func (c *Conns) onChange(ch crdt.Change) {
 		c.others[ch.Key] = map[crdt.Origin]connRecord{}
 	}
 	c.others[ch.Key][ch.Origin] = r
-	c.indexLocked(ch.Key)
+	c.indexLocked(ch.Key, r.Info.Principal)
 }
 
 // dropOtherLocked forgets origin's record of id. When that was the last
@@ -325,8 +331,18 @@ func (c *Conns) digestLocked(id string) revKey {
 	return revocationOf(id)
 }
 
-// indexLocked adds id, live here or elsewhere, to the digest index.
-func (c *Conns) indexLocked(id string) {
+// indexLocked adds id, live here or elsewhere, to the digest index, and
+// to principal's ids when a record names one.
+func (c *Conns) indexLocked(id, principal string) {
+	if principal != "" && !slices.Contains(c.principals[id], principal) {
+		c.principals[id] = append(c.principals[id], principal)
+		set := c.byPrincipal[principal]
+		if set == nil {
+			set = map[string]struct{}{}
+			c.byPrincipal[principal] = set
+		}
+		set[id] = struct{}{}
+	}
 	if _, ok := c.digests[id]; ok {
 		return
 	}
@@ -345,6 +361,13 @@ func (c *Conns) unindexLocked(id string) {
 		delete(c.digests, id)
 		delete(c.ids, k)
 	}
+	for _, p := range c.principals[id] {
+		delete(c.byPrincipal[p], id)
+		if len(c.byPrincipal[p]) == 0 {
+			delete(c.byPrincipal, p)
+		}
+	}
+	delete(c.principals, id)
 }
 
 // revokedLocked reports whether any node ended connection id.
@@ -600,7 +623,7 @@ func (c *Conns) update(id string, fn func(*connRecord)) {
 	} else {
 		r.Touched = time.Now()
 		c.mine[id] = r
-		c.indexLocked(id)
+		c.indexLocked(id, r.Info.Principal)
 		c.dirty[id] = true
 	}
 	c.mu.Unlock()
@@ -722,7 +745,7 @@ func (c *Conns) restore() {
 		}
 		r.StreamNode = "" // streams do not survive a restart
 		c.mine[e.Key] = r
-		c.indexLocked(e.Key)
+		c.indexLocked(e.Key, r.Info.Principal)
 		return true
 	})
 }

@@ -39,7 +39,7 @@ func (s *Swarm) Footprint() Footprint {
 	f.ConnsMine = len(s.conns.mine) + len(s.conns.ended)
 	f.ConnsRevoked = len(s.conns.ended)
 	f.RevokedElsewhere = len(s.conns.elsewhere)
-	f.ConnsIndexed = len(s.conns.ids) + len(s.conns.digests) + len(s.conns.gone)
+	f.ConnsIndexed = len(s.conns.ids) + len(s.conns.digests) + len(s.conns.gone) + len(s.conns.byPrincipal) + len(s.conns.principals)
 	for _, byOrigin := range s.conns.others {
 		f.ConnsDecoded += len(byOrigin)
 	}

@@ -85,7 +85,7 @@ func TestARevocationArrivingAfterTheLastRecordWentStillReachesTheFront(t *testin
 	home := crdt.Origin{Name: "home", Epoch: 1}
 	for _, id := range []string{"s1.ended", "s1.crashed"} {
 		c.others[id] = map[crdt.Origin]connRecord{home: {Info: mcpfront.ConnInfo{ID: id, Node: "home"}}}
-		c.indexLocked(id)
+		c.indexLocked(id, "")
 		c.dropOtherLocked(id, home) // the home node's removal arrives first
 	}
 	if len(c.ids) != 0 || len(c.others) != 0 {
