@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcpswarm/mcpswarm/crdt"
 	"github.com/mcpswarm/mcpswarm/journal"
+	"github.com/mcpswarm/mcpswarm/swarm"
 )
 
 // Config is everything a node needs to start. cmd/node fills it from flags,
@@ -69,6 +70,10 @@ type Config struct {
 	Widgets WidgetLimits
 	// GRPC bounds what a connection can hold of the gRPC listener.
 	GRPC GRPCLimits
+	// MaxRevocations bounds the revocations of ended connections this node
+	// holds; beyond it the oldest give way to a floor that refuses every
+	// id issued before them (swarm.Config.MaxRevocations).
+	MaxRevocations int
 	// DebugAddr, when set, serves net/http/pprof there (loopback only).
 	// Empty (the default) means no profiling endpoint.
 	DebugAddr string
@@ -98,6 +103,7 @@ func DefaultConfig() Config {
 		HTTP:            DefaultHTTPLimits(),
 		Widgets:         DefaultWidgetLimits(),
 		GRPC:            DefaultGRPCLimits(),
+		MaxRevocations:  swarm.DefaultMaxRevocations,
 	}
 }
 
@@ -171,6 +177,9 @@ func (c *Config) Validate() error {
 	}
 	if err := c.GRPC.validate(); err != nil {
 		return err
+	}
+	if c.MaxRevocations < 1 || c.MaxRevocations > 1<<26 {
+		return fieldErr("max-revocations", "must be from 1 to %d, got %d", 1<<26, c.MaxRevocations)
 	}
 	return nil
 }

@@ -221,7 +221,8 @@ func (n *Node) stopSessions(ctx context.Context) error {
 // failure after it exists shuts it down here: a failed step's own stop does
 // not run.
 func (n *Node) buildFront(ctx context.Context) (err error) {
-	sw, err := swarm.New(swarm.Config{Cluster: n.cluster, Manager: n.sessions, Logger: n.log.With("component", "swarm"), Registerer: n.metrics})
+	sw, err := swarm.New(swarm.Config{Cluster: n.cluster, Manager: n.sessions, Logger: n.log.With("component", "swarm"),
+		Registerer: n.metrics, MaxRevocations: n.cfg.MaxRevocations})
 	if err != nil {
 		return err
 	}

@@ -50,6 +50,14 @@ type Connections interface {
 	CanServe(connID string) error
 }
 
+// RevocationFloor is implemented by Connections that bound how many
+// revocations they keep: every id issued at or before RevokedBefore counts
+// as revoked (the zero time: none), and its client gets 404 and
+// initializes again, as after an expiry.
+type RevocationFloor interface {
+	RevokedBefore() time.Time
+}
+
 // Relay carries client messages that reached this node to the node that
 // needs them. Each method returns once that node answered (bounded by ctx).
 type Relay interface {

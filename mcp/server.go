@@ -134,6 +134,9 @@ func New(cfg Config) (*Server, error) {
 	if s.registry != nil {
 		// Set before any use: the ids are not shared yet.
 		ids.revoked = s.registry.Revoked
+		if rf, ok := s.registry.(RevocationFloor); ok {
+			ids.floor = rf.RevokedBefore
+		}
 		states.spent = s.registry.SpendState
 		notifyHere = s.registry.NotifyHere
 		if pc, ok := s.registry.(PrincipalConns); ok {

@@ -53,8 +53,11 @@ type SessionIDs struct {
 	// ~105-byte id.
 	terminated map[idDigest]struct{}
 	revoked    func(id string) bool
-	maxAge     time.Duration
-	order      []idDigest
+	// floor, when set, is the time at or before which every issued id
+	// counts as revoked (see RevocationFloor).
+	floor  func() time.Time
+	maxAge time.Duration
+	order  []idDigest
 }
 
 // idDigest is the first 16 bytes of an id's SHA-256.
@@ -125,6 +128,12 @@ func (s *SessionIDs) Open(id, principal string) (SessionClaims, error) {
 	s.mu.Unlock()
 	if maxAge > 0 && s.now().Sub(c.Issued) > maxAge {
 		return SessionClaims{}, ErrSessionIDExpired
+	}
+	if s.floor != nil {
+		// Issued is in whole seconds, at or before the true issue time.
+		if f := s.floor(); !f.IsZero() && !c.Issued.After(f) {
+			return SessionClaims{}, ErrSessionIDExpired
+		}
 	}
 	if c.Principal != principal {
 		return SessionClaims{}, ErrSessionIDPrincipal

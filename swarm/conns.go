@@ -156,6 +156,13 @@ type Conns struct {
 	// and principals is its reverse, to drop an id once unindexed.
 	byPrincipal map[string]map[string]struct{}
 	principals  map[string][]string
+	// floor is this node's revocation floor (unix nanoseconds, 0: none):
+	// every id issued at or before it counts as revoked. It replaces this
+	// node's oldest revocations once it holds more than maxRevocations
+	// (see trimLocked); floors holds the other nodes' floors.
+	floor          int64
+	floors         map[crdt.Origin]int64
+	maxRevocations int
 	// gone holds the ids whose last record another node removed, by
 	// digest, for a minute or two: a node drops its live record when it
 	// learns of a revocation, and that removal can reach this node before
@@ -183,7 +190,11 @@ func newConnsState(s *Swarm) *Conns {
 		elsewhere: map[revKey]struct{}{}, legacy: map[string]int64{},
 		others: map[string]map[crdt.Origin]connRecord{}, ids: map[revKey]string{},
 		digests: map[string]revKey{}, gone: map[revKey]goneID{}, dirty: map[string]bool{},
-		byPrincipal: map[string]map[string]struct{}{}, principals: map[string][]string{}}
+		byPrincipal: map[string]map[string]struct{}{}, principals: map[string][]string{},
+		floors: map[crdt.Origin]int64{}, maxRevocations: DefaultMaxRevocations}
+	if s != nil && s.maxRevocations > 0 {
+		c.maxRevocations = s.maxRevocations
+	}
 	if s != nil {
 		c.kick = s.kick
 	}
@@ -196,6 +207,10 @@ func newConnsState(s *Swarm) *Conns {
 func (c *Conns) onChange(ch crdt.Change) {
 	if ch.Origin == c.s.cl.Origin() {
 		return // this node's records live in c.mine and c.ended
+	}
+	if ch.Key == floorKey {
+		c.floorChanged(ch)
+		return
 	}
 	if k, ok := parseRevKey(ch.Key); ok {
 		if _, ok := decodeRevocation(ch.New); ok {
@@ -305,11 +320,15 @@ func (c *Conns) lostRevocation(k revKey, at int64) {
 	if time.Since(time.Unix(0, at)) > c.s.connMaxAge-revocationCopyMargin {
 		return
 	}
+	if at <= c.floorLocked() {
+		return // its holder trimmed it under a floor that covers it
+	}
 	if _, have := c.ended[k]; have {
 		return
 	}
 	c.ended[k] = at
 	c.dirty[k.regKey()] = true
+	c.trimLocked()
 	c.kick.Kick()
 }
 
@@ -399,6 +418,9 @@ func (c *Conns) mineLocked(id string) (connRecord, bool) {
 // its partition: a revocation's time, a live record, or a previous
 // version's revocation; ok is false when it publishes nothing there.
 func (c *Conns) ownEntryLocked(key string) (value []byte, ok bool, err error) {
+	if key == floorKey {
+		return encodeRevocation(c.floor), c.floor != 0, nil
+	}
 	if k, isRev := parseRevKey(key); isRev {
 		at, ok := c.ended[k]
 		if !ok {
@@ -434,6 +456,7 @@ func (c *Conns) endLocked(id string, at int64, legacy bool) revKey {
 	delete(c.others, id)
 	c.unindexLocked(id)
 	c.dirty[id] = true
+	c.trimLocked()
 	return k
 }
 
@@ -704,6 +727,12 @@ func (c *Conns) sweepWith(now time.Time, maxAge time.Duration, remove func(key s
 			delete(c.gone, k)
 		}
 	}
+	if c.floor != 0 && expired(c.floor) {
+		// Every id it covered has expired by now.
+		c.floor = 0
+		old = append(old, floorKey)
+		delete(c.dirty, floorKey)
+	}
 	c.mu.Unlock()
 	for _, key := range old {
 		if err := remove(key); err != nil {
@@ -721,6 +750,12 @@ func (c *Conns) restore() {
 	defer c.mu.Unlock()
 	c.reg.Range(func(e crdt.Entry) bool {
 		if e.Origin != self {
+			return true
+		}
+		if e.Key == floorKey {
+			if at, ok := decodeRevocation(e.Value); ok {
+				c.floor = max(c.floor, at)
+			}
 			return true
 		}
 		if k, ok := parseRevKey(e.Key); ok {

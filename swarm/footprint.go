@@ -1,6 +1,10 @@
 package swarm
 
-import "github.com/mcpswarm/mcpswarm/crdt"
+import (
+	"time"
+
+	"github.com/mcpswarm/mcpswarm/crdt"
+)
 
 // Footprint is what this node holds of the replicated registries: entries
 // (every origin's) and the bytes of their values, and the connection
@@ -16,6 +20,9 @@ type Footprint struct {
 	ConnsIndexed int
 	// RevokedElsewhere counts the revocations other nodes hold, known here.
 	RevokedElsewhere int
+	// RevokedBefore is the cluster's revocation floor as this node knows
+	// it (zero: none).
+	RevokedBefore time.Time
 }
 
 // Footprint measures the registries now.
@@ -44,5 +51,6 @@ func (s *Swarm) Footprint() Footprint {
 		f.ConnsDecoded += len(byOrigin)
 	}
 	s.conns.mu.Unlock()
+	f.RevokedBefore = s.conns.RevokedBefore()
 	return f
 }

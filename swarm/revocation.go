@@ -4,9 +4,12 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/mcpswarm/mcpswarm/cluster"
+	"github.com/mcpswarm/mcpswarm/crdt"
 )
 
 // revKey names a revocation: the first 12 bytes of the SHA-256 of the
@@ -69,4 +72,94 @@ func (s *Swarm) peerLacks(name string) bool {
 		}
 	}
 	return false
+}
+
+// DefaultMaxRevocations is how many revocations a node holds in its own
+// partition before its oldest give way to a floor: about 60 MiB of every
+// node's memory (≈ 60 bytes each, with the other nodes' copies).
+const DefaultMaxRevocations = 1 << 20
+
+// floorKey is the key of a node's revocation floor in its "conns"
+// partition; its value is a time, encoded as a revocation's.
+const floorKey = "floor"
+
+// Revocations live for the ids' maximum age (7 days), so under sustained
+// churn their number is the rate of ended connections times that age, with
+// no bound of its own: a client that initializes and DELETEs in a loop
+// would grow every node's memory for a week. So a node keeps at most
+// maxRevocations; beyond it, its oldest tenth or so are replaced by a
+// floor: every id issued in or before the second of the newest of them
+// counts as revoked (its
+// client gets 404 and initializes again, as after any expiry). The floor
+// is written before those revocations are removed, so no node copies them
+// back (lostRevocation) nor serves an id they covered.
+
+// trimLocked replaces this node's oldest revocations by its floor when it
+// holds more than maxRevocations.
+func (c *Conns) trimLocked() {
+	if len(c.ended) <= c.maxRevocations {
+		return
+	}
+	times := make([]int64, 0, len(c.ended))
+	for _, at := range c.ended {
+		times = append(times, at)
+	}
+	slices.Sort(times)
+	// Ids' issue times are whole seconds, and an id was issued no later
+	// than its revocation: a floor at the second of the newest revocation
+	// trimmed covers every revocation made within that second or before.
+	floor := time.Unix(0, times[len(times)-c.maxRevocations*9/10-1]).Truncate(time.Second)
+	covered := floor.Add(time.Second).UnixNano() - 1
+	for k, at := range c.ended {
+		if at <= covered {
+			delete(c.ended, k)
+			c.dirty[k.regKey()] = true
+		}
+	}
+	if f := floor.UnixNano(); f > c.floor {
+		c.floor = f
+		c.dirty[floorKey] = true
+	}
+	c.kick.Kick()
+}
+
+// floorLocked is the cluster's revocation floor: the newest of this node's
+// and every other node's.
+func (c *Conns) floorLocked() int64 {
+	f := c.floor
+	for _, at := range c.floors {
+		f = max(f, at)
+	}
+	return f
+}
+
+// floorChanged follows another node's floor. One that leaves its
+// partition (the node died or restarted) while it still covers valid ids
+// becomes this node's, as a revocation would (lostRevocation).
+func (c *Conns) floorChanged(ch crdt.Change) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if at, ok := decodeRevocation(ch.New); ok {
+		c.floors[ch.Origin] = at
+		return
+	}
+	delete(c.floors, ch.Origin)
+	at, ok := decodeRevocation(ch.Old)
+	if !ok || at <= c.floor || time.Since(time.Unix(0, at)) > c.s.connMaxAge-revocationCopyMargin {
+		return
+	}
+	c.floor = at
+	c.dirty[floorKey] = true
+	c.kick.Kick()
+}
+
+// RevokedBefore implements mcp.RevocationFloor: ids issued at or before it
+// count as revoked (zero time: none).
+func (c *Conns) RevokedBefore() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if f := c.floorLocked(); f != 0 {
+		return time.Unix(0, f)
+	}
+	return time.Time{}
 }

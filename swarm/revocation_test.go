@@ -3,6 +3,7 @@ package swarm
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -101,5 +102,69 @@ func TestARevocationArrivingAfterTheLastRecordWentStillReachesTheFront(t *testin
 	c.sweepWith(time.Now().Add(goneFor+time.Second), time.Hour, func(string) error { return nil })
 	if len(c.gone) != 0 {
 		t.Fatalf("ids without records or revocation kept after %v: %v", goneFor, c.gone)
+	}
+}
+
+// Beyond MaxRevocations a node's oldest revocations give way to a floor:
+// ids issued in or before the second of the newest one trimmed count as
+// revoked. The floor is published before the trimmed revocations are
+// removed, no node copies a revocation the floor covers, and one taken
+// over from a node that went (as lostRevocation does for revocations).
+func TestRevocationsBeyondTheBoundGiveWayToAFloor(t *testing.T) {
+	t0 := time.Now().Add(-time.Hour).Truncate(time.Second)
+	c := newConnsState(&Swarm{connMaxAge: 7 * 24 * time.Hour})
+	c.maxRevocations = 10
+	for i := range 12 {
+		c.endLocked(fmt.Sprintf("s1.c%02d", i), t0.Add(time.Duration(i)*time.Second+time.Millisecond).UnixNano(), false)
+	}
+	// At the 11th, the oldest trimmed to keep 9 (c00, c01), the floor at
+	// the second of c01; the 12th fits.
+	if len(c.ended) != 10 {
+		t.Fatalf("%d revocations kept; want 10", len(c.ended))
+	}
+	wantFloor := t0.Add(time.Second).UnixNano()
+	if c.floor != wantFloor || !c.dirty[floorKey] {
+		t.Fatalf("floor %v (published %v); want %v", time.Unix(0, c.floor), c.dirty[floorKey], time.Unix(0, wantFloor))
+	}
+	for i := range 2 {
+		k := revocationOf(fmt.Sprintf("s1.c%02d", i))
+		if _, kept := c.ended[k]; kept || !c.dirty[k.regKey()] {
+			t.Fatalf("c%02d: kept %v, its removal published %v", i, kept, c.dirty[k.regKey()])
+		}
+	}
+	c.mu.Lock()
+	v, own, _ := c.ownEntryLocked(floorKey)
+	c.mu.Unlock()
+	if at, ok := decodeRevocation(v); !own || !ok || at != wantFloor {
+		t.Fatalf("the floor's entry %x (own %v)", v, own)
+	}
+	if got := c.RevokedBefore(); !got.Equal(time.Unix(0, wantFloor)) {
+		t.Fatalf("RevokedBefore = %v", got)
+	}
+
+	// Another node trims the same way: its floor holds here, and the
+	// revocations it removes under it are not taken over.
+	other := crdt.Origin{Name: "n2", Epoch: 1}
+	later := t0.Add(20 * time.Second).UnixNano()
+	c.floorChanged(crdt.Change{Key: floorKey, Origin: other, New: encodeRevocation(later)})
+	if got := c.RevokedBefore(); !got.Equal(time.Unix(0, later)) {
+		t.Fatalf("RevokedBefore = %v; want n2's floor %v", got, time.Unix(0, later))
+	}
+	trimmed := revocationOf("s1.n2-old")
+	c.elsewhere[trimmed] = struct{}{}
+	c.lostRevocation(trimmed, later-int64(time.Second))
+	if _, copied := c.ended[trimmed]; copied {
+		t.Fatal("a revocation removed under its holder's floor was taken over")
+	}
+	// n2 goes: its floor becomes this node's.
+	c.floorChanged(crdt.Change{Key: floorKey, Origin: other, Old: encodeRevocation(later)})
+	if c.floor != later || !c.RevokedBefore().Equal(time.Unix(0, later)) {
+		t.Fatalf("after n2 went: floor %v", time.Unix(0, c.floor))
+	}
+	// Expired with the ids it covered.
+	var removed []string
+	c.sweepWith(time.Unix(0, later).Add(7*24*time.Hour+time.Second), 7*24*time.Hour, func(k string) error { removed = append(removed, k); return nil })
+	if c.floor != 0 || !slices.Contains(removed, floorKey) {
+		t.Fatalf("after the ids' maximum age: floor %v, removed %v", c.floor, removed)
 	}
 }

@@ -57,6 +57,10 @@ type Config struct {
 	// ConnMaxAge is how long a connection record is kept after its last
 	// change: the session ids' maximum age (default mcp.DefaultSessionMaxAge).
 	ConnMaxAge time.Duration
+	// MaxRevocations bounds the revocations this node holds (default
+	// DefaultMaxRevocations); beyond it the oldest give way to a
+	// revocation floor (see Conns.RevokedBefore).
+	MaxRevocations int
 	// AckTimeout bounds how long a change to connection state waits for
 	// every live peer to apply it before it is answered (default 2 s). A
 	// peer that misses it is waited out until its lease has lapsed, so it
@@ -94,7 +98,9 @@ type Swarm struct {
 	handoffs handoffs
 
 	connMaxAge time.Duration
-	ackTimeout time.Duration
+	// maxRevocations is Config.MaxRevocations.
+	maxRevocations int
+	ackTimeout     time.Duration
 
 	// frontPtr is this node's MCP front, attached by mcp.New (Attach):
 	// what other nodes forward to this node is delivered to it.
@@ -139,6 +145,7 @@ func New(cfg Config) (*Swarm, error) {
 		s.ackTimeout = DefaultAckTimeout
 	}
 	s.connMaxAge = cfg.ConnMaxAge
+	s.maxRevocations = cfg.MaxRevocations
 	if s.connMaxAge <= 0 {
 		s.connMaxAge = mcp.DefaultSessionMaxAge
 	}

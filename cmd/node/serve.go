@@ -53,6 +53,7 @@ func serveFlags(cfg *mcpswarm.Config, logFormat, logLevel, configFile *string) *
 	fs.DurationVar(&cfg.GRPC.OpenDeadline, "grpc-open-deadline", cfg.GRPC.OpenDeadline, "how long an unauthenticated gRPC stream may last")
 	fs.DurationVar(&cfg.GRPC.HandshakeTimeout, "grpc-handshake-timeout", cfg.GRPC.HandshakeTimeout, "how long a gRPC connection may take for its TLS handshake and HTTP/2 preface")
 	fs.DurationVar(&cfg.GRPC.IdleTimeout, "grpc-idle-timeout", cfg.GRPC.IdleTimeout, "how long a gRPC connection without streams stays open")
+	fs.IntVar(&cfg.MaxRevocations, "max-revocations", cfg.MaxRevocations, "revocations of ended connections this node keeps; beyond it the oldest give way to a floor that refuses every id issued before them (their clients initialize again)")
 	fs.StringVar(&cfg.TLS.Cert, "tls-cert", "", "PEM certificate of this node for the gRPC listener and peer connections (with --tls-key and --tls-ca)")
 	fs.StringVar(&cfg.TLS.Key, "tls-key", "", "PEM private key of --tls-cert")
 	fs.StringVar(&cfg.TLS.CA, "tls-ca", "", "PEM CA bundle that signs every node's certificate")
