@@ -353,7 +353,10 @@ func (s *Server) serveStreamable(w http.ResponseWriter, r *http.Request) {
 		// hears the DELETE succeeded: hold mcp-go's answer until then.
 		rec := &statusRecorder{header: http.Header{}, status: http.StatusOK}
 		s.stream.ServeHTTP(rec, r)
-		if sid := r.Header.Get(headerSessionID); s.ids.Terminated(sid) {
+		// mcp-go answers 200 only once our id manager terminated the id;
+		// the terminated set says the same unless a flood of DELETEs
+		// pushed it out of its bounded ring in between.
+		if sid := r.Header.Get(headerSessionID); rec.status == http.StatusOK || s.ids.Terminated(sid) {
 			s.registry.Delete(sid)
 			s.init.conns.forget(sid)
 		}

@@ -36,6 +36,11 @@ const (
 	sidVersion = 1
 	// maxTerminated bounds the node-local set of ids ended by DELETE.
 	maxTerminated = 65536
+	// maxTerminatedClustered bounds it when the cluster keeps the
+	// revocations (SessionIDs.revoked is set): the set then only carries
+	// a DELETE from mcp-go's handling to the revocation the front writes
+	// right after, so it need not hold a week of ended connections.
+	maxTerminatedClustered = 1024
 )
 
 // SessionIDs mints and validates sealed Streamable HTTP session ids. An id
@@ -208,7 +213,11 @@ func (s *SessionIDs) terminate(id string) {
 	if _, ok := s.terminated[d]; ok {
 		return
 	}
-	if len(s.order) >= maxTerminated {
+	limit := maxTerminated
+	if s.revoked != nil {
+		limit = maxTerminatedClustered
+	}
+	if len(s.order) >= limit {
 		delete(s.terminated, s.order[0])
 		s.order = s.order[1:]
 	}
