@@ -362,9 +362,27 @@ func (a *actor) drain() {
 		a.queue = a.queue[1:]
 		a.qmu.Unlock()
 		rep, evs := a.handle(r)
-		r.reply <- rep // the answer first: its state is saved
-		a.mgr.emit(evs...)
+		// A changed tool set is announced before the answer, the rest
+		// after it: the node's tool index learns the set from the
+		// announcement, and the caller's next call may be a tool this
+		// call just made (type into a form, then press the button it
+		// enabled). Resource changes need not wait: reads go to the
+		// session itself.
+		n := toolEvents(evs)
+		a.mgr.emit(evs[:n]...)
+		r.reply <- rep // its state is saved
+		a.mgr.emit(evs[n:]...)
 	}
+}
+
+// toolEvents returns how many of evs, from the front, are ToolsChanged
+// events (changes puts them first).
+func toolEvents(evs []Event) int {
+	n := 0
+	for n < len(evs) && evs[n].Kind == ToolsChanged {
+		n++
+	}
+	return n
 }
 
 // waiting returns how many calls are queued (tests).

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -24,7 +25,8 @@ func (g *gatedStore) Save(s Snapshot) error {
 // The runtime runs an update's effects in order: save durably, then answer
 // and publish, then announce. While the save is in progress nothing of the
 // new state is visible: not the model, not the answer, not an event. The
-// answer does not wait for the announcement.
+// answer does not wait for the announcement of resource changes (a change
+// of the tool set is another matter: see the next test).
 func TestUpdateOrderIsSaveReplyPublish(t *testing.T) {
 	store := &gatedStore{MemoryStore: NewMemoryStore(), entered: make(chan Snapshot, 1), gate: make(chan struct{})}
 	f := newFixture(t, func(c *ManagerConfig) { c.Store = store })
@@ -170,5 +172,41 @@ func TestStickyWithCopiesOnChange(t *testing.T) {
 	full, _, _ := next.with([]Tool{b})
 	if _, changed, refused := full.with([]Tool{c}); changed || refused != 1 {
 		t.Fatalf("at the limit: changed=%v refused=%d", changed, refused)
+	}
+}
+
+// A call that changes the tool set answers only after the change was
+// announced: the node's tool index learns the set from that announcement,
+// and the caller's next call may be the tool this one made (open a dialog,
+// then confirm it). A subscriber that takes its time still has heard of the
+// new tool when the answer arrives; resource changes are announced after.
+func TestToolSetChangeIsAnnouncedBeforeTheAnswer(t *testing.T) {
+	f := newFixture(t, nil)
+	f.start("s")
+	var heard, resourcesFirst atomic.Bool
+	cancel := f.m.Subscribe(func(ev Event) {
+		switch ev.Kind {
+		case ToolsChanged:
+			time.Sleep(50 * time.Millisecond) // a slow subscriber: the answer must wait for it
+			heard.Store(true)
+		case ResourceChanged:
+			if !heard.Load() {
+				resourcesFirst.Store(true)
+			}
+		}
+	})
+	defer cancel()
+	res, err := f.m.Call(f.ctx, "s", "s.modal.click", nil)
+	if err != nil || res.IsError {
+		t.Fatalf("opening the dialog: %v %+v", err, res)
+	}
+	if !heard.Load() {
+		t.Fatal("the call answered before its new tool set (s.dlg.*) was announced")
+	}
+	if resourcesFirst.Load() {
+		t.Error("a resource change was announced before the tool set change")
+	}
+	if _, err := f.m.Call(f.ctx, "s", "s.dlg.confirm", nil); err != nil {
+		t.Fatal(err)
 	}
 }
