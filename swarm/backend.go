@@ -95,6 +95,11 @@ func (s *Swarm) Start(ctx context.Context, c authz.Context, app, id string) (mcp
 	}
 	if err != nil {
 		s.log.Warn("publishing new session", "session", info.ID, "err", err)
+	} else {
+		// Answered once every live peer has the session and its tools:
+		// the caller's next call may reach any node (toolshare.go).
+		s.awaitPeers(s.sessions, "sessions", info.ID)
+		s.awaitPeers(s.tools, "tools", info.ID)
 	}
 	return mcp.SessionInfo{Info: info, Owner: s.self, Available: true}, nil
 }
@@ -154,7 +159,7 @@ func (s *Swarm) Tools(p authz.Principal) []session.Tool {
 func (s *Swarm) Call(ctx context.Context, c authz.Context, id, tool string, args map[string]any) (session.Result, error) {
 	return viaOwner(ctx, s, c, id, func(node string) (session.Result, error) {
 		if node == s.self {
-			res, err := s.mgr.Call(ctx, id, tool, args)
+			res, err := s.callLocal(id, func() (session.Result, error) { return s.mgr.Call(ctx, id, tool, args) })
 			return res, s.handingOff(id, err)
 		}
 		return s.forward(ctx, c, node, id, tool, args)
@@ -165,7 +170,7 @@ func (s *Swarm) Call(ctx context.Context, c authz.Context, id, tool string, args
 func (s *Swarm) SendKey(ctx context.Context, c authz.Context, id string, k session.Key) (session.Result, error) {
 	return viaOwner(ctx, s, c, id, func(node string) (session.Result, error) {
 		if node == s.self {
-			res, err := s.mgr.SendKey(ctx, id, k)
+			res, err := s.callLocal(id, func() (session.Result, error) { return s.mgr.SendKey(ctx, id, k) })
 			return res, s.handingOff(id, err)
 		}
 		return s.forward(ctx, c, node, id, opSendKey, map[string]any{"key": k.Key, "ctrl": k.Ctrl, "alt": k.Alt, "shift": k.Shift})

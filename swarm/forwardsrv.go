@@ -164,9 +164,9 @@ func (f forwardServer) run(ctx context.Context, id, tool string, args map[string
 		k.Ctrl, _ = args["ctrl"].(bool)
 		k.Alt, _ = args["alt"].(bool)
 		k.Shift, _ = args["shift"].(bool)
-		return m.SendKey(ctx, id, k)
+		return f.s.callLocal(id, func() (session.Result, error) { return m.SendKey(ctx, id, k) })
 	default:
-		return m.Call(ctx, id, tool, args)
+		return f.s.callLocal(id, func() (session.Result, error) { return m.Call(ctx, id, tool, args) })
 	}
 }
 

@@ -12,6 +12,8 @@ type metrics struct {
 	forwards *prometheus.CounterVec
 	latency  prometheus.Histogram
 	ackWait  *prometheus.HistogramVec
+	// sessionAckWait is ackWait for session starts and tool-set changes.
+	sessionAckWait *prometheus.HistogramVec
 }
 
 func newMetrics(reg prometheus.Registerer, s *Swarm) (*metrics, error) {
@@ -33,6 +35,11 @@ func newMetrics(reg prometheus.Registerer, s *Swarm) (*metrics, error) {
 			Help:    "Time a change to connection state waited for every live peer to apply it, by outcome (acked, lagging).",
 			Buckets: prometheus.ExponentialBuckets(0.0002, 2, 16),
 		}, []string{"outcome"}),
+		sessionAckWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "mcpswarm_swarm_session_ack_seconds",
+			Help:    "Time a session start or tool-set change waited for every live peer to apply it, by registry (sessions, tools) and outcome (acked, lagging).",
+			Buckets: prometheus.ExponentialBuckets(0.0002, 2, 16),
+		}, []string{"registry", "outcome"}),
 	}
 	gauges := []prometheus.Collector{
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -52,7 +59,7 @@ func newMetrics(reg prometheus.Registerer, s *Swarm) (*metrics, error) {
 			Help: "Connection records in this node's replica (every node's, revocations included).",
 		}, func() float64 { return float64(s.conns.reg.Len()) }),
 	}
-	for _, c := range append(gauges, m.forwards, m.latency, m.ackWait) {
+	for _, c := range append(gauges, m.forwards, m.latency, m.ackWait, m.sessionAckWait) {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -92,4 +99,17 @@ func (m *metrics) connAck(d time.Duration, acked bool) {
 		outcome = "lagging"
 	}
 	m.ackWait.WithLabelValues(outcome).Observe(d.Seconds())
+}
+
+// sessionAck records how long a session start or tool-set change waited
+// for every live peer to apply registry reg, and whether they all did.
+func (m *metrics) sessionAck(reg string, d time.Duration, acked bool) {
+	if m == nil {
+		return
+	}
+	outcome := "acked"
+	if !acked {
+		outcome = "lagging"
+	}
+	m.sessionAckWait.WithLabelValues(reg, outcome).Observe(d.Seconds())
 }

@@ -232,6 +232,9 @@ func (s *Swarm) onLocalEvent(ev session.Event) {
 	case session.Started, session.Stopped:
 		s.markDirty(ev.Session, true, true)
 	case session.ToolsChanged:
+		s.mu.Lock()
+		s.toolGen[ev.Session]++
+		s.mu.Unlock()
 		s.writeThrough(ev.Session)
 		s.markDirty(ev.Session, false, true)
 	case session.ResourceChanged:

@@ -90,7 +90,13 @@ type Swarm struct {
 	unavailable map[string]sessionRecord
 	// rev counts local resource changes per session, published in the
 	// session record.
-	rev      map[string]map[string]uint64
+	rev map[string]map[string]uint64
+	// toolGen counts the tool-set changes of each local session
+	// (toolshare.go).
+	toolGen map[string]uint64
+	// toolsMu orders the writes of tool sets, so an older set read before
+	// a newer one is never written after it.
+	toolsMu  sync.Mutex
 	revs     revThrottle // when revision-only record writes go out (publish.go)
 	watchers watch.Set[mcp.Event]
 	draining bool
@@ -130,6 +136,7 @@ func New(cfg Config) (*Swarm, error) {
 		timeout:     cfg.ForwardTimeout,
 		unavailable: map[string]sessionRecord{},
 		rev:         map[string]map[string]uint64{},
+		toolGen:     map[string]uint64{},
 		pending:     map[string]dirty{},
 		idx:         newIndex(),
 		kick:        coalesce.NewSignal(),
@@ -268,6 +275,8 @@ func (s *Swarm) publishRecord(info session.Info) error {
 }
 
 func (s *Swarm) publishTools(id, principal string) error {
+	s.toolsMu.Lock()
+	defer s.toolsMu.Unlock()
 	tools, err := s.mgr.Tools(id)
 	if err != nil {
 		return err
@@ -297,6 +306,7 @@ func (s *Swarm) unpublish(id string) {
 	}
 	s.mu.Lock()
 	delete(s.rev, id)
+	delete(s.toolGen, id)
 	s.mu.Unlock()
 }
 
