@@ -16,18 +16,6 @@ import (
 	"github.com/mcpswarm/mcpswarm/bench/internal/rpcwire"
 )
 
-// lagWindow is how long after its swarm_start a session may still be
-// unknown to a node other than its owner: the sessions and tools
-// registries replicate asynchronously (about a second on a LAN, see
-// docs/ARCHITECTURE.md), so a call through another node inside this window
-// may be answered "not running" or "tool not found". That answer is the one
-// expected error: the call did nothing, and the client retries it. Any other
-// failure, and this one outside the window, is unexpected.
-//
-// The first 500-client run saw this wait pass 5 s on a saturated 2-core
-// machine, so the window is 30 s and the longest wait is reported.
-const lagWindow = 30 * time.Second
-
 // tally is what all soak clients did, counted atomically.
 type tally struct {
 	cycles     atomic.Int64 // sessions started, driven, verified and stopped
@@ -35,9 +23,8 @@ type tally struct {
 	clicks     atomic.Int64 // acknowledged counter clicks
 	typed      atomic.Int64 // acknowledged type_into calls
 	verified   atomic.Int64 // sessions whose model held every acknowledged write
-	lagRetries atomic.Int64 // expected answers: a session not yet replicated to the node asked
+	lagRetries atomic.Int64 // unexpected answers: the node asked did not know the client's session or its tool yet
 	behind     atomic.Int64 // expected answers: 503 Retry-After from a node behind a peer, retried
-	maxLagMs   atomic.Int64 // the longest such wait after a start, in ms
 
 	mu         sync.Mutex
 	unexpected []string // the first unexpected errors, for the report
@@ -230,34 +217,23 @@ func (w *worker) getModel(ctx context.Context, c *conn, id string, started time.
 	return nil
 }
 
-// call calls a tool through a random node. An answer saying the session is
-// not known (yet) is retried through another random node while it is
-// inside lagWindow of started (zero: never).
+// call calls a tool through a random node. A node answering that it does
+// not know the session, or its tool, is an unexpected error: a start and a
+// call that changed the tool set are answered only once every live peer
+// has them (docs/ARCHITECTURE.md, "Sessions and tool sets"). Before that
+// guarantee this answer was expected within 30 s of the start and retried;
+// it is still counted apart (started zero: a call before any start).
 func (w *worker) call(ctx context.Context, c *conn, started time.Time, name string, args map[string]any) (json.RawMessage, error) {
-	for {
-		var res json.RawMessage
-		err := w.timed(func() error {
-			var err error
-			res, err = c.callTool(ctx, w.url(), name, args)
-			return err
-		})
-		if err == nil || started.IsZero() || !notYetReplicated(err) || time.Since(started) > lagWindow || ctx.Err() != nil {
-			return res, err
-		}
+	var res json.RawMessage
+	err := w.timed(func() error {
+		var err error
+		res, err = c.callTool(ctx, w.url(), name, args)
+		return err
+	})
+	if err != nil && !started.IsZero() && notYetReplicated(err) {
 		w.t.lagRetries.Add(1)
-		lag := time.Since(started).Milliseconds()
-		for {
-			cur := w.t.maxLagMs.Load()
-			if lag <= cur || w.t.maxLagMs.CompareAndSwap(cur, lag) {
-				break
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
 	}
+	return res, err
 }
 
 // timed runs one request and records its latency, or its failure.
