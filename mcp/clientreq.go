@@ -153,7 +153,6 @@ func (v *viewSession) RequestSampling(ctx context.Context, req mcp.CreateMessage
 		}
 		return nil, errNotSupported
 	}
-	v.UpgradeToSSEWhenReceiveNotification()
 	raw, err := v.asks.ask(ctx, v.post, v.SessionID(), string(mcp.MethodSamplingCreateMessage), req.CreateMessageParams)
 	if err != nil {
 		return nil, err
@@ -181,7 +180,6 @@ func (v *viewSession) ListRoots(ctx context.Context, req mcp.ListRootsRequest) (
 		}
 		return nil, errNotSupported
 	}
-	v.UpgradeToSSEWhenReceiveNotification()
 	raw, err := v.asks.ask(ctx, v.post, v.SessionID(), string(mcp.MethodListRoots), req.Params)
 	if err != nil {
 		return nil, err
@@ -204,7 +202,6 @@ func (v *viewSession) RequestElicitation(ctx context.Context, req mcp.Elicitatio
 		}
 		return nil, errNotSupported
 	}
-	v.UpgradeToSSEWhenReceiveNotification()
 	raw, err := v.asks.ask(ctx, v.post, v.SessionID(), string(mcp.MethodElicitationCreate), req.Params)
 	if err != nil {
 		return nil, err

@@ -39,8 +39,8 @@ type viewSession struct {
 }
 
 // NotificationChannel returns the request's own channel on a Streamable
-// HTTP POST (and makes mcp-go answer it as an SSE stream), else the
-// wrapped session's.
+// HTTP POST (the POST's stream turns SSE when it writes the first
+// notification), else the wrapped session's.
 func (v *viewSession) NotificationChannel() chan<- mcp.JSONRPCNotification {
 	if v.post == nil {
 		return v.ClientSession.NotificationChannel()
@@ -49,9 +49,6 @@ func (v *viewSession) NotificationChannel() chan<- mcp.JSONRPCNotification {
 	defer v.mu.Unlock()
 	if v.notes == nil {
 		v.notes = v.post.source()
-		if s, ok := v.ClientSession.(server.SessionWithStreamableHTTPConfig); ok {
-			s.UpgradeToSSEWhenReceiveNotification()
-		}
 	}
 	return v.notes
 }
@@ -171,8 +168,18 @@ func (v *viewSession) SetClientCapabilities(caps mcp.ClientCapabilities) {
 	}
 }
 
-// UpgradeToSSEWhenReceiveNotification forwards to the wrapped session.
+// UpgradeToSSEWhenReceiveNotification forwards to the wrapped session,
+// except on a Streamable HTTP POST: there the POST's own stream starts SSE
+// when it first writes a notification or request and frames mcp-go's
+// answer as an event after it (postStream.Write). Forwarding would set
+// mcp-go's flag for good: every later answer on the connection would be an
+// SSE stream, and with an event store configured mcp-go keeps each such
+// stream, with its response writer and request, until the connection ends
+// (~4 KB a call; TestLongLivedConnectionKeepsNothingPerCall).
 func (v *viewSession) UpgradeToSSEWhenReceiveNotification() {
+	if v.post != nil {
+		return
+	}
 	if s, ok := v.ClientSession.(server.SessionWithStreamableHTTPConfig); ok {
 		s.UpgradeToSSEWhenReceiveNotification()
 	}

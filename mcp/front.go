@@ -345,7 +345,12 @@ func (s *Server) serveStreamable(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.Method == http.MethodPost {
 		ps := newPostStream(w, s.cfg.Node)
-		defer ps.close()
+		if sid := rq.checkedSID; sid != "" {
+			s.posts.begin(sid, ps)
+			defer s.endPost(sid, ps)
+		} else {
+			defer ps.close()
+		}
 		w, rq.post = ps, ps
 	}
 	if r.Method == http.MethodDelete && s.registry != nil {

@@ -76,6 +76,7 @@ func (s *Server) onRegister(ctx context.Context, cs server.ClientSession) {
 
 func (s *Server) onUnregister(_ context.Context, cs server.ClientSession) {
 	s.conns.remove(cs.SessionID())
+	s.posts.forget(cs.SessionID())
 	s.init.conns.forget(cs.SessionID())
 }
 
@@ -156,15 +157,15 @@ func (s *Server) notifyMeta(cs server.ClientSession, method string, params, meta
 	if !cs.Initialized() {
 		return
 	}
-	if up, ok := cs.(server.SessionWithStreamableHTTPConfig); ok {
-		up.UpgradeToSSEWhenReceiveNotification()
-	}
+	// No UpgradeToSSEWhenReceiveNotification, unlike mcp-go: its flag
+	// never clears, so every later answer on the connection would be an
+	// SSE stream that mcp-go keeps until the connection ends. A POST that
+	// forwards this notification turns SSE by itself.
 	n := mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION, Notification: mcp.Notification{
 		Method: method, Params: mcp.NotificationParams{Meta: meta, AdditionalFields: params}}}
-	select {
-	case cs.NotificationChannel() <- n:
+	if s.deliver(cs, n) {
 		s.metrics.notified(method)
-	default:
+	} else {
 		s.log.Warn("notification dropped: the connection's queue is full", "conn", cs.SessionID(), "method", method)
 	}
 }

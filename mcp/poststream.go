@@ -31,8 +31,11 @@ type postStream struct {
 	// written here (see relayid.go).
 	node string
 
-	mu          sync.Mutex
-	sources     []chan mcp.JSONRPCNotification
+	mu      sync.Mutex
+	sources []chan mcp.JSONRPCNotification
+	// queued holds backend notifications routed to this POST (postRoutes),
+	// written before the sources' and before mcp-go's next write.
+	queued      []mcp.JSONRPCNotification
 	wroteHeader bool
 	// sseByUs: drainLocked started the SSE response, so mcp-go may still
 	// write its answer as plain JSON (it did not upgrade it itself).
@@ -63,9 +66,14 @@ func postStreamFrom(ctx context.Context) *postStream {
 func (p *postStream) Header() http.Header { return p.hdr }
 
 // WriteHeader writes the status once (the stream may have started it).
+// Notifications still queued go first: they make a successful answer an
+// SSE stream, whose header must be the one written.
 func (p *postStream) WriteHeader(code int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if !p.wroteHeader && !p.midEvent && code == http.StatusOK {
+		p.drainLocked()
+	}
 	if !p.wroteHeader {
 		p.wroteHeader = true
 		p.copyHeaderLocked()
@@ -173,11 +181,28 @@ func (p *postStream) source() chan mcp.JSONRPCNotification {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.sources = append(p.sources, ch)
+	p.startTickLocked()
+	return ch
+}
+
+// enqueue queues a backend notification for this POST; false once the
+// stream has ended.
+func (p *postStream) enqueue(n mcp.JSONRPCNotification) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	p.queued = append(p.queued, n)
+	p.startTickLocked()
+	return true
+}
+
+func (p *postStream) startTickLocked() {
 	if !p.ticking && !p.closed {
 		p.ticking = true
 		go p.tick()
 	}
-	return ch
 }
 
 func (p *postStream) tick() {
@@ -200,10 +225,30 @@ func (p *postStream) tick() {
 // drainLocked writes every queued notification as an SSE event, starting
 // the SSE response if nothing was written yet.
 func (p *postStream) drainLocked() {
-	if p.closed {
+	if p.closed || (p.wroteHeader && !p.sseLocked()) {
+		// A JSON answer has begun: an event now would corrupt it. What is
+		// queued stays for close to hand on to another stream.
 		return
 	}
 	wrote := false
+	for len(p.queued) > 0 {
+		n := p.queued[0]
+		data, err := json.Marshal(n)
+		if err != nil {
+			p.queued = p.queued[1:]
+			continue
+		}
+		if !p.wroteHeader {
+			p.startSSELocked()
+		}
+		if _, err := fmt.Fprintf(p.w, "event: message\ndata: %s\n\n", data); err != nil {
+			p.closed = true
+			return // kept in queued: close hands it on to another stream
+		}
+		p.queued = p.queued[1:]
+		wrote = true
+	}
+	p.queued = nil
 	for _, ch := range p.sources {
 		for {
 			var n mcp.JSONRPCNotification
@@ -236,12 +281,16 @@ func (p *postStream) drainLocked() {
 }
 
 // close ends the stream: nothing is written after the handler returned.
-func (p *postStream) close() {
+// It returns the backend notifications queued but not written.
+func (p *postStream) close() []mcp.JSONRPCNotification {
 	p.mu.Lock()
 	p.closed = true
 	ticking := p.ticking
+	late := p.queued
+	p.queued = nil
 	p.mu.Unlock()
 	if ticking {
 		close(p.stop)
 	}
+	return late
 }

@@ -36,8 +36,11 @@ type Server struct {
 	parked   *parking
 	asks     *clientRequests
 	streams  *sseStreams
-	metrics  *metrics
-	static   map[string]server.ServerTool
+	// posts routes backend notifications through a connection's POSTs
+	// (see postroute.go).
+	posts   *postRoutes
+	metrics *metrics
+	static  map[string]server.ServerTool
 	// staticViews holds each static tool's one-tool call view.
 	staticViews map[string]map[string]server.ServerTool
 	tools       toolCache
@@ -68,7 +71,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{
 		cfg: cfg, log: cfg.Logger, ids: ids, states: states, init: newInitGate(cfg.Guard.Limits, cfg.Dev, cfg.IdleTTL),
-		parked: newParking(), asks: newClientRequests(cfg.Node), streams: newSSEStreams(), metrics: m,
+		parked: newParking(), asks: newClientRequests(cfg.Node), streams: newSSEStreams(), posts: newPostRoutes(), metrics: m,
 	}
 
 	hooks := &server.Hooks{}

@@ -1,0 +1,86 @@
+package mcpswarm_test
+
+import (
+	"context"
+	"runtime"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// A long-lived connection must not grow the node per call. mcp-go, with an
+// event store configured (the front configures a no-op one, for ordering),
+// records every POST it answers as an SSE stream as a resumable stream that
+// holds the POST's response writer — and through it the request, its
+// headers and the front's POST stream — until the connection ends. Once a
+// connection had one notification, mcp-go answered every later POST as
+// SSE, so an agent calling for hours on one connection grew its node by
+// ~4 KB a call.
+func TestLongLivedConnectionKeepsNothingPerCall(t *testing.T) {
+	heap := func() uint64 {
+		var ms runtime.MemStats
+		runtime.GC()
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	measure := func(t *testing.T, warm, calls int, call func()) {
+		t.Helper()
+		// Warm: pools, maps, buffers and the registries' bounded delta
+		// logs and arena slack reach their size.
+		for range warm {
+			call()
+		}
+		before := heap()
+		for range calls {
+			call()
+		}
+		after := heap()
+		perCall := (float64(after) - float64(before)) / float64(calls)
+		t.Logf("heap %d → %d bytes over %d calls: %.0f B per call", before, after, calls, perCall)
+		if perCall > 200 {
+			t.Fatalf("the node kept %.0f B per call on one connection (bound 200 B): per-call state outlives the call", perCall)
+		}
+	}
+	t.Run("static calls after a notification", func(t *testing.T) {
+		e := newSwarmEnv(t)
+		node := e.start("node1")
+		c := connect(t, node, connOpts{token: aliceToken})
+		// A start sends tools/list_changed on the call's own stream.
+		if res := c.call("swarm_start", map[string]any{"app": "counter", "id": "long"}); res.IsError {
+			t.Fatal(textOf(res))
+		}
+		measure(t, 200, 2000, func() { c.listed() })
+	})
+	t.Run("clicks that notify the clicking connection", func(t *testing.T) {
+		e := newSwarmEnv(t)
+		node := e.start("node1")
+		c := connect(t, node, connOpts{token: aliceToken})
+		if res := c.call("swarm_start", map[string]any{"app": "counter", "id": "sub"}); res.IsError {
+			t.Fatal(textOf(res))
+		}
+		sub := mcp.SubscribeRequest{}
+		sub.Params.URI = "swarm://session/sub/model/count"
+		if err := c.Subscribe(context.Background(), sub); err != nil {
+			t.Fatal(err)
+		}
+		// Each click's resources/updated reaches this connection while its
+		// own POST runs (or right after, and then rides on the next POST).
+		heard := 0
+		measure(t, 1000, 3000, func() {
+			if res := c.call("sub.inc.click", nil); res.IsError {
+				t.Fatal(textOf(res))
+			}
+			// The test's client keeps what it hears in a buffer: empty it,
+			// so the heap measured is the node's.
+			for len(c.notes.ch) > 0 {
+				if n := <-c.notes.ch; n.Method == string(mcp.MethodNotificationResourceUpdated) {
+					heard++
+				}
+			}
+		})
+		if heard < 3000 {
+			t.Fatalf("the client heard %d resources/updated over 4,000 clicks: notifications were lost", heard)
+		}
+	})
+}
