@@ -49,7 +49,10 @@ func (m *metrics) notified(method string)    { m.notes.WithLabelValues(method).I
 // mcp-go's POST handler wait for its notification forwarder before writing
 // the response, which is what keeps progress and log notifications sent
 // just before a handler returns from being lost (upstream PR #969); we do
-// not offer resumability, so nothing is kept and memory does not grow.
+// not offer resumability, so no event is kept. mcp-go still keeps, until
+// the connection ends, every POST stream whose answer it wrote as SSE (a
+// resumable stream holding the POST's writer and request): the front keeps
+// mcp-go from answering as SSE itself (see postroute.go).
 type noopEventStore struct{}
 
 func (noopEventStore) StoreEvent(context.Context, string, string, json.RawMessage) (string, error) {
