@@ -81,7 +81,10 @@
 // the principal's connections, once per change, from the node
 // Connections.NotifyHere names) and notifications/resources/updated (to
 // subscribed connections, with the RFC 6902 patch of a model projection in
-// _meta under MetaPatch). 2026-07-28 clients receive both on their
+// _meta under MetaPatch). On this node they ride a running POST of the
+// connection, else its GET stream, else wait for its next POST (mcp-go
+// would keep every POST it answered as SSE until the connection ends;
+// see postroute.go). 2026-07-28 clients receive both on their
 // subscriptions/listen streams, tagged with the subscription id.
 //
 // # Across nodes
