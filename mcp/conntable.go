@@ -96,6 +96,16 @@ func (t *connTable) addListen(key string, p authz.Principal, cs server.ClientSes
 	t.mu.Unlock()
 }
 
+// session returns connection id's mcp-go session registered here, or nil.
+func (t *connTable) session(id string) server.ClientSession {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if c, ok := t.conns[id]; ok {
+		return c.session
+	}
+	return nil
+}
+
 func (t *connTable) size() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()

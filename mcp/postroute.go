@@ -124,13 +124,7 @@ func (s *Server) endPost(sid string, p *postStream) {
 	if len(late) == 0 {
 		return
 	}
-	s.conns.mu.Lock()
-	c, ok := s.conns.conns[sid]
-	var cs server.ClientSession
-	if ok {
-		cs = c.session
-	}
-	s.conns.mu.Unlock()
+	cs := s.conns.session(sid)
 	if cs == nil {
 		return // the connection ended meanwhile
 	}
