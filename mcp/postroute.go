@@ -91,13 +91,6 @@ func (r *postRoutes) forget(sid string) {
 	r.mu.Unlock()
 }
 
-// pendingFor reports how many notifications wait for sid's next POST.
-func (r *postRoutes) pendingFor(sid string) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.pending[sid])
-}
-
 // deliver queues n for connection cs: through a POST of it when one can
 // carry it, else on mcp-go's channel (its GET stream, or whichever of its
 // streams reads first).

@@ -8,6 +8,13 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
+// pendingFor reports how many notifications wait for sid's next POST.
+func (r *postRoutes) pendingFor(sid string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.pending[sid])
+}
+
 func note(method string) mcp.JSONRPCNotification {
 	n := mcp.JSONRPCNotification{JSONRPC: "2.0"}
 	n.Method = method
