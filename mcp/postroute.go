@@ -62,9 +62,9 @@ func (r *postRoutes) end(sid string, p *postStream) []mcp.JSONRPCNotification {
 	return p.close()
 }
 
-// route delivers n to a running POST of sid, or keeps it for the next one
-// when held is true; it reports false when neither took it (the caller
-// uses mcp-go's channel: a GET stream here, or no Streamable HTTP POSTs).
+// route delivers n to a running POST of sid, or, when held, keeps it for
+// the next one (dropped when 100 already wait). taken is false when
+// neither applies: the caller uses mcp-go's channel (a GET stream here).
 func (r *postRoutes) route(sid string, n mcp.JSONRPCNotification, held bool) (taken, dropped bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -232,17 +232,7 @@ func (p *postStream) drainLocked() {
 	}
 	wrote := false
 	for len(p.queued) > 0 {
-		n := p.queued[0]
-		data, err := json.Marshal(n)
-		if err != nil {
-			p.queued = p.queued[1:]
-			continue
-		}
-		if !p.wroteHeader {
-			p.startSSELocked()
-		}
-		if _, err := fmt.Fprintf(p.w, "event: message\ndata: %s\n\n", data); err != nil {
-			p.closed = true
+		if !p.writeNoteLocked(p.queued[0]) {
 			return // kept in queued: close hands it on to another stream
 		}
 		p.queued = p.queued[1:]
@@ -259,15 +249,7 @@ func (p *postStream) drainLocked() {
 			if n.Method == "" {
 				break
 			}
-			data, err := json.Marshal(n)
-			if err != nil {
-				continue
-			}
-			if !p.wroteHeader {
-				p.startSSELocked()
-			}
-			if _, err := fmt.Fprintf(p.w, "event: message\ndata: %s\n\n", data); err != nil {
-				p.closed = true
+			if !p.writeNoteLocked(n) {
 				return
 			}
 			wrote = true
@@ -278,6 +260,24 @@ func (p *postStream) drainLocked() {
 			f.Flush()
 		}
 	}
+}
+
+// writeNoteLocked writes n as an SSE event, starting the SSE response if
+// nothing was written yet; false when the write failed, which ends the
+// stream. A notification that cannot be encoded is skipped.
+func (p *postStream) writeNoteLocked(n mcp.JSONRPCNotification) bool {
+	data, err := json.Marshal(n)
+	if err != nil {
+		return true
+	}
+	if !p.wroteHeader {
+		p.startSSELocked()
+	}
+	if _, err := fmt.Fprintf(p.w, "event: message\ndata: %s\n\n", data); err != nil {
+		p.closed = true
+		return false
+	}
+	return true
 }
 
 // close ends the stream: nothing is written after the handler returned.
