@@ -42,23 +42,23 @@ func TestLongLivedConnectionKeepsNothingPerCall(t *testing.T) {
 			t.Fatalf("the node kept %.0f B per call on one connection (bound 200 B): per-call state outlives the call", perCall)
 		}
 	}
-	t.Run("static calls after a notification", func(t *testing.T) {
-		e := newSwarmEnv(t)
-		node := e.start("node1")
-		c := connect(t, node, connOpts{token: aliceToken})
-		// A start sends tools/list_changed on the call's own stream.
-		if res := c.call("swarm_start", map[string]any{"app": "counter", "id": "long"}); res.IsError {
+	// withCounter starts a node and, through one connection, a counter
+	// session id: the start sends tools/list_changed on the call's own
+	// stream, so mcp-go has seen a notification for the connection.
+	withCounter := func(t *testing.T, id string) *conn {
+		t.Helper()
+		c := connect(t, newSwarmEnv(t).start("node1"), connOpts{token: aliceToken})
+		if res := c.call("swarm_start", map[string]any{"app": "counter", "id": id}); res.IsError {
 			t.Fatal(textOf(res))
 		}
+		return c
+	}
+	t.Run("static calls after a notification", func(t *testing.T) {
+		c := withCounter(t, "long")
 		measure(t, 200, 2000, func() { c.listed() })
 	})
 	t.Run("clicks that notify the clicking connection", func(t *testing.T) {
-		e := newSwarmEnv(t)
-		node := e.start("node1")
-		c := connect(t, node, connOpts{token: aliceToken})
-		if res := c.call("swarm_start", map[string]any{"app": "counter", "id": "sub"}); res.IsError {
-			t.Fatal(textOf(res))
-		}
+		c := withCounter(t, "sub")
 		sub := mcp.SubscribeRequest{}
 		sub.Params.URI = "swarm://session/sub/model/count"
 		if err := c.Subscribe(context.Background(), sub); err != nil {
