@@ -3,7 +3,6 @@ package mcpswarm_test
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"testing"
@@ -16,15 +15,7 @@ import (
 // connection is noise over n sessions.
 func nodeBytesPerIdleSession(t testing.TB, n int) (heap, stack float64) {
 	e := newSwarmEnv(t)
-	base, err := os.ReadFile(e.policy)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.policy = filepath.Join(e.dir, "roomy.yaml")
-	limits := fmt.Sprintf("limits:\n  sessions_per_principal: %d\n  calls_per_second: 100000\n  call_burst: 100000\n", n+1)
-	if err := os.WriteFile(e.policy, append(base, limits...), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	e.limit(fmt.Sprintf("limits:\n  sessions_per_principal: %d\n  calls_per_second: 100000\n  call_burst: 100000\n", n+1))
 	node := e.start("node1")
 	c := connect(t, node, connOpts{token: aliceToken})
 	// One session first, so lazily built per-node state is not counted.

@@ -96,6 +96,20 @@ func newSwarmEnv(t testing.TB) *swarmEnv {
 	return e
 }
 
+// limit makes the nodes e starts from now on read the test policy with
+// limits, a YAML "limits:" section, appended.
+func (e *swarmEnv) limit(limits string) {
+	e.t.Helper()
+	base, err := os.ReadFile(e.policy)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.policy = filepath.Join(e.dir, fmt.Sprintf("limited-%d.yaml", len(e.nodes)))
+	if err := os.WriteFile(e.policy, append(base, limits...), 0o600); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
 // start starts node name, joining join (a gossip address) when given.
 func (e *swarmEnv) start(name string, join ...string) *mcpswarm.Node {
 	e.t.Helper()

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -18,14 +16,7 @@ import (
 // counts the sessions the replicated registry shows, cluster-wide.
 func TestSessionsPerPrincipalHoldsAcrossNodes(t *testing.T) {
 	e := newSwarmEnv(t)
-	base, err := os.ReadFile(e.policy)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.policy = filepath.Join(e.dir, "limited.yaml")
-	if err := os.WriteFile(e.policy, append(base, "limits:\n  sessions_per_principal: 2\n"...), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	e.limit("limits:\n  sessions_per_principal: 2\n")
 	nodes := e.cluster(3)
 	var alice []*conn
 	for _, n := range nodes {
@@ -111,14 +102,7 @@ func rawList(t testing.TB, n *mcpswarm.Node, token, id string) int {
 // recently active (clients rarely DELETE, so refusing would lock them out).
 func TestConnectionsPerPrincipalHoldAcrossNodes(t *testing.T) {
 	e := newSwarmEnv(t)
-	base, err := os.ReadFile(e.policy)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.policy = filepath.Join(e.dir, "limited.yaml")
-	if err := os.WriteFile(e.policy, append(base, "limits:\n  connections_per_principal: 3\n"...), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	e.limit("limits:\n  connections_per_principal: 3\n")
 	nodes := e.cluster(3)
 	open := func(n int) string {
 		t.Helper()

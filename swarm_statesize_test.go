@@ -1,8 +1,6 @@
 package mcpswarm_test
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -16,14 +14,7 @@ import (
 // refuse it.
 func TestSessionStateBoundReachesTheClient(t *testing.T) {
 	e := newSwarmEnv(t)
-	base, err := os.ReadFile(e.policy)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.policy = filepath.Join(e.dir, "bounded.yaml")
-	if err := os.WriteFile(e.policy, append(base, "limits:\n  session_state_bytes: 16384\n"...), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	e.limit("limits:\n  session_state_bytes: 16384\n")
 	node := e.cluster(1)[0]
 	alice := connect(t, node, connOpts{token: aliceToken})
 	if res := alice.call("swarm_start", map[string]any{"app": "todo", "id": "big"}); res.IsError {
