@@ -24,8 +24,9 @@ type ConnActivity struct {
 // PrincipalConns is implemented by a Connections that can list a
 // principal's live connections cluster-wide (the swarm's registry).
 type PrincipalConns interface {
-	// OfPrincipal returns principal's live connections.
-	OfPrincipal(principal string) []ConnActivity
+	// OfPrincipal returns principal's live connections; it may answer nil
+	// when principal certainly holds fewer than atLeast.
+	OfPrincipal(principal string, atLeast int) []ConnActivity
 }
 
 // connCap bounds the connections of one authenticated principal across
@@ -47,7 +48,7 @@ type connCap struct {
 	// list and revoke reach the cluster's registry; list is nil on a lone
 	// node, which stores no connection records (mcp-go forgets an idle
 	// connection after the idle window), and then nothing is bounded here.
-	list   func(principal string) []ConnActivity
+	list   func(principal string, atLeast int) []ConnActivity
 	revoke func(id string)
 	// holds reports whether this node holds a stream of connection id
 	// (a legacy SSE stream, whose node writes no stream record).
@@ -117,7 +118,7 @@ func (c *connCap) admit(principal string) []string {
 	if c == nil || c.list == nil || principal == "" {
 		return nil
 	}
-	conns := c.list(principal)
+	conns := c.list(principal, c.limit)
 	if len(conns) < c.limit {
 		return nil
 	}

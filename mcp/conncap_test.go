@@ -37,7 +37,7 @@ func TestConnCapRevokesOnlyWhenAtTheLimitAndOnlyThatPrincipals(t *testing.T) {
 	c := newConnCap(2, 30*time.Minute)
 	held := map[string][]ConnActivity{"alice": {{ID: "old", LastWrite: now.Add(-time.Hour)}}}
 	var revoked []string
-	c.list = func(p string) []ConnActivity { return slices.Clone(held[p]) }
+	c.list = func(p string, _ int) []ConnActivity { return slices.Clone(held[p]) }
 	c.revoke = func(id string) { revoked = append(revoked, id) }
 	if got := c.admit("alice"); len(got) != 0 || len(revoked) != 0 {
 		t.Fatalf("under the limit: revoked %v", revoked)

@@ -20,12 +20,20 @@ import (
 // (Conns.Put), so the window is two initializes on different nodes at the
 // same moment. It reads only the connections whose records name
 // principal (Conns.byPrincipal), not every record.
-func (c *Conns) OfPrincipal(principal string) []mcp.ConnActivity {
+//
+// With atLeast above zero it answers nil, without reading any record,
+// when fewer than atLeast connections name principal at all: the bound
+// admits most initializes so, and a principal allowed thousands of
+// connections does not pay for all of them on each new one.
+func (c *Conns) OfPrincipal(principal string, atLeast int) []mcp.ConnActivity {
 	if principal == "" {
 		return nil
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if len(c.byPrincipal[principal]) < atLeast {
+		return nil
+	}
 	type acc struct {
 		hello, touched time.Time
 		principal      string

@@ -32,7 +32,7 @@ func TestOfPrincipalCountsLiveConnectionsAcrossNodes(t *testing.T) {
 	c.elsewhere[revocationOf("a5")] = struct{}{}
 	indexAll(c)
 
-	got := c.OfPrincipal("alice")
+	got := c.OfPrincipal("alice", 0)
 	want := []mcpfront.ConnActivity{
 		{ID: "a1", LastWrite: t0},
 		{ID: "a2", LastWrite: t0.Add(time.Minute)},
@@ -46,7 +46,7 @@ func TestOfPrincipalCountsLiveConnectionsAcrossNodes(t *testing.T) {
 			t.Errorf("connection %d: %+v; want %+v", i, got[i], want[i])
 		}
 	}
-	if got := c.OfPrincipal(""); got != nil {
+	if got := c.OfPrincipal("", 0); got != nil {
 		t.Errorf("the empty principal matched %+v", got)
 	}
 }
@@ -65,7 +65,8 @@ func indexAll(c *Conns) {
 
 // OfPrincipal reads a principal's connections through the index, and
 // answers as a scan of every record would, through records arriving,
-// changing principal-less parts, being removed and revoked.
+// changing principal-less parts, being removed and revoked; with a lower
+// bound it skips only a principal that holds fewer.
 func TestOfPrincipalIndexAnswersAsAFullScan(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
 	origins := []crdt.Origin{{Name: "n2", Epoch: 1}, {Name: "n3", Epoch: 1}}
@@ -98,9 +99,15 @@ func TestOfPrincipalIndexAnswersAsAFullScan(t *testing.T) {
 				c.endLocked(id, at.UnixNano(), false)
 			}
 			for _, p := range principals[:2] {
-				got, want := c.OfPrincipal(p), ofPrincipalByScan(c, p)
+				got, want := c.OfPrincipal(p, 0), ofPrincipalByScan(c, p)
 				if fmt.Sprint(got) != fmt.Sprint(want) {
 					t.Fatalf("step %d: OfPrincipal(%s) = %v; a full scan says %v", step, p, got, want)
+				}
+				// A bound only ever skips a principal that holds fewer.
+				atLeast := rapid.IntRange(1, len(ids)+1).Draw(t, "atLeast")
+				bounded := c.OfPrincipal(p, atLeast)
+				if bounded == nil && len(want) >= atLeast || bounded != nil && fmt.Sprint(bounded) != fmt.Sprint(want) {
+					t.Fatalf("step %d: OfPrincipal(%s, %d) = %v; a full scan says %v", step, p, atLeast, bounded, want)
 				}
 			}
 		}
@@ -118,5 +125,5 @@ func ofPrincipalByScan(c *Conns, principal string) []mcpfront.ConnActivity {
 		c.byPrincipal[principal][id] = struct{}{}
 	}
 	defer func() { c.byPrincipal = saved }()
-	return c.OfPrincipal(principal)
+	return c.OfPrincipal(principal, 0)
 }
