@@ -7,6 +7,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/mcpswarm/mcpswarm/authz"
 )
 
 // ConnInfo is what the cluster needs to know about a connection so any node
@@ -90,6 +92,9 @@ func (s *Server) afterInitialize(ctx context.Context, _ any, req *mcp.Initialize
 		ci.ClientInfo = req.Params.ClientInfo
 		ci.Capabilities = req.Params.Capabilities
 	})
+	if c.Transport == authz.TransportStreamableHTTP {
+		s.standIn(ctx, cs, req)
+	}
 }
 
 func (s *Server) afterSetLevel(ctx context.Context, _ any, req *mcp.SetLevelRequest, _ *mcp.EmptyResult) {
@@ -107,15 +112,23 @@ func (s *Server) recordSubscription(id, uri string, on bool) {
 	})
 }
 
-// applyConn gives a request that landed away from its connection's home
-// node what the home node learnt at initialize: client capabilities (so an
-// Ask can elicit here), client info and the log level.
+// applyConn gives a request's per-request mcp-go session what the
+// connection's home node learnt at initialize: client capabilities (so an
+// Ask can elicit here), client info and, away from home, the log level.
 func (s *Server) applyConn(vs *viewSession) {
-	if s.registry == nil || vs.SessionID() == "" {
+	if vs.SessionID() == "" {
 		return
 	}
 	if vs.GetClientCapabilities().Elicitation != nil || vs.GetClientInfo().Name != "" {
-		return // this node saw initialize
+		return // mcp-go's session of the connection has them
+	}
+	if h, ok := s.conns.session(vs.SessionID()).(*homeSession); ok {
+		vs.SetClientInfo(h.info) // this node saw initialize
+		vs.SetClientCapabilities(h.caps)
+		return
+	}
+	if s.registry == nil {
+		return
 	}
 	ci, ok := s.registry.Get(vs.SessionID())
 	if !ok {

@@ -337,6 +337,7 @@ func (s *Server) serveStreamable(w http.ResponseWriter, r *http.Request) {
 					s.registry.StreamChanged(sid, false)
 				}
 			}()
+			defer s.makeRoomForGET(context.WithoutCancel(r.Context()), sid)()
 		}
 	}
 	if clientAnswer {

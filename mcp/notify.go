@@ -71,10 +71,17 @@ func (s *Server) onRegister(ctx context.Context, cs server.ClientSession) {
 		return
 	}
 	ctx = s.mcp.WithContext(ctx, cs)
+	h, replacing := s.conns.session(cs.SessionID()).(*homeSession)
 	s.conns.add(cs.SessionID(), s.authzContext(ctx).Principal, cs)
+	if replacing && h != cs {
+		h.handOver(cs) // a GET's session took the stand-in's place
+	}
 }
 
 func (s *Server) onUnregister(_ context.Context, cs server.ClientSession) {
+	if h, ok := cs.(*homeSession); ok && h.yielding.Load() {
+		return // a GET's session takes its place: the connection lives on
+	}
 	s.conns.remove(cs.SessionID())
 	s.posts.forget(cs.SessionID())
 	s.init.conns.forget(cs.SessionID())
