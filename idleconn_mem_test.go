@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"os"
 	"runtime"
-	"runtime/pprof"
 	"testing"
 )
 
@@ -40,14 +39,7 @@ func nodeBytesPerIdleConnection(t testing.TB, n int) float64 {
 		ids = append(ids, open())
 	}
 	settle(&after)
-	if f := os.Getenv("IDLECONN_PROFILE"); f != "" {
-		w, err := os.Create(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_ = pprof.WriteHeapProfile(w)
-		_ = w.Close()
-	}
+	writeHeapProfile(t, os.Getenv("IDLECONN_PROFILE"))
 	runtime.KeepAlive(ids)
 	return float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / float64(n)
 }

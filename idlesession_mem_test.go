@@ -37,14 +37,7 @@ func nodeBytesPerIdleSession(t testing.TB, n int) (heap, stack float64) {
 	// The publisher writes the registries within milliseconds; wait for it.
 	eventually(t, 10*time.Second, "every session published", func() bool { return len(c.listed()) >= n+1 })
 	settle(&after)
-	if f := os.Getenv("IDLEMEM_PROFILE"); f != "" {
-		w, err := os.Create(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_ = pprof.WriteHeapProfile(w)
-		_ = w.Close()
-	}
+	writeHeapProfile(t, os.Getenv("IDLEMEM_PROFILE"))
 	return float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / float64(n),
 		float64(int64(after.StackInuse)-int64(before.StackInuse)) / float64(n)
 }
@@ -60,5 +53,21 @@ func BenchmarkIdleSessionOnANode(b *testing.B) {
 		heap, stack := nodeBytesPerIdleSession(b, 400)
 		b.ReportMetric(heap, "heap-B/session")
 		b.ReportMetric(stack, "stack-B/session")
+	}
+}
+
+// writeHeapProfile writes the process's heap profile to file, when named.
+func writeHeapProfile(t testing.TB, file string) {
+	t.Helper()
+	if file == "" {
+		return
+	}
+	w, err := os.Create(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if err := pprof.WriteHeapProfile(w); err != nil {
+		t.Fatal(err)
 	}
 }
