@@ -13,7 +13,7 @@ import (
 // MCP and returns the live heap and goroutine stacks they add, per session,
 // once idle. The client runs in this process too; what it keeps of one
 // connection is noise over n sessions.
-func nodeBytesPerIdleSession(t testing.TB, n int) (heap, stack float64) {
+func nodeBytesPerIdleSession(t testing.TB, n int) (heap, stack, allocated float64) {
 	e := newSwarmEnv(t)
 	e.limit(fmt.Sprintf("limits:\n  sessions_per_principal: %d\n  calls_per_second: 100000\n  call_burst: 100000\n", n+1))
 	node := e.start("node1")
@@ -39,7 +39,8 @@ func nodeBytesPerIdleSession(t testing.TB, n int) (heap, stack float64) {
 	settle(&after)
 	writeHeapProfile(t, os.Getenv("IDLEMEM_PROFILE"))
 	return float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / float64(n),
-		float64(int64(after.StackInuse)-int64(before.StackInuse)) / float64(n)
+		float64(int64(after.StackInuse)-int64(before.StackInuse)) / float64(n),
+		float64(after.TotalAlloc-before.TotalAlloc) / float64(n)
 }
 
 // BenchmarkIdleSessionOnANode is the in-process counterpart of
@@ -50,9 +51,10 @@ func nodeBytesPerIdleSession(t testing.TB, n int) (heap, stack float64) {
 // with -memprofilerate=1).
 func BenchmarkIdleSessionOnANode(b *testing.B) {
 	for b.Loop() {
-		heap, stack := nodeBytesPerIdleSession(b, 400)
+		heap, stack, allocated := nodeBytesPerIdleSession(b, 400)
 		b.ReportMetric(heap, "heap-B/session")
 		b.ReportMetric(stack, "stack-B/session")
+		b.ReportMetric(allocated, "alloc-B/start")
 	}
 }
 

@@ -119,8 +119,15 @@ func (s *Swarm) Stop(ctx context.Context, c authz.Context, id string) error {
 // Sessions implements mcp.Backend. A duplicate id (a concurrent creation
 // not yet resolved) is listed once, as the earliest creation.
 func (s *Swarm) Sessions(p authz.Principal) []mcp.SessionInfo {
+	if p.Subject == "" {
+		return nil // owns nothing
+	}
+	ids := s.idx.idsNaming(p.Subject)
+	if p.IsAdmin() {
+		ids = s.idx.ids()
+	}
 	var out []mcp.SessionInfo
-	for _, id := range s.idx.ids() {
+	for _, id := range ids {
 		loc, ok := s.locate(id)
 		if !ok || !authz.Owns(p, loc.rec.Principal) {
 			continue
@@ -129,6 +136,21 @@ func (s *Swarm) Sessions(p authz.Principal) []mcp.SessionInfo {
 	}
 	return out
 }
+
+// CountSessions implements mcp.SessionCounter: the sessions whose winning
+// record names principal, read through the principal index without
+// building their listing.
+func (s *Swarm) CountSessions(principal string) int {
+	n := 0
+	for _, id := range s.idx.idsNaming(principal) {
+		if loc, ok := s.locate(id); ok && loc.rec.Principal == principal {
+			n++
+		}
+	}
+	return n
+}
+
+var _ mcp.SessionCounter = (*Swarm)(nil)
 
 // Lookup implements mcp.Backend.
 func (s *Swarm) Lookup(id string) (mcp.SessionInfo, bool) {

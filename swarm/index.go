@@ -27,6 +27,12 @@ type index struct {
 	// pending marks sessions whose sender left before its adopter's
 	// record arrived here: their departed tools stay listed meanwhile.
 	pending map[string]bool
+	// named indexes session ids by the principals their session and tools
+	// records name (principal -> id -> how many records), so what one
+	// principal holds is found without visiting every session of the
+	// swarm: a start (the session cap), a listing and a rebuilt tool view
+	// cost what the principal has, not what the cluster has.
+	named map[string]map[string]int
 }
 
 func newIndex() *index {
@@ -36,7 +42,44 @@ func newIndex() *index {
 		views:    map[string][]session.Tool{},
 		departed: map[string]toolsRecord{},
 		pending:  map[string]bool{},
+		named:    map[string]map[string]int{},
 	}
+}
+
+// name records that one more record names principal for session id; x.mu
+// must be held.
+func (x *index) name(principal, id string) {
+	ids := x.named[principal]
+	if ids == nil {
+		ids = map[string]int{}
+		x.named[principal] = ids
+	}
+	ids[id]++
+}
+
+// unname drops one record naming principal for session id; x.mu must be
+// held.
+func (x *index) unname(principal, id string) {
+	ids := x.named[principal]
+	if ids[id] <= 1 {
+		delete(ids, id)
+		if len(ids) == 0 {
+			delete(x.named, principal)
+		}
+		return
+	}
+	ids[id]--
+}
+
+// rename moves one record of id from principal from (when had) to to.
+func (x *index) rename(had bool, from, to, id string) {
+	if had && from == to {
+		return
+	}
+	if had {
+		x.unname(from, id)
+	}
+	x.name(to, id)
 }
 
 // perOrigin holds one value per origin. A session has one record almost
@@ -87,6 +130,7 @@ func (x *index) setSession(id string, o crdt.Origin, rec *sessionRecord) {
 	if rec == nil {
 		if old, ok := x.sessions[id].get(o); ok {
 			x.invalidate(old.Principal)
+			x.unname(old.Principal, id)
 		}
 		x.sessions[id] = x.sessions[id].del(o)
 		if len(x.sessions[id]) == 0 {
@@ -97,7 +141,8 @@ func (x *index) setSession(id string, o crdt.Origin, rec *sessionRecord) {
 		}
 		return
 	}
-	_, had := x.sessions[id].get(o)
+	old, had := x.sessions[id].get(o)
+	x.rename(had, old.Principal, rec.Principal, id)
 	if !had && x.pending[id] {
 		delete(x.pending, id) // the adopter's record arrived
 		x.invalidate(rec.Principal)
@@ -121,6 +166,7 @@ func (x *index) setTools(id string, o crdt.Origin, rec *toolsRecord) bool {
 			return false
 		}
 		x.invalidate(old.Principal)
+		x.unname(old.Principal, id)
 		x.tools[id] = x.tools[id].del(o)
 		if len(x.tools[id]) == 0 {
 			delete(x.tools, id)
@@ -134,6 +180,7 @@ func (x *index) setTools(id string, o crdt.Origin, rec *toolsRecord) bool {
 	if had && old.Principal == rec.Principal && slices.EqualFunc(old.Tools, rec.Tools, session.Tool.Equal) {
 		return false
 	}
+	x.rename(had, old.Principal, rec.Principal, id)
 	x.tools[id] = x.tools[id].set(o, *rec)
 	x.invalidate(rec.Principal)
 	return true
@@ -162,6 +209,19 @@ func (x *index) locateLocked(id string) (located, bool) {
 		}
 	}
 	return best, found
+}
+
+// idsNaming lists, sorted, the session ids whose session or tools
+// records name principal: a superset of those principal owns.
+func (x *index) idsNaming(principal string) []string {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	out := make([]string, 0, len(x.named[principal]))
+	for id := range x.named[principal] {
+		out = append(out, id)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // ids lists every visible session id.
@@ -194,6 +254,9 @@ func (x *index) toolsOf(principal string, admin bool) []session.Tool {
 	defer x.mu.Unlock()
 	var out []session.Tool
 	for id, byOrigin := range x.tools {
+		if !admin && x.named[principal][id] == 0 {
+			continue // no record names principal: the filter below drops it
+		}
 		win, ok := x.locateLocked(id)
 		if !ok {
 			continue

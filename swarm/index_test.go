@@ -1,11 +1,13 @@
 package swarm
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/mcpswarm/mcpswarm/crdt"
 	"github.com/mcpswarm/mcpswarm/session"
+	"pgregory.net/rapid"
 )
 
 var (
@@ -141,4 +143,75 @@ func TestToolsStayWhileTheAdopterIsPending(t *testing.T) {
 	if got := x.toolsOf("p", false); len(got) != 0 {
 		t.Fatalf("tools of a stopped session: %v", got)
 	}
+}
+
+// What one principal holds is found through the principal index and
+// answers as a visit of every session would: through records arriving from
+// two origins, changing principal, and going; and once every record went,
+// the index holds nothing.
+func TestPrincipalIndexAnswersAsAScanOfEverySession(t *testing.T) {
+	origins := []crdt.Origin{n1, n2}
+	principals := []string{"alice", "bob"}
+	ids := []string{"s1", "s2", "s3"}
+	rapid.Check(t, func(t *rapid.T) {
+		x := newIndex()
+		for step := range rapid.IntRange(1, 50).Draw(t, "steps") {
+			id := rapid.SampledFrom(ids).Draw(t, "id")
+			o := rapid.SampledFrom(origins).Draw(t, "origin")
+			p := rapid.SampledFrom(principals).Draw(t, "principal")
+			gone := rapid.IntRange(0, 3).Draw(t, "gone") == 0
+			if rapid.Bool().Draw(t, "tools") {
+				var rec *toolsRecord
+				if !gone {
+					rec = &toolsRecord{Principal: p, Tools: tools(id + "." + p + ".click")}
+				}
+				x.setTools(id, o, rec)
+			} else {
+				var rec *sessionRecord
+				if !gone {
+					rec = &sessionRecord{Principal: p, Created: t0.Add(time.Duration(step) * time.Millisecond)}
+				}
+				x.setSession(id, o, rec)
+			}
+			for _, p := range principals {
+				naming := map[string]bool{}
+				for _, id := range x.idsNaming(p) {
+					naming[id] = true
+				}
+				for _, id := range x.ids() {
+					if loc, _ := x.locate(id); loc.rec.Principal == p && !naming[id] {
+						t.Fatalf("step %d: %s owns %s but the index does not name it", step, p, id)
+					}
+				}
+				if got, want := x.toolsOf(p, false), toolsOfByScan(x, p); fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Fatalf("step %d: %s's tools %v; a scan of every session says %v", step, p, got, want)
+				}
+			}
+		}
+		for _, id := range ids {
+			for _, o := range origins {
+				x.setSession(id, o, nil)
+				x.setTools(id, o, nil)
+			}
+		}
+		if len(x.named) != 0 {
+			t.Fatalf("every record went and the index still names %v", x.named)
+		}
+	})
+}
+
+// toolsOfByScan is toolsOf without the principal index: every session
+// visited, the view not cached.
+func toolsOfByScan(x *index, principal string) []session.Tool {
+	saved := x.named
+	x.named = map[string]map[string]int{principal: {}}
+	for id := range x.tools {
+		x.named[principal][id] = 1
+	}
+	delete(x.views, principal)
+	defer func() {
+		x.named = saved
+		delete(x.views, principal)
+	}()
+	return x.toolsOf(principal, false)
 }

@@ -44,6 +44,11 @@ type observedLister struct {
 	rl mcp.ResourceLister
 }
 
+// CountSessions implements mcp.SessionCounter with the wrapped backend's.
+func (o observed) CountSessions(principal string) int {
+	return mcp.CountSessions(o.Backend, principal)
+}
+
 // ResourceNames implements mcp.ResourceLister.
 func (o observedLister) ResourceNames(id string) ([]string, error) { return o.rl.ResourceNames(id) }
 
@@ -78,4 +83,5 @@ func keyName(k session.Key) string {
 var (
 	_ mcp.Backend        = observed{}
 	_ mcp.ResourceLister = observedLister{}
+	_ mcp.SessionCounter = observed{}
 )
