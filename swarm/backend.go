@@ -138,17 +138,9 @@ func (s *Swarm) Sessions(p authz.Principal) []mcp.SessionInfo {
 }
 
 // CountSessions implements mcp.SessionCounter: the sessions whose winning
-// record names principal, read through the principal index without
+// record names principal, counted through the principal index without
 // building their listing.
-func (s *Swarm) CountSessions(principal string) int {
-	n := 0
-	for _, id := range s.idx.idsNaming(principal) {
-		if loc, ok := s.locate(id); ok && loc.rec.Principal == principal {
-			n++
-		}
-	}
-	return n
-}
+func (s *Swarm) CountSessions(principal string) int { return s.idx.owned(principal) }
 
 var _ mcp.SessionCounter = (*Swarm)(nil)
 

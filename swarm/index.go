@@ -224,6 +224,19 @@ func (x *index) idsNaming(principal string) []string {
 	return out
 }
 
+// owned counts the sessions whose winning record names principal.
+func (x *index) owned(principal string) int {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	n := 0
+	for id := range x.named[principal] {
+		if loc, ok := x.locateLocked(id); ok && loc.rec.Principal == principal {
+			n++
+		}
+	}
+	return n
+}
+
 // ids lists every visible session id.
 func (x *index) ids() []string {
 	x.mu.RLock()

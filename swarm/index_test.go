@@ -178,10 +178,17 @@ func TestPrincipalIndexAnswersAsAScanOfEverySession(t *testing.T) {
 				for _, id := range x.idsNaming(p) {
 					naming[id] = true
 				}
+				owned := 0
 				for _, id := range x.ids() {
-					if loc, _ := x.locate(id); loc.rec.Principal == p && !naming[id] {
-						t.Fatalf("step %d: %s owns %s but the index does not name it", step, p, id)
+					if loc, _ := x.locate(id); loc.rec.Principal == p {
+						owned++
+						if !naming[id] {
+							t.Fatalf("step %d: %s owns %s but the index does not name it", step, p, id)
+						}
 					}
+				}
+				if got := x.owned(p); got != owned {
+					t.Fatalf("step %d: %s owns %d sessions, counted %d", step, p, owned, got)
 				}
 				if got, want := x.toolsOf(p, false), toolsOfByScan(x, p); fmt.Sprint(got) != fmt.Sprint(want) {
 					t.Fatalf("step %d: %s's tools %v; a scan of every session says %v", step, p, got, want)
