@@ -112,3 +112,27 @@ func testConverge(t *testing.T, n int) {
 		return nil
 	})
 }
+
+// A node that wrote alone (it builds no replication batches then: nobody
+// would receive them) hands every write to a node that joins later, and
+// the writes it makes after the join stream as usual.
+func TestWritesMadeAloneReachANodeThatJoinsLater(t *testing.T) {
+	first := startNode(t, "first", "")
+	for i := range 50 {
+		if err := first.regs["tools"].Put(fmt.Sprintf("alone-%02d", i), []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	second := startNode(t, "second", "", joinTo(first))
+	nodes := []*tnode{first, second}
+	awaitMembers(t, nodes, 10*time.Second)
+	if err := first.regs["tools"].Put("together", []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, func() error {
+		if n := second.regs["tools"].Len(); n != 51 {
+			return fmt.Errorf("the joiner holds %d of the 51 entries", n)
+		}
+		return converged(nodes, nil)
+	})
+}

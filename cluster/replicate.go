@@ -143,6 +143,21 @@ func (r *replicator) flush() {
 	if len(pend) == 0 {
 		return
 	}
+	r.linksMu.Lock()
+	alone := len(r.links) == 0
+	r.linksMu.Unlock()
+	if alone {
+		// Nobody to send to: no batch is built (merging and encoding were
+		// a lone node's whole replication cost on every write). A link
+		// made later learns these positions from heartbeats and catches
+		// up from storage, as one made just after a flush always did.
+		r.pmu.Lock()
+		for _, p := range pend {
+			r.flushed[p.registry] = max(r.flushed[p.registry], p.delta.To)
+		}
+		r.pmu.Unlock()
+		return
+	}
 	for _, b := range r.batches(pend) {
 		r.linksMu.Lock()
 		for _, l := range r.links {
