@@ -29,7 +29,9 @@ type homeSession struct {
 
 	// yielding is set while a GET replaces this stand-in: the unregister
 	// hook then keeps the connection's state for the session that comes.
+	// swap orders the GETs that take the stand-in out.
 	yielding atomic.Bool
+	swap     sync.Mutex
 
 	mu    sync.Mutex
 	notes chan mcp.JSONRPCNotification // made on first use: most connections never need it
@@ -122,10 +124,21 @@ func (s *Server) standIn(ctx context.Context, cs server.ClientSession, req *mcp.
 // and ended).
 func (s *Server) makeRoomForGET(ctx context.Context, sid string) func() {
 	h, ok := s.conns.session(sid).(*homeSession)
-	if !ok || !h.yielding.CompareAndSwap(false, true) {
+	if !ok {
 		return func() {}
 	}
-	s.mcp.UnregisterSession(ctx, sid)
+	// A second GET arriving meanwhile waits here until the stand-in is
+	// out, so mcp-go never finds it registered (and refuses that GET).
+	h.swap.Lock()
+	first := !h.yielding.Load()
+	if first {
+		h.yielding.Store(true)
+		s.mcp.UnregisterSession(ctx, sid)
+	}
+	h.swap.Unlock()
+	if !first {
+		return func() {}
+	}
 	return func() {
 		h.yielding.Store(false)
 		if s.conns.session(sid) == server.ClientSession(h) {

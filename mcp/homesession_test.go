@@ -160,3 +160,38 @@ func (e *testEnv) rawDelete(t *testing.T, id string) (int, string) {
 	}
 	return resp.StatusCode, b.String()
 }
+
+// Two GET streams of one connection opened at the same moment are both
+// served: the second waits for the first to take the stand-in out instead
+// of finding it registered (mcp-go refuses a GET then).
+func TestTwoGETsAtOnceAreBothServed(t *testing.T) {
+	e := newEnv(t, nil)
+	for round := range 20 {
+		c, _ := e.connect(t, clientOpts{})
+		id := c.GetSessionId()
+		statuses := make(chan int, 2)
+		for range 2 {
+			go func() {
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, e.url+"/mcp", nil)
+				req.Header.Set("Accept", "text/event-stream")
+				req.Header.Set(headerSessionID, id)
+				req.Header.Set("MCP-Protocol-Version", mcp.ProtocolVersion20251125)
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					statuses <- 0
+					return
+				}
+				statuses <- resp.StatusCode
+				_ = resp.Body.Close()
+			}()
+		}
+		for range 2 {
+			if got := <-statuses; got != http.StatusOK {
+				t.Fatalf("round %d: a GET of a connection opened together with another answered %d", round, got)
+			}
+		}
+		_ = c.Close()
+	}
+}
