@@ -29,10 +29,9 @@ type homeSession struct {
 
 	// yielding is set while a GET replaces this stand-in: the unregister
 	// hook then keeps the connection's state for the session that comes.
-	// swap orders the GETs that take the stand-in out.
 	yielding atomic.Bool
-	swap     sync.Mutex
 
+	// mu guards notes and orders the GETs that take the stand-in out.
 	mu    sync.Mutex
 	notes chan mcp.JSONRPCNotification // made on first use: most connections never need it
 }
@@ -129,13 +128,13 @@ func (s *Server) makeRoomForGET(ctx context.Context, sid string) func() {
 	}
 	// A second GET arriving meanwhile waits here until the stand-in is
 	// out, so mcp-go never finds it registered (and refuses that GET).
-	h.swap.Lock()
+	h.mu.Lock()
 	first := !h.yielding.Load()
 	if first {
 		h.yielding.Store(true)
-		s.mcp.UnregisterSession(ctx, sid)
+		s.mcp.UnregisterSession(ctx, sid) // its hook returns at once: yielding
 	}
-	h.swap.Unlock()
+	h.mu.Unlock()
 	if !first {
 		return func() {}
 	}

@@ -122,9 +122,11 @@ func (s *Swarm) Sessions(p authz.Principal) []mcp.SessionInfo {
 	if p.Subject == "" {
 		return nil // owns nothing
 	}
-	ids := s.idx.idsNaming(p.Subject)
+	var ids []string
 	if p.IsAdmin() {
 		ids = s.idx.ids()
+	} else {
+		ids = s.idx.idsNaming(p.Subject)
 	}
 	var out []mcp.SessionInfo
 	for _, id := range ids {

@@ -266,13 +266,10 @@ func (x *index) toolsOf(principal string, admin bool) []session.Tool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	var out []session.Tool
-	for id, byOrigin := range x.tools {
-		if !admin && x.named[principal][id] == 0 {
-			continue // no record names principal: the filter below drops it
-		}
+	add := func(id string, byOrigin perOrigin[toolsRecord]) {
 		win, ok := x.locateLocked(id)
 		if !ok {
-			continue
+			return
 		}
 		rec, ok := byOrigin.get(win.origin)
 		if !ok {
@@ -281,10 +278,21 @@ func (x *index) toolsOf(principal string, admin bool) []session.Tool {
 			// sticky set, so offer it rather than no tools for a moment.
 			rec, ok = anyTools(byOrigin)
 		}
-		if !ok || (!admin && rec.Principal != principal) {
-			continue
+		if ok && (admin || rec.Principal == principal) {
+			out = append(out, rec.Tools...)
 		}
-		out = append(out, rec.Tools...)
+	}
+	if admin {
+		for id, byOrigin := range x.tools {
+			add(id, byOrigin)
+		}
+	} else {
+		// Only sessions some record of which names principal can pass.
+		for id := range x.named[principal] {
+			if byOrigin, ok := x.tools[id]; ok {
+				add(id, byOrigin)
+			}
+		}
 	}
 	for id, rec := range x.departed {
 		if _, has := x.tools[id]; has || (!admin && rec.Principal != principal) {
