@@ -11,18 +11,27 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
+// connRequest is a request of method on connection id's endpoint, as a
+// 2025-11-25 client sends it.
+func (e *testEnv) connRequest(ctx context.Context, method, id string) *http.Request {
+	req, err := http.NewRequestWithContext(ctx, method, e.url+"/mcp", nil)
+	if err != nil {
+		panic(err) // a constant method and the test server's URL
+	}
+	if method == http.MethodGet {
+		req.Header.Set("Accept", "text/event-stream")
+	}
+	req.Header.Set(headerSessionID, id)
+	req.Header.Set("MCP-Protocol-Version", mcp.ProtocolVersion20251125)
+	return req
+}
+
 // openGET opens connection id's GET stream and returns its lines as they
 // arrive; the stream ends with the test.
 func (e *testEnv) openGET(t *testing.T, id string, headers map[string]string) (int, <-chan string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.url+"/mcp", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Accept", "text/event-stream")
-	req.Header.Set(headerSessionID, id)
-	req.Header.Set("MCP-Protocol-Version", mcp.ProtocolVersion20251125)
+	req := e.connRequest(ctx, http.MethodGet, id)
 	for k, v := range headers {
 		req.Header.Set(k, v)
 	}
@@ -49,7 +58,7 @@ func (e *testEnv) openGET(t *testing.T, id string, headers map[string]string) (i
 	return resp.StatusCode, lines
 }
 
-// standIn returns what this node registered for connection id.
+// registered returns what this node registered for connection id.
 func (e *testEnv) registered(id string) any { return e.srv.conns.session(id) }
 
 // A connection initialized here is held by a stand-in of a few hundred
@@ -142,13 +151,7 @@ func TestARefusedGETLeavesTheStandInInPlace(t *testing.T) {
 
 func (e *testEnv) rawDelete(t *testing.T, id string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodDelete, e.url+"/mcp", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set(headerSessionID, id)
-	req.Header.Set("MCP-Protocol-Version", mcp.ProtocolVersion20251125)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := http.DefaultClient.Do(e.connRequest(context.Background(), http.MethodDelete, id))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,11 +177,7 @@ func TestTwoGETsAtOnceAreBothServed(t *testing.T) {
 			go func() {
 				ctx, cancel := context.WithCancel(context.Background())
 				defer cancel()
-				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, e.url+"/mcp", nil)
-				req.Header.Set("Accept", "text/event-stream")
-				req.Header.Set(headerSessionID, id)
-				req.Header.Set("MCP-Protocol-Version", mcp.ProtocolVersion20251125)
-				resp, err := http.DefaultClient.Do(req)
+				resp, err := http.DefaultClient.Do(e.connRequest(ctx, http.MethodGet, id))
 				if err != nil {
 					statuses <- 0
 					return
