@@ -154,7 +154,13 @@ func run(ctx context.Context, bin string, k knobs) (*report, error) {
 		rep.Nodes = append(rep.Nodes, n.name)
 	}
 	lat := &latencies{}
-	smp := &sampler{nodes: cl.nodes, lat: lat, hc: &http.Client{Timeout: 5 * time.Second}, t0: time.Now()}
+	// The sampler scrapes every node's /metrics each second, so it must not
+	// be what it measures: asked for gzip, promhttp makes a compress/flate
+	// writer (~1 MB) per scrape, and an idle node then cycles its GC every
+	// few seconds on that garbage alone, its heap and RSS swinging by
+	// megabytes between samples.
+	smp := &sampler{nodes: cl.nodes, lat: lat, t0: time.Now(),
+		hc: &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableCompression: true}}}
 
 	// The cold figures are of processes that have served nothing yet: the
 	// first load makes code and the bbolt file's pages resident and sizes
