@@ -27,9 +27,9 @@ func TestOfPrincipalCountsLiveConnectionsAcrossNodes(t *testing.T) {
 	c.others["a3"] = map[crdt.Origin]connRecord{n2: {Info: mcpfront.ConnInfo{ID: "a3"}, StreamNode: "node2", Touched: t0.Add(2 * time.Minute)}}
 	c.mine["b1"] = hello("b1", "bob", t0)
 	// a4 was ended by this node, a5 by another.
-	c.ended[revocationOf("a4")] = t0.UnixNano()
+	c.ended.put(revocationOf("a4"), revTimeOf(t0.UnixNano()))
 	c.others["a5"] = map[crdt.Origin]connRecord{n2: hello("a5", "alice", t0)}
-	c.elsewhere[revocationOf("a5")] = struct{}{}
+	c.elsewhere.put(revocationOf("a5"), struct{}{})
 	indexAll(c)
 
 	got := c.OfPrincipal("alice", 0)

@@ -129,8 +129,8 @@ type Conns struct {
 	// ended holds this node's revocations (digest -> when, in unix
 	// nanoseconds): a revocation is kept per ended connection for the id's
 	// maximum age, on every node, so it carries nothing but its key's
-	// digest and time (see revKey).
-	ended map[revKey]int64
+	// digest and time (see revKey), packed (see revSet).
+	ended revSet[revTime]
 	// elsewhere holds the revocations other nodes hold, by digest: a
 	// revocation lives in its revoker's partition only, and is copied into
 	// this node's own when that partition goes away while the id is still
@@ -138,7 +138,7 @@ type Conns struct {
 	// without every node holding every revocation three times.
 	// Their times stay in the registry: an entry goes when its holder
 	// removes it (expiry) or its partition goes (lostRevocation).
-	elsewhere map[revKey]struct{}
+	elsewhere revSet[struct{}]
 	// legacy holds this node's revocations also written in the previous
 	// form (the id's own key, a revoked connRecord), for peers that do not
 	// read revocation keys (cluster.CapRevocationKeys): id -> when.
@@ -186,8 +186,8 @@ func newConns(s *Swarm, reg *cluster.Registry) *Conns {
 
 // newConnsState returns a Conns with its maps made and no registry.
 func newConnsState(s *Swarm) *Conns {
-	c := &Conns{s: s, mine: map[string]connRecord{}, ended: map[revKey]int64{},
-		elsewhere: map[revKey]struct{}{}, legacy: map[string]int64{},
+	c := &Conns{s: s, mine: map[string]connRecord{},
+		legacy: map[string]int64{},
 		others: map[string]map[crdt.Origin]connRecord{}, ids: map[revKey]string{},
 		digests: map[string]revKey{}, gone: map[revKey]goneID{}, dirty: map[string]bool{},
 		byPrincipal: map[string]map[string]struct{}{}, principals: map[string][]string{},
@@ -284,7 +284,7 @@ const goneFor = time.Minute
 // by the publisher), and the front forgets what it holds for it here.
 func (c *Conns) revokedElsewhere(k revKey) {
 	c.mu.Lock()
-	c.elsewhere[k] = struct{}{}
+	c.elsewhere.put(k, struct{}{})
 	id, known := c.ids[k]
 	if g, ok := c.gone[k]; ok {
 		delete(c.gone, k)
@@ -316,17 +316,17 @@ func (c *Conns) revokedElsewhere(k revKey) {
 func (c *Conns) lostRevocation(k revKey, at int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.elsewhere, k)
+	c.elsewhere.remove(k)
 	if time.Since(time.Unix(0, at)) > c.s.connMaxAge-revocationCopyMargin {
 		return
 	}
 	if at <= c.floorLocked() {
 		return // its holder trimmed it under a floor that covers it
 	}
-	if _, have := c.ended[k]; have {
+	if c.ended.has(k) {
 		return
 	}
-	c.ended[k] = at
+	c.ended.put(k, revTimeOf(at))
 	c.dirty[k.regKey()] = true
 	c.trimLocked()
 	c.kick.Kick()
@@ -392,11 +392,7 @@ func (c *Conns) unindexLocked(id string) {
 // revokedLocked reports whether any node ended connection id.
 func (c *Conns) revokedLocked(id string) bool {
 	k := c.digestLocked(id)
-	if _, ok := c.ended[k]; ok {
-		return true
-	}
-	_, ok := c.elsewhere[k]
-	return ok
+	return c.ended.has(k) || c.elsewhere.has(k)
 }
 
 // mineLocked returns this node's view of id: its own live record, or a
@@ -404,10 +400,10 @@ func (c *Conns) revokedLocked(id string) bool {
 // when that arrived).
 func (c *Conns) mineLocked(id string) (connRecord, bool) {
 	k := c.digestLocked(id)
-	if at, ok := c.ended[k]; ok {
-		return revoked(time.Unix(0, at)), true
+	if at, ok := c.ended.get(k); ok {
+		return revoked(time.Unix(0, at.nanos())), true
 	}
-	if _, ok := c.elsewhere[k]; ok {
+	if c.elsewhere.has(k) {
 		return revoked(time.Time{}), true
 	}
 	r, ok := c.mine[id]
@@ -422,11 +418,11 @@ func (c *Conns) ownEntryLocked(key string) (value []byte, ok bool, err error) {
 		return encodeRevocation(c.floor), c.floor != 0, nil
 	}
 	if k, isRev := parseRevKey(key); isRev {
-		at, ok := c.ended[k]
+		at, ok := c.ended.get(k)
 		if !ok {
 			return nil, false, nil
 		}
-		return encodeRevocation(at), true, nil
+		return encodeRevocation(at.nanos()), true, nil
 	}
 	if at, ok := c.legacy[key]; ok {
 		b, err := json.Marshal(revoked(time.Unix(0, at)))
@@ -445,8 +441,8 @@ func (c *Conns) ownEntryLocked(key string) (value []byte, ok bool, err error) {
 // takes its key.
 func (c *Conns) endLocked(id string, at int64, legacy bool) revKey {
 	k := c.digestLocked(id)
-	c.ended[k] = at
-	delete(c.elsewhere, k)
+	c.ended.put(k, revTimeOf(at))
+	c.elsewhere.remove(k)
 	delete(c.gone, k)
 	c.dirty[k.regKey()] = true
 	if legacy {
@@ -708,13 +704,14 @@ func (c *Conns) sweepWith(now time.Time, maxAge time.Duration, remove func(key s
 			c.unindexLocked(id)
 		}
 	}
-	for k, at := range c.ended {
-		if expired(at) {
-			old = append(old, k.regKey())
-			delete(c.ended, k)
-			delete(c.dirty, k.regKey())
+	c.ended.removeIf(func(k revKey, at revTime) bool {
+		if !expired(at.nanos()) {
+			return false
 		}
-	}
+		old = append(old, k.regKey())
+		delete(c.dirty, k.regKey())
+		return true
+	})
 	for id, at := range c.legacy {
 		if expired(at) {
 			old = append(old, id)
@@ -760,7 +757,7 @@ func (c *Conns) restore() {
 		}
 		if k, ok := parseRevKey(e.Key); ok {
 			if at, ok := decodeRevocation(e.Value); ok {
-				c.ended[k] = at
+				c.ended.put(k, revTimeOf(at))
 			}
 			return true
 		}
@@ -772,8 +769,8 @@ func (c *Conns) restore() {
 			at := r.Touched.UnixNano()
 			k := revocationOf(e.Key)
 			c.legacy[e.Key] = at
-			if _, ok := c.ended[k]; !ok {
-				c.ended[k] = at
+			if !c.ended.has(k) {
+				c.ended.put(k, revTimeOf(at))
 				c.dirty[k.regKey()] = true
 			}
 			return true

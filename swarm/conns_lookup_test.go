@@ -98,9 +98,9 @@ func TestPropConnLookupsAnswerAsTheCopies(t *testing.T) {
 			switch rapid.IntRange(0, 4).Draw(t, id+"mine") {
 			case 0: // none
 			case 1:
-				c.ended[revocationOf(id)] = t0.UnixNano()
+				c.ended.put(revocationOf(id), revTimeOf(t0.UnixNano()))
 			case 2:
-				c.elsewhere[revocationOf(id)] = struct{}{}
+				c.elsewhere.put(revocationOf(id), struct{}{})
 			default:
 				r := record(t, id, home, id+"mine", 0)
 				r.Revoked = false
@@ -112,7 +112,7 @@ func TestPropConnLookupsAnswerAsTheCopies(t *testing.T) {
 					if r.Revoked {
 						// Another node's revocation is known by its
 						// digest (onChange), never kept as a record.
-						c.elsewhere[revocationOf(id)] = struct{}{}
+						c.elsewhere.put(revocationOf(id), struct{}{})
 						continue
 					}
 					if c.others[id] == nil {

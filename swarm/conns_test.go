@@ -71,8 +71,8 @@ func TestRevocationsStaySmallAndExpire(t *testing.T) {
 	c.update(id, func(r *connRecord) { stamp(r, mcpfront.ConnInfo{}, big, time.Now()) })
 	c.update(id, func(r *connRecord) { *r = revoked(time.Time{}) })
 	c.update(id, func(r *connRecord) { stamp(r, mcpfront.ConnInfo{}, big, time.Now()) })
-	if len(c.mine) != 0 || len(c.ended) != 1 || len(c.ids) != 0 || len(c.digests) != 0 {
-		t.Fatalf("after the revocation: %d live records, %d revocations, %d indexed ids; want 0, 1, 0", len(c.mine), len(c.ended), len(c.ids))
+	if len(c.mine) != 0 || c.ended.len() != 1 || len(c.ids) != 0 || len(c.digests) != 0 {
+		t.Fatalf("after the revocation: %d live records, %d revocations, %d indexed ids; want 0, 1, 0", len(c.mine), c.ended.len(), len(c.ids))
 	}
 	k := revocationOf(id)
 	if !c.dirty[id] || !c.dirty[k.regKey()] {
@@ -96,13 +96,13 @@ func TestRevocationsStaySmallAndExpire(t *testing.T) {
 	}
 	now := time.Now()
 	gone := revocationOf("gone-old")
-	c.ended[gone] = now.Add(-8 * 24 * time.Hour).UnixNano()
+	c.ended.put(gone, revTimeOf(now.Add(-8*24*time.Hour).UnixNano()))
 	var removed []string
 	c.sweepWith(now, 7*24*time.Hour, func(key string) error { removed = append(removed, key); return nil })
-	if _, ok := c.ended[gone]; ok || len(removed) != 1 || removed[0] != gone.regKey() {
-		t.Fatalf("after the sweep: revocations %v, removed %v", c.ended, removed)
+	if c.ended.has(gone) || len(removed) != 1 || removed[0] != gone.regKey() {
+		t.Fatalf("after the sweep: %d revocations, removed %v", c.ended.len(), removed)
 	}
-	if _, ok := c.ended[k]; !ok {
+	if !c.ended.has(k) {
 		t.Fatal("a recent revocation was forgotten")
 	}
 }
@@ -118,21 +118,21 @@ func TestARevocationLeavingAnotherPartitionIsKeptHere(t *testing.T) {
 	c := newConnsState(&Swarm{connMaxAge: maxAge})
 	at := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
 	k1 := revocationOf("c1")
-	c.elsewhere[k1] = struct{}{}
+	c.elsewhere.put(k1, struct{}{})
 	c.lostRevocation(k1, at.UnixNano())
-	if got, ok := c.ended[k1]; !ok || got != at.UnixNano() || !c.dirty[k1.regKey()] {
-		t.Fatalf("a valid revocation that left another partition: ended %v, dirty %v; want it kept with its time and published", c.ended, c.dirty)
+	if got, ok := c.ended.get(k1); !ok || got.nanos() != at.UnixNano() || !c.dirty[k1.regKey()] {
+		t.Fatalf("a valid revocation that left another partition: ended %v, dirty %v; want it kept with its time and published", c.ended.has(k1), c.dirty)
 	}
 	if !c.Revoked("c1") {
 		t.Fatal("the id reads as not revoked")
 	}
 	k2 := revocationOf("c2")
-	c.elsewhere[k2] = struct{}{}
+	c.elsewhere.put(k2, struct{}{})
 	c.lostRevocation(k2, time.Now().Add(-maxAge+time.Second).UnixNano())
-	if _, ok := c.ended[k2]; ok {
+	if c.ended.has(k2) {
 		t.Fatal("a revocation removed at its expiry was copied")
 	}
-	if _, ok := c.elsewhere[k2]; ok {
+	if c.elsewhere.has(k2) {
 		t.Fatal("an expired revocation is still known")
 	}
 }

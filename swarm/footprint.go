@@ -43,9 +43,9 @@ func (s *Swarm) Footprint() Footprint {
 		return true
 	})
 	s.conns.mu.Lock()
-	f.ConnsMine = len(s.conns.mine) + len(s.conns.ended)
-	f.ConnsRevoked = len(s.conns.ended)
-	f.RevokedElsewhere = len(s.conns.elsewhere)
+	f.ConnsMine = len(s.conns.mine) + s.conns.ended.len()
+	f.ConnsRevoked = s.conns.ended.len()
+	f.RevokedElsewhere = s.conns.elsewhere.len()
 	f.ConnsIndexed = len(s.conns.ids) + len(s.conns.digests) + len(s.conns.gone) + len(s.conns.byPrincipal) + len(s.conns.principals)
 	for _, byOrigin := range s.conns.others {
 		f.ConnsDecoded += len(byOrigin)

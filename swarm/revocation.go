@@ -75,8 +75,10 @@ func (s *Swarm) peerLacks(name string) bool {
 }
 
 // DefaultMaxRevocations is how many revocations a node holds in its own
-// partition before its oldest give way to a floor: about 60 MiB of every
-// node's memory (≈ 60 bytes each, with the other nodes' copies).
+// partition before its oldest give way to a floor: with three nodes, about
+// 170 MiB of every node's memory at the bound (≈ 55 bytes a revocation
+// on every node: its registry entry and table slot, ≈ 40, and its packed
+// record in Conns, 14 or 21; BenchmarkRevocationMemory).
 const DefaultMaxRevocations = 1 << 20
 
 // floorKey is the key of a node's revocation floor in its "conns"
@@ -97,12 +99,12 @@ const floorKey = "floor"
 // trimLocked replaces this node's oldest revocations by its floor when it
 // holds more than maxRevocations.
 func (c *Conns) trimLocked() {
-	if len(c.ended) <= c.maxRevocations {
+	if c.ended.len() <= c.maxRevocations {
 		return
 	}
-	times := make([]int64, 0, len(c.ended))
-	for _, at := range c.ended {
-		times = append(times, at)
+	times := make([]int64, 0, c.ended.len())
+	for _, at := range c.ended.all() {
+		times = append(times, at.nanos())
 	}
 	slices.Sort(times)
 	// Ids' issue times are whole seconds, and an id was issued no later
@@ -110,12 +112,13 @@ func (c *Conns) trimLocked() {
 	// trimmed covers every revocation made within that second or before.
 	floor := time.Unix(0, times[len(times)-c.maxRevocations*9/10-1]).Truncate(time.Second)
 	covered := floor.Add(time.Second).UnixNano() - 1
-	for k, at := range c.ended {
-		if at <= covered {
-			delete(c.ended, k)
-			c.dirty[k.regKey()] = true
+	c.ended.removeIf(func(k revKey, at revTime) bool {
+		if at.nanos() > covered {
+			return false
 		}
-	}
+		c.dirty[k.regKey()] = true
+		return true
+	})
 	if f := floor.UnixNano(); f > c.floor {
 		c.floor = f
 		c.dirty[floorKey] = true

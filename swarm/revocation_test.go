@@ -119,8 +119,8 @@ func TestRevocationsBeyondTheBoundGiveWayToAFloor(t *testing.T) {
 	}
 	// At the 11th, the oldest trimmed to keep 9 (c00, c01), the floor at
 	// the second of c01; the 12th fits.
-	if len(c.ended) != 10 {
-		t.Fatalf("%d revocations kept; want 10", len(c.ended))
+	if c.ended.len() != 10 {
+		t.Fatalf("%d revocations kept; want 10", c.ended.len())
 	}
 	wantFloor := t0.Add(time.Second).UnixNano()
 	if c.floor != wantFloor || !c.dirty[floorKey] {
@@ -128,8 +128,8 @@ func TestRevocationsBeyondTheBoundGiveWayToAFloor(t *testing.T) {
 	}
 	for i := range 2 {
 		k := revocationOf(fmt.Sprintf("s1.c%02d", i))
-		if _, kept := c.ended[k]; kept || !c.dirty[k.regKey()] {
-			t.Fatalf("c%02d: kept %v, its removal published %v", i, kept, c.dirty[k.regKey()])
+		if c.ended.has(k) || !c.dirty[k.regKey()] {
+			t.Fatalf("c%02d: kept %v, its removal published %v", i, c.ended.has(k), c.dirty[k.regKey()])
 		}
 	}
 	c.mu.Lock()
@@ -151,9 +151,9 @@ func TestRevocationsBeyondTheBoundGiveWayToAFloor(t *testing.T) {
 		t.Fatalf("RevokedBefore = %v; want n2's floor %v", got, time.Unix(0, later))
 	}
 	trimmed := revocationOf("s1.n2-old")
-	c.elsewhere[trimmed] = struct{}{}
+	c.elsewhere.put(trimmed, struct{}{})
 	c.lostRevocation(trimmed, later-int64(time.Second))
-	if _, copied := c.ended[trimmed]; copied {
+	if c.ended.has(trimmed) {
 		t.Fatal("a revocation removed under its holder's floor was taken over")
 	}
 	// n2 goes: its floor becomes this node's.
