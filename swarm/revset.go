@@ -47,11 +47,24 @@ func (s revTime) nanos() int64 { return int64(binary.LittleEndian.Uint64(s[:])) 
 // rebuilt: small sets stay in their map.
 const minPending = 256
 
-// search returns the index of k in run and whether it is there.
+// search returns the index of k in run and whether it is there. Every
+// request asks (Conns.Revoked), so it compares digests as two integers
+// rather than through bytes.Compare and a closure: with 30,000 digests
+// 550-630 ns a check that way, 65-86 here, beside 53-55 for two Go maps
+// (BenchmarkRevocationLookup).
 func (s *revSet[V]) search(k revKey) (int, bool) {
-	return slices.BinarySearchFunc(s.run, k, func(r revRec[V], k revKey) int {
-		return bytes.Compare(r.k[:], k[:])
-	})
+	hi, lo := binary.BigEndian.Uint64(k[:8]), binary.BigEndian.Uint32(k[8:])
+	i, j := 0, len(s.run)
+	for i < j {
+		m := int(uint(i+j) >> 1)
+		r := &s.run[m].k
+		if h := binary.BigEndian.Uint64(r[:8]); h < hi || h == hi && binary.BigEndian.Uint32(r[8:]) < lo {
+			i = m + 1
+		} else {
+			j = m
+		}
+	}
+	return i, i < len(s.run) && s.run[i].k == k
 }
 
 // get returns k's value.
