@@ -117,9 +117,9 @@ func (r *Registry) Range(fn func(crdt.Entry) bool) {
 
 // Len returns the number of visible entries.
 func (r *Registry) Len() int {
-	n := 0
-	r.Range(func(crdt.Entry) bool { n++; return true })
-	return n
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.m.Count()
 }
 
 // OnChange registers fn for every visible change (local writes, remote

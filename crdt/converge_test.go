@@ -46,6 +46,9 @@ func (r *replica) checkView() {
 	if !maps.Equal(r.view, want) {
 		r.fail("%s: change feed view %v, Range %v", r.m.Self(), r.view, want)
 	}
+	if n := r.m.Count(); n != len(want) {
+		r.fail("%s: Count %d, Range visits %d", r.m.Self(), n, len(want))
+	}
 }
 
 type message struct {

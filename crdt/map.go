@@ -386,6 +386,19 @@ func rangePartition(p *partition, fn func(Entry) bool) bool {
 	return true
 }
 
+// Count returns the number of visible entries across origins, without
+// visiting them (a metrics scrape asks: Range would sort and copy every
+// entry of every partition each time).
+func (m *Map) Count() int {
+	n := 0
+	for _, p := range m.parts {
+		if !p.hidden {
+			n += p.entries.len()
+		}
+	}
+	return n
+}
+
 // Len returns the number of visible entries of origin o.
 func (m *Map) Len(o Origin) int {
 	if p := m.visible(o); p != nil {

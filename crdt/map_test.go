@@ -84,7 +84,13 @@ func TestReadsAcrossOrigins(t *testing.T) {
 	if strings.Join(got, " ") != "a@1=a b@1=b c@3=c" {
 		t.Errorf("Lookup(x) = %v", got)
 	}
+	if n := m.Count(); n != 4 {
+		t.Errorf("Count = %d, want 4 (a's x and y, b's x, c's x)", n)
+	}
 	m.Hide(c)
+	if n := m.Count(); n != 3 {
+		t.Errorf("Count with c hidden = %d, want 3", n)
+	}
 	got = got[:0]
 	m.Range(func(e Entry) bool {
 		got = append(got, e.Origin.String()+"/"+e.Key)
