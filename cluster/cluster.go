@@ -292,6 +292,12 @@ func (c *Cluster) memberlistConfig() *memberlist.Config {
 	mc.Events = c.view
 	mc.Logger = newStdLogger(c.log)
 	mc.DeadNodeReclaimTime = time.Second // a restarted pod may take its name back once the old one is dead
+	// Gossip here is membership and a few hundred bytes of node metadata,
+	// so LZW buys little, and memberlist builds a 64 KiB LZW table for
+	// every message it compresses: most of what an idle node allocated.
+	// Receivers read compressed and plain messages alike, so nodes with and
+	// without it mix during a rolling upgrade.
+	mc.EnableCompression = false
 	if c.cfg.Memberlist != nil {
 		c.cfg.Memberlist(mc)
 	}
