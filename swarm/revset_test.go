@@ -85,7 +85,7 @@ func BenchmarkRevocationMemory(b *testing.B) {
 	for i := range keys {
 		keys[i] = revocationOf(fmt.Sprintf("s1.%d", i))
 	}
-	measure := func(b *testing.B, fill func() any) float64 {
+	measure := func(fill func() any) float64 {
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
@@ -96,28 +96,28 @@ func BenchmarkRevocationMemory(b *testing.B) {
 		return float64(after.HeapAlloc-before.HeapAlloc) / n
 	}
 	for b.Loop() {
-		b.ReportMetric(measure(b, func() any {
+		b.ReportMetric(measure(func() any {
 			m := map[revKey]int64{}
 			for i, k := range keys {
 				m[k] = int64(i)
 			}
 			return m
 		}), "map-own-B/rev")
-		b.ReportMetric(measure(b, func() any {
+		b.ReportMetric(measure(func() any {
 			var s revSet[revTime]
 			for i, k := range keys {
 				s.put(k, revTimeOf(int64(i)))
 			}
 			return &s
 		}), "set-own-B/rev")
-		b.ReportMetric(measure(b, func() any {
+		b.ReportMetric(measure(func() any {
 			m := map[revKey]struct{}{}
 			for _, k := range keys {
 				m[k] = struct{}{}
 			}
 			return m
 		}), "map-other-B/rev")
-		b.ReportMetric(measure(b, func() any {
+		b.ReportMetric(measure(func() any {
 			var s revSet[struct{}]
 			for _, k := range keys {
 				s.put(k, struct{}{})
