@@ -221,8 +221,13 @@ func (n *Node) stopSessions(ctx context.Context) error {
 // failure after it exists shuts it down here: a failed step's own stop does
 // not run.
 func (n *Node) buildFront(ctx context.Context) (err error) {
+	sessionKey := DeriveKey(n.key, "mcp-session-id")
+	idSerial, err := mcp.SerialReader(sessionKey)
+	if err != nil {
+		return err
+	}
 	sw, err := swarm.New(swarm.Config{Cluster: n.cluster, Manager: n.sessions, Logger: n.log.With("component", "swarm"),
-		Registerer: n.metrics, MaxRevocations: n.cfg.MaxRevocations})
+		Registerer: n.metrics, MaxRevocations: n.cfg.MaxRevocations, IDSerial: idSerial})
 	if err != nil {
 		return err
 	}
@@ -238,7 +243,7 @@ func (n *Node) buildFront(ctx context.Context) (err error) {
 		Backend:      ui.Observed(sw, n.journal),
 		Guard:        n.guard,
 		RateLimiter:  limiter,
-		SessionKey:   DeriveKey(n.key, "mcp-session-id"),
+		SessionKey:   sessionKey,
 		Dev:          n.cfg.Dev,
 		Keepalive:    n.cfg.Keepalive,
 		MaxBodyBytes: n.cfg.MaxBodyBytes,

@@ -28,10 +28,15 @@ const (
 	// its own key in the "conns" registry ("r:" and the id's digest).
 	// Without it a peer reads only the revoked record under the id.
 	CapRevocationKeys = "revocation-keys"
+	// CapSerialIDs: the node accepts serial session ids ("s2.", see
+	// mcp.SessionIDs.Serial) and reads their revocations by block ("rb:"
+	// keys in the "conns" registry). A node mints them only while every
+	// live peer advertises it.
+	CapSerialIDs = "serial-ids"
 )
 
 // DefaultCapabilities is what this code supports.
-func DefaultCapabilities() []string { return []string{CapHandoffGen, CapRevocationKeys, CapStreamRefs} }
+func DefaultCapabilities() []string { return []string{CapHandoffGen, CapRevocationKeys, CapSerialIDs, CapStreamRefs} }
 
 // Capabilities is a member's advertised protocol version and capability
 // names. It is comparable, so a Member stays comparable; its zero value is

@@ -58,6 +58,14 @@ type RevocationFloor interface {
 	RevokedBefore() time.Time
 }
 
+// SerialIDs is implemented by Connections that revoke serial ids by their
+// serial (see SessionIDs.Serial): MintSerial reports whether an id minted
+// now may be one, i.e. whether every live node reads them. Without it the
+// front mints serial ids only when it is not part of a cluster.
+type SerialIDs interface {
+	MintSerial() bool
+}
+
 // Relay carries client messages that reached this node to the node that
 // needs them. Each method returns once that node answered (bounded by ctx).
 type Relay interface {

@@ -140,6 +140,11 @@ func New(cfg Config) (*Server, error) {
 		if rf, ok := s.registry.(RevocationFloor); ok {
 			ids.floor = rf.RevokedBefore
 		}
+		mintSerial := func() bool { return false }
+		if si, ok := s.registry.(SerialIDs); ok {
+			mintSerial = si.MintSerial
+		}
+		ids.SetMintSerial(mintSerial)
 		states.spent = s.registry.SpendState
 		notifyHere = s.registry.NotifyHere
 		if pc, ok := s.registry.(PrincipalConns); ok {

@@ -32,9 +32,20 @@ var (
 	ErrSessionIDExpired = errors.New("mcp: session id expired")
 )
 
+// SerialPrefix starts a serial id (see SessionIDs.Serial).
+const SerialPrefix = "s2."
+
 const (
 	sidPrefix  = "s1."
 	sidVersion = 1
+	// serialPrefix starts a serial id (version 2): one that carries, beside
+	// its sealed claims, a serial the cluster can revoke in blocks (see
+	// Serial).
+	serialPrefix  = SerialPrefix
+	serialVersion = 2
+	// serialLen is the size of a serial id's enciphered serial, ahead of
+	// its nonce.
+	serialLen = 16
 	// maxTerminated bounds the node-local set of ids ended by DELETE.
 	maxTerminated = 65536
 	// maxTerminatedClustered bounds it when the cluster keeps the
@@ -52,6 +63,20 @@ type SessionIDs struct {
 	aead cipher.AEAD
 	node string
 	now  func() time.Time
+	// serials enciphers a serial id's serial (one AES block) under its own
+	// key, so a client learns nothing from it (not how many ids its node
+	// minted) while every node reads it without opening the whole id.
+	serials cipher.Block
+	// mintSerial, when set, says whether an id minted now may be a serial
+	// one: every live node reads those (during a rolling upgrade a
+	// previous version does not, and gets the previous form).
+	mintSerial func() bool
+	// epoch and seq are the next serial: epoch is drawn at random when the
+	// sealer is made and again when seq wraps, so no two ids of a cluster
+	// share a serial.
+	serialMu sync.Mutex
+	epoch    uint64
+	seq      uint32
 
 	mu sync.Mutex
 	// terminated holds hashes of the ids DELETEd here (seeded per node:
@@ -95,13 +120,87 @@ func NewSessionIDs(key []byte, node string) (*SessionIDs, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating session id sealer: %w", err)
 	}
-	return &SessionIDs{aead: aead, node: node, now: time.Now, seed: maphash.MakeSeed(), terminated: make(map[uint64]struct{})}, nil
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte("mcpswarm mcp session id serial v2"))
+	serials, err := aes.NewCipher(mac.Sum(nil))
+	if err != nil {
+		return nil, fmt.Errorf("creating session id sealer: %w", err)
+	}
+	return &SessionIDs{aead: aead, serials: serials, node: node, now: time.Now, seed: maphash.MakeSeed(),
+		terminated: make(map[uint64]struct{}), epoch: randomEpoch()}, nil
 }
 
-// Mint seals a new id naming this node, bound to principal ("" for none).
+func randomEpoch() uint64 {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return binary.BigEndian.Uint64(b[:])
+}
+
+// IDSerial is a serial id's serial: the epoch of the sealer that minted it
+// (8 bytes) and its sequence number in that epoch (4), big-endian. Ids of
+// one epoch are numbered in order, so the revocations of a node's ids
+// cluster into blocks of neighbouring serials.
+type IDSerial [12]byte
+
+// nextSerial returns the serial of the next id.
+func (s *SessionIDs) nextSerial() IDSerial {
+	s.serialMu.Lock()
+	defer s.serialMu.Unlock()
+	if s.seq == ^uint32(0) {
+		s.epoch, s.seq = randomEpoch(), 0
+	}
+	var out IDSerial
+	binary.BigEndian.PutUint64(out[:8], s.epoch)
+	binary.BigEndian.PutUint32(out[8:], s.seq)
+	s.seq++
+	return out
+}
+
+// SetMintSerial makes Mint mint serial ids only while ok returns true
+// (nil: always). The cluster sets it before the sealer is shared.
+func (s *SessionIDs) SetMintSerial(ok func() bool) { s.mintSerial = ok }
+
+// SerialReader returns what reads the serials of ids sealed under key (the
+// cluster's session key; see Serial), for a node that revokes them by
+// serial.
+func SerialReader(key []byte) (func(id string) (IDSerial, bool), error) {
+	ids, err := NewSessionIDs(key, "serial-reader")
+	if err != nil {
+		return nil, err
+	}
+	return ids.Serial, nil
+}
+
+// Serial returns id's serial when id is a serial id of this cluster's
+// form. It deciphers one block and does not authenticate the id: call it
+// on ids Open accepted, or on ids the cluster itself recorded.
+func (s *SessionIDs) Serial(id string) (IDSerial, bool) {
+	rest, ok := strings.CutPrefix(id, serialPrefix)
+	// 24 characters of unpadded base64 are 18 bytes, the first 16 of them
+	// the enciphered serial.
+	if !ok || len(rest) < 24 {
+		return IDSerial{}, false
+	}
+	var raw [18]byte
+	if n, err := base64.RawURLEncoding.Decode(raw[:], []byte(rest[:24])); err != nil || n != len(raw) {
+		return IDSerial{}, false
+	}
+	var block [serialLen]byte
+	s.serials.Decrypt(block[:], raw[:serialLen])
+	if binary.BigEndian.Uint32(block[12:]) != 0 {
+		return IDSerial{}, false
+	}
+	return IDSerial(block[:12]), true
+}
+
+// Mint seals a new id naming this node, bound to principal ("" for none):
+// a serial id unless the cluster said a node does not read those yet.
 func (s *SessionIDs) Mint(principal string) string {
 	if len(principal) > 1024 {
 		principal = principal[:1024]
+	}
+	if s.mintSerial == nil || s.mintSerial() {
+		return s.mintSerialID(principal)
 	}
 	plain := make([]byte, 0, 1+1+len(s.node)+2+len(principal)+8+16)
 	plain = append(plain, sidVersion, byte(len(s.node)))
@@ -116,6 +215,30 @@ func (s *SessionIDs) Mint(principal string) string {
 	_, _ = rand.Read(nonce)
 	sealed := s.aead.Seal(nonce, nonce, plain, []byte(sidPrefix))
 	return sidPrefix + base64.RawURLEncoding.EncodeToString(sealed)
+}
+
+// mintSerialID seals a serial id: "s2." and, base64url, the serial
+// enciphered (16 bytes: the serial and four zero bytes, one AES block),
+// the nonce, and the claims sealed with the prefix and the enciphered
+// serial as additional data (so neither can be swapped). The claims carry
+// no salt: the serial makes every id unique.
+func (s *SessionIDs) mintSerialID(principal string) string {
+	plain := make([]byte, 0, 1+1+len(s.node)+2+len(principal)+8)
+	plain = append(plain, serialVersion, byte(len(s.node)))
+	plain = append(plain, s.node...)
+	plain = binary.BigEndian.AppendUint16(plain, uint16(len(principal)))
+	plain = append(plain, principal...)
+	plain = binary.BigEndian.AppendUint64(plain, uint64(s.now().Unix()))
+	serial := s.nextSerial()
+	ns := s.aead.NonceSize()
+	raw := make([]byte, serialLen+ns, serialLen+ns+len(plain)+s.aead.Overhead())
+	var block [serialLen]byte
+	copy(block[:], serial[:])
+	s.serials.Encrypt(raw[:serialLen], block[:])
+	_, _ = rand.Read(raw[serialLen:])
+	ad := append([]byte(serialPrefix), raw[:serialLen]...)
+	raw = s.aead.Seal(raw, raw[serialLen:], plain, ad)
+	return serialPrefix + base64.RawURLEncoding.EncodeToString(raw)
 }
 
 // Open validates id and returns its claims. principal is the authenticated
@@ -145,6 +268,9 @@ func (s *SessionIDs) Open(id, principal string) (SessionClaims, error) {
 }
 
 func (s *SessionIDs) open(id string) (SessionClaims, error) {
+	if rest, ok := strings.CutPrefix(id, serialPrefix); ok {
+		return s.openSerial(rest)
+	}
 	rest, ok := strings.CutPrefix(id, sidPrefix)
 	if !ok || len(rest) > 4096 {
 		return SessionClaims{}, ErrSessionIDInvalid
@@ -161,9 +287,35 @@ func (s *SessionIDs) open(id string) (SessionClaims, error) {
 	return parseClaims(plain)
 }
 
-func parseClaims(p []byte) (SessionClaims, error) {
-	if len(p) < 2 || p[0] != sidVersion {
+// openSerial opens a serial id (rest: what follows its prefix).
+func (s *SessionIDs) openSerial(rest string) (SessionClaims, error) {
+	if len(rest) > 4096 {
 		return SessionClaims{}, ErrSessionIDInvalid
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(rest)
+	ns := s.aead.NonceSize()
+	if err != nil || len(raw) < serialLen+ns+s.aead.Overhead() {
+		return SessionClaims{}, ErrSessionIDInvalid
+	}
+	var ad [len(serialPrefix) + serialLen]byte
+	copy(ad[:], serialPrefix)
+	copy(ad[len(serialPrefix):], raw[:serialLen])
+	plain, err := s.aead.Open(nil, raw[serialLen:serialLen+ns], raw[serialLen+ns:], ad[:])
+	if err != nil {
+		return SessionClaims{}, ErrSessionIDInvalid
+	}
+	return parseClaims(plain)
+}
+
+// parseClaims reads the sealed claims of either form: a version-1 id's end
+// with a 16-byte salt, a serial id's without.
+func parseClaims(p []byte) (SessionClaims, error) {
+	if len(p) < 2 || (p[0] != sidVersion && p[0] != serialVersion) {
+		return SessionClaims{}, ErrSessionIDInvalid
+	}
+	salt := 16
+	if p[0] == serialVersion {
+		salt = 0
 	}
 	n := int(p[1])
 	p = p[2:]
@@ -174,7 +326,7 @@ func parseClaims(p []byte) (SessionClaims, error) {
 	p = p[n:]
 	pl := int(binary.BigEndian.Uint16(p))
 	p = p[2:]
-	if len(p) != pl+8+16 {
+	if len(p) != pl+8+salt {
 		return SessionClaims{}, ErrSessionIDInvalid
 	}
 	principal := string(p[:pl])

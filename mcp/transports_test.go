@@ -86,7 +86,7 @@ func TestSSETransport(t *testing.T) {
 	}
 	exercise(t, c, "ss")
 	// The SSE connection's principal is its sealed id.
-	if info, _ := e.srv.cfg.Backend.Lookup("ss"); !strings.HasPrefix(info.Principal, "conn:"+sidPrefix) {
+	if info, _ := e.srv.cfg.Backend.Lookup("ss"); !strings.HasPrefix(info.Principal, "conn:"+SerialPrefix) {
 		t.Errorf("owner %q", info.Principal)
 	}
 	// A message for an id nobody minted is refused.

@@ -139,6 +139,12 @@ type Conns struct {
 	// Their times stay in the registry: an entry goes when its holder
 	// removes it (expiry) or its partition goes (lostRevocation).
 	elsewhere revSet[struct{}]
+	// endedBlocks and elsewhereBlocks are the same for serial ids, whose
+	// revocations are kept by block (see revblocks.go); endedSerials
+	// counts the serials in endedBlocks.
+	endedBlocks     map[blockID]*revBlock
+	endedSerials    int
+	elsewhereBlocks map[blockID]*revBits
 	// legacy holds this node's revocations also written in the previous
 	// form (the id's own key, a revoked connRecord), for peers that do not
 	// read revocation keys (cluster.CapRevocationKeys): id -> when.
@@ -191,7 +197,8 @@ func newConnsState(s *Swarm) *Conns {
 		others: map[string]map[crdt.Origin]connRecord{}, ids: map[revKey]string{},
 		digests: map[string]revKey{}, gone: map[revKey]goneID{}, dirty: map[string]bool{},
 		byPrincipal: map[string]map[string]struct{}{}, principals: map[string][]string{},
-		floors: map[crdt.Origin]int64{}, maxRevocations: DefaultMaxRevocations}
+		floors: map[crdt.Origin]int64{}, maxRevocations: DefaultMaxRevocations,
+		endedBlocks: map[blockID]*revBlock{}, elsewhereBlocks: map[blockID]*revBits{}}
 	if s != nil && s.maxRevocations > 0 {
 		c.maxRevocations = s.maxRevocations
 	}
@@ -212,6 +219,10 @@ func (c *Conns) onChange(ch crdt.Change) {
 		c.floorChanged(ch)
 		return
 	}
+	if b, ok := parseBlockKey(ch.Key); ok {
+		c.blockChanged(b, ch)
+		return
+	}
 	if k, ok := parseRevKey(ch.Key); ok {
 		if _, ok := decodeRevocation(ch.New); ok {
 			c.revokedElsewhere(k)
@@ -226,7 +237,15 @@ func (c *Conns) onChange(ch crdt.Change) {
 		var old connRecord
 		if ch.Old != nil && json.Unmarshal(ch.Old, &old) == nil && old.Revoked {
 			// A previous version's revocation left its partition.
-			c.lostRevocation(revocationOf(ch.Key), old.Touched.UnixNano())
+			if k, serial := c.keyOf(ch.Key); serial {
+				var lost revBlock
+				b, i := splitSerial(k)
+				lost.at = old.Touched.UnixNano()
+				lost.bits.set(i)
+				c.lostBlock(b, lost)
+			} else {
+				c.lostRevocation(k, old.Touched.UnixNano())
+			}
 		}
 		c.mu.Lock()
 		c.dropOtherLocked(ch.Key, ch.Origin)
@@ -238,7 +257,14 @@ func (c *Conns) onChange(ch crdt.Change) {
 		c.mu.Lock()
 		c.dropOtherLocked(ch.Key, ch.Origin)
 		c.mu.Unlock()
-		c.revokedElsewhere(revocationOf(ch.Key))
+		if k, serial := c.keyOf(ch.Key); serial {
+			var added revBits
+			b, i := splitSerial(k)
+			added.set(i)
+			c.revokedElsewhereInBlock(b, added)
+		} else {
+			c.revokedElsewhere(k)
+		}
 		return
 	}
 	c.mu.Lock()
@@ -285,6 +311,18 @@ const goneFor = time.Minute
 func (c *Conns) revokedElsewhere(k revKey) {
 	c.mu.Lock()
 	c.elsewhere.put(k, struct{}{})
+	id, known := c.endedElsewhereLocked(k)
+	c.mu.Unlock()
+	if f := c.s.front(); known && f != nil {
+		// After the lock: the front calls back into Conns.
+		f.Forget(id)
+	}
+}
+
+// endedElsewhereLocked drops what this node holds of the connection whose
+// revocation key is k, another node having ended it, and returns its id
+// if it knew it (for the front to forget).
+func (c *Conns) endedElsewhereLocked(k revKey) (string, bool) {
 	id, known := c.ids[k]
 	if g, ok := c.gone[k]; ok {
 		delete(c.gone, k)
@@ -299,11 +337,7 @@ func (c *Conns) revokedElsewhere(k revKey) {
 		delete(c.others, id)
 		c.unindexLocked(id)
 	}
-	c.mu.Unlock()
-	if f := c.s.front(); known && f != nil {
-		// After the lock: the front calls back into Conns.
-		f.Forget(id)
-	}
+	return id, known
 }
 
 // lostRevocation keeps a revocation another node held when it leaves that
@@ -341,13 +375,14 @@ const revocationCopyMargin = time.Minute
 // peer does not read those, and what merge treats as ending a connection.
 func revoked(now time.Time) connRecord { return connRecord{Revoked: true, Touched: now} }
 
-// digestLocked returns id's revocation digest, from the index when id is
-// live (no hashing on a request's path).
-func (c *Conns) digestLocked(id string) revKey {
+// digestLocked returns id's revocation key, from the index when id is
+// live (no hashing on a request's path), and whether it is a serial (kept
+// by block) rather than a digest (see keyOf).
+func (c *Conns) digestLocked(id string) (revKey, bool) {
 	if k, ok := c.digests[id]; ok {
-		return k
+		return k, c.serialForm(id)
 	}
-	return revocationOf(id)
+	return c.keyOf(id)
 }
 
 // indexLocked adds id, live here or elsewhere, to the digest index, and
@@ -365,7 +400,7 @@ func (c *Conns) indexLocked(id, principal string) {
 	if _, ok := c.digests[id]; ok {
 		return
 	}
-	k := revocationOf(id)
+	k, _ := c.keyOf(id)
 	c.digests[id] = k
 	c.ids[k] = id
 }
@@ -391,19 +426,20 @@ func (c *Conns) unindexLocked(id string) {
 
 // revokedLocked reports whether any node ended connection id.
 func (c *Conns) revokedLocked(id string) bool {
-	k := c.digestLocked(id)
-	return c.ended.has(k) || c.elsewhere.has(k)
+	k, serial := c.digestLocked(id)
+	_, own := c.endedAtLocked(k, serial)
+	return own || c.elsewhereLocked(k, serial)
 }
 
 // mineLocked returns this node's view of id: its own live record, or a
 // revocation (this node's or another's: this node's live record of it went
 // when that arrived).
 func (c *Conns) mineLocked(id string) (connRecord, bool) {
-	k := c.digestLocked(id)
-	if at, ok := c.ended.get(k); ok {
-		return revoked(time.Unix(0, at.nanos())), true
+	k, serial := c.digestLocked(id)
+	if at, ok := c.endedAtLocked(k, serial); ok {
+		return revoked(time.Unix(0, at)), true
 	}
-	if c.elsewhere.has(k) {
+	if c.elsewhereLocked(k, serial) {
 		return revoked(time.Time{}), true
 	}
 	r, ok := c.mine[id]
@@ -416,6 +452,13 @@ func (c *Conns) mineLocked(id string) (connRecord, bool) {
 func (c *Conns) ownEntryLocked(key string) (value []byte, ok bool, err error) {
 	if key == floorKey {
 		return encodeRevocation(c.floor), c.floor != 0, nil
+	}
+	if b, isBlock := parseBlockKey(key); isBlock {
+		blk := c.endedBlocks[b]
+		if blk == nil {
+			return nil, false, nil
+		}
+		return blk.encode(), true, nil
 	}
 	if k, isRev := parseRevKey(key); isRev {
 		at, ok := c.ended.get(k)
@@ -438,13 +481,19 @@ func (c *Conns) ownEntryLocked(key string) (value []byte, ok bool, err error) {
 
 // endLocked makes this node's revocation of id at time at: the live
 // record goes, and, with legacy, a revoked record in the previous form
-// takes its key.
-func (c *Conns) endLocked(id string, at int64, legacy bool) revKey {
-	k := c.digestLocked(id)
-	c.ended.put(k, revTimeOf(at))
-	c.elsewhere.remove(k)
+// takes its key. It returns the revocation's registry key.
+func (c *Conns) endLocked(id string, at int64, legacy bool) string {
+	k, serial := c.digestLocked(id)
+	var key string
+	if serial {
+		key = c.endSerialLocked(k, at)
+	} else {
+		c.ended.put(k, revTimeOf(at))
+		c.elsewhere.remove(k)
+		key = k.regKey()
+	}
 	delete(c.gone, k)
-	c.dirty[k.regKey()] = true
+	c.dirty[key] = true
 	if legacy {
 		c.legacy[id] = at
 	}
@@ -453,7 +502,7 @@ func (c *Conns) endLocked(id string, at int64, legacy bool) revKey {
 	c.unindexLocked(id)
 	c.dirty[id] = true
 	c.trimLocked()
-	return k
+	return key
 }
 
 // Get implements mcp.ConnRegistry: the newest record, unless revoked. It
@@ -496,11 +545,11 @@ func (c *Conns) Delete(id string) {
 		c.mu.Unlock()
 		return // ended already (here, or elsewhere: that node holds it)
 	}
-	k := c.endLocked(id, time.Now().UnixNano(), legacy)
+	key := c.endLocked(id, time.Now().UnixNano(), legacy)
 	c.mu.Unlock()
 	// The revocation first: a peer never sees the live record gone
 	// without the revocation that ended it.
-	c.commit(k.regKey(), id)
+	c.commit(key, id)
 }
 
 // commit writes this node's entries under keys now, in order, and waits,
@@ -712,6 +761,14 @@ func (c *Conns) sweepWith(now time.Time, maxAge time.Duration, remove func(key s
 		delete(c.dirty, k.regKey())
 		return true
 	})
+	for b, blk := range c.endedBlocks {
+		if expired(blk.at) {
+			delete(c.endedBlocks, b)
+			c.endedSerials -= blk.bits.count()
+			old = append(old, b.regKey())
+			delete(c.dirty, b.regKey())
+		}
+	}
 	for id, at := range c.legacy {
 		if expired(at) {
 			old = append(old, id)
@@ -761,15 +818,23 @@ func (c *Conns) restore() {
 			}
 			return true
 		}
+		if b, ok := parseBlockKey(e.Key); ok {
+			if blk, ok := decodeBlock(e.Value); ok && c.endedBlocks[b] == nil {
+				c.endedBlocks[b] = &blk
+				c.endedSerials += blk.bits.count()
+			}
+			return true
+		}
 		var r connRecord
 		if json.Unmarshal(e.Value, &r) != nil {
 			return true
 		}
 		if r.Revoked {
 			at := r.Touched.UnixNano()
-			k := revocationOf(e.Key)
+			k, serial := c.keyOf(e.Key)
 			c.legacy[e.Key] = at
-			if !c.ended.has(k) {
+			// A serial id's block was written beside it and restored.
+			if !serial && !c.ended.has(k) {
 				c.ended.put(k, revTimeOf(at))
 				c.dirty[k.regKey()] = true
 			}

@@ -43,9 +43,12 @@ func (s *Swarm) Footprint() Footprint {
 		return true
 	})
 	s.conns.mu.Lock()
-	f.ConnsMine = len(s.conns.mine) + s.conns.ended.len()
-	f.ConnsRevoked = s.conns.ended.len()
+	f.ConnsRevoked = s.conns.ended.len() + s.conns.endedSerials
+	f.ConnsMine = len(s.conns.mine) + f.ConnsRevoked
 	f.RevokedElsewhere = s.conns.elsewhere.len()
+	for _, bits := range s.conns.elsewhereBlocks {
+		f.RevokedElsewhere += bits.count()
+	}
 	f.ConnsIndexed = len(s.conns.ids) + len(s.conns.digests) + len(s.conns.gone) + len(s.conns.byPrincipal) + len(s.conns.principals)
 	for _, byOrigin := range s.conns.others {
 		f.ConnsDecoded += len(byOrigin)

@@ -1,6 +1,7 @@
 package swarm
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/mcpswarm/mcpswarm/cluster"
 	"github.com/mcpswarm/mcpswarm/crdt"
+	"github.com/mcpswarm/mcpswarm/mcp"
 )
 
 // revKey names a revocation: the first 12 bytes of the SHA-256 of the
@@ -97,20 +99,36 @@ const floorKey = "floor"
 // back (lostRevocation) nor serves an id they covered.
 
 // trimLocked replaces this node's oldest revocations by its floor when it
-// holds more than maxRevocations.
+// holds more than maxRevocations, or more than a quarter as many blocks
+// (a block of one serial costs about what four digests do).
 func (c *Conns) trimLocked() {
-	if c.ended.len() <= c.maxRevocations {
+	held, maxBlocks := c.ended.len()+c.endedSerials, max(c.maxRevocations/4, 1)
+	if held <= c.maxRevocations && len(c.endedBlocks) <= maxBlocks {
 		return
 	}
-	times := make([]int64, 0, c.ended.len())
-	for _, at := range c.ended.all() {
-		times = append(times, at.nanos())
+	// A unit is a digest or a block: what goes as a whole, with its time.
+	type unit struct {
+		at       int64
+		n, block int
 	}
-	slices.Sort(times)
+	units := make([]unit, 0, c.ended.len()+len(c.endedBlocks))
+	for _, at := range c.ended.all() {
+		units = append(units, unit{at: at.nanos(), n: 1})
+	}
+	for _, blk := range c.endedBlocks {
+		units = append(units, unit{at: blk.at, n: blk.bits.count(), block: 1})
+	}
+	slices.SortFunc(units, func(a, b unit) int { return cmp.Compare(a.at, b.at) })
+	// The oldest go until a tenth of both bounds is free.
+	i, blocks := 0, len(c.endedBlocks)
+	for i < len(units)-1 && (held > c.maxRevocations*9/10 || blocks > maxBlocks*9/10) {
+		held, blocks = held-units[i].n, blocks-units[i].block
+		i++
+	}
 	// Ids' issue times are whole seconds, and an id was issued no later
 	// than its revocation: a floor at the second of the newest revocation
 	// trimmed covers every revocation made within that second or before.
-	floor := time.Unix(0, times[len(times)-c.maxRevocations*9/10-1]).Truncate(time.Second)
+	floor := time.Unix(0, units[max(i-1, 0)].at).Truncate(time.Second)
 	covered := floor.Add(time.Second).UnixNano() - 1
 	c.ended.removeIf(func(k revKey, at revTime) bool {
 		if at.nanos() > covered {
@@ -119,6 +137,13 @@ func (c *Conns) trimLocked() {
 		c.dirty[k.regKey()] = true
 		return true
 	})
+	for b, blk := range c.endedBlocks {
+		if blk.at <= covered {
+			delete(c.endedBlocks, b)
+			c.endedSerials -= blk.bits.count()
+			c.dirty[b.regKey()] = true
+		}
+	}
 	if f := floor.UnixNano(); f > c.floor {
 		c.floor = f
 		c.dirty[floorKey] = true
@@ -165,4 +190,144 @@ func (c *Conns) RevokedBefore() time.Time {
 		return time.Unix(0, f)
 	}
 	return time.Time{}
+}
+
+// MintSerial implements mcp.SerialIDs: ids minted now may be serial ones
+// when this node reads their serials and every live peer reads them too
+// (cluster.CapSerialIDs): a previous version would refuse them.
+func (c *Conns) MintSerial() bool {
+	return c.s.idSerial != nil && !c.s.peerLacks(cluster.CapSerialIDs)
+}
+
+// serialForm reports whether id is revoked by serial, in blocks: a serial
+// id, on a node that reads serials.
+func (c *Conns) serialForm(id string) bool {
+	return c.s != nil && c.s.idSerial != nil && strings.HasPrefix(id, mcp.SerialPrefix)
+}
+
+// keyOf returns id's revocation key and whether it is a serial (kept by
+// block) rather than a digest. A serial id whose serial does not read
+// (nothing the cluster minted) is keyed by its digest, still by block.
+func (c *Conns) keyOf(id string) (revKey, bool) {
+	if !c.serialForm(id) {
+		return revocationOf(id), false
+	}
+	if s, ok := c.s.idSerial(id); ok {
+		return revKey(s), true
+	}
+	return revocationOf(id), true
+}
+
+// endedAtLocked returns when this node revoked the connection keyed k.
+func (c *Conns) endedAtLocked(k revKey, serial bool) (int64, bool) {
+	if !serial {
+		at, ok := c.ended.get(k)
+		return at.nanos(), ok
+	}
+	b, i := splitSerial(k)
+	if blk := c.endedBlocks[b]; blk != nil && blk.bits.has(i) {
+		return blk.at, true
+	}
+	return 0, false
+}
+
+// elsewhereLocked reports whether another node holds a revocation of the
+// connection keyed k.
+func (c *Conns) elsewhereLocked(k revKey, serial bool) bool {
+	if !serial {
+		return c.elsewhere.has(k)
+	}
+	b, i := splitSerial(k)
+	bits := c.elsewhereBlocks[b]
+	return bits != nil && bits.has(i)
+}
+
+// endSerialLocked adds serial k, revoked at at, to this node's block and
+// returns the block's registry key.
+func (c *Conns) endSerialLocked(k revKey, at int64) string {
+	b, i := splitSerial(k)
+	blk := c.endedBlocks[b]
+	if blk == nil {
+		blk = &revBlock{}
+		c.endedBlocks[b] = blk
+	}
+	if !blk.bits.has(i) {
+		blk.bits.set(i)
+		c.endedSerials++
+	}
+	blk.at = max(blk.at, at)
+	return b.regKey()
+}
+
+// blockChanged follows another node's block: serials it added are
+// revoked here too, and a block that leaves its partition is kept, as a
+// digest would be (lostBlock). A holder only adds to a block until it
+// removes it whole (expiry, trim), so New holds all of Old.
+func (c *Conns) blockChanged(b blockID, ch crdt.Change) {
+	old, hadOld := decodeBlock(ch.Old)
+	now, ok := decodeBlock(ch.New)
+	if ok {
+		c.revokedElsewhereInBlock(b, now.bits.andNot(&old.bits))
+	} else if hadOld {
+		c.lostBlock(b, old)
+	}
+}
+
+// revokedElsewhereInBlock records revocations another node holds, the
+// serials added of block b, as revokedElsewhere does a digest's.
+func (c *Conns) revokedElsewhereInBlock(b blockID, added revBits) {
+	var forget []string
+	c.mu.Lock()
+	bits := c.elsewhereBlocks[b]
+	if bits == nil {
+		bits = &revBits{}
+		c.elsewhereBlocks[b] = bits
+	}
+	bits.or(&added)
+	added.each(func(i uint) {
+		if id, known := c.endedElsewhereLocked(b.serial(i)); known {
+			forget = append(forget, id)
+		}
+	})
+	c.mu.Unlock()
+	if f := c.s.front(); f != nil {
+		// After the lock: the front calls back into Conns.
+		for _, id := range forget {
+			f.Forget(id)
+		}
+	}
+}
+
+// lostBlock keeps the revocations of a block another node held when it
+// leaves that node's partition, as lostRevocation keeps a digest's: this
+// node adds them to its own block, with their time.
+func (c *Conns) lostBlock(b blockID, lost revBlock) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if bits := c.elsewhereBlocks[b]; bits != nil {
+		if *bits = bits.andNot(&lost.bits); *bits == (revBits{}) {
+			delete(c.elsewhereBlocks, b)
+		}
+	}
+	if time.Since(time.Unix(0, lost.at)) > c.s.connMaxAge-revocationCopyMargin {
+		return
+	}
+	if lost.at <= c.floorLocked() {
+		return // its holder trimmed it under a floor that covers it
+	}
+	blk := c.endedBlocks[b]
+	if blk == nil {
+		blk = &revBlock{}
+		c.endedBlocks[b] = blk
+	}
+	added := lost.bits.andNot(&blk.bits)
+	if added == (revBits{}) && blk.at >= lost.at {
+		return
+	}
+	blk.bits.or(&added)
+	c.endedSerials += added.count()
+	blk.at = max(blk.at, lost.at)
+	c.dirty[b.regKey()] = true
+	c.trimLocked()
+	c.kick.Kick()
 }

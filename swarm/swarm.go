@@ -61,6 +61,11 @@ type Config struct {
 	// DefaultMaxRevocations); beyond it the oldest give way to a
 	// revocation floor (see Conns.RevokedBefore).
 	MaxRevocations int
+	// IDSerial reads a serial session id's serial (mcp.SessionIDs.Serial
+	// of a sealer with the cluster's session key). With it, this node
+	// revokes serial ids by block and lets the front mint them; without
+	// it, every id is revoked by digest.
+	IDSerial func(id string) (mcp.IDSerial, bool)
 	// AckTimeout bounds how long a change to connection state waits for
 	// every live peer to apply it before it is answered (default 2 s). A
 	// peer that misses it is waited out until its lease has lapsed, so it
@@ -104,6 +109,7 @@ type Swarm struct {
 	handoffs handoffs
 
 	connMaxAge time.Duration
+	idSerial   func(id string) (mcp.IDSerial, bool)
 	// maxRevocations is Config.MaxRevocations.
 	maxRevocations int
 	ackTimeout     time.Duration
@@ -153,6 +159,7 @@ func New(cfg Config) (*Swarm, error) {
 	}
 	s.connMaxAge = cfg.ConnMaxAge
 	s.maxRevocations = cfg.MaxRevocations
+	s.idSerial = cfg.IDSerial
 	if s.connMaxAge <= 0 {
 		s.connMaxAge = mcp.DefaultSessionMaxAge
 	}
