@@ -121,14 +121,14 @@ func (c *Conns) trimLocked() {
 	slices.SortFunc(units, func(a, b unit) int { return cmp.Compare(a.at, b.at) })
 	// The oldest go until a tenth of both bounds is free.
 	i, blocks := 0, len(c.endedBlocks)
-	for i < len(units)-1 && (held > c.maxRevocations*9/10 || blocks > maxBlocks*9/10) {
+	for i < len(units) && (held > c.maxRevocations*9/10 || blocks > maxBlocks*9/10) {
 		held, blocks = held-units[i].n, blocks-units[i].block
 		i++
 	}
 	// Ids' issue times are whole seconds, and an id was issued no later
 	// than its revocation: a floor at the second of the newest revocation
 	// trimmed covers every revocation made within that second or before.
-	floor := time.Unix(0, units[max(i-1, 0)].at).Truncate(time.Second)
+	floor := time.Unix(0, units[i-1].at).Truncate(time.Second)
 	covered := floor.Add(time.Second).UnixNano() - 1
 	c.ended.removeIf(func(k revKey, at revTime) bool {
 		if at.nanos() > covered {
