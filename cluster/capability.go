@@ -36,7 +36,9 @@ const (
 )
 
 // DefaultCapabilities is what this code supports.
-func DefaultCapabilities() []string { return []string{CapHandoffGen, CapRevocationKeys, CapSerialIDs, CapStreamRefs} }
+func DefaultCapabilities() []string {
+	return []string{CapHandoffGen, CapRevocationKeys, CapSerialIDs, CapStreamRefs}
+}
 
 // Capabilities is a member's advertised protocol version and capability
 // names. It is comparable, so a Member stays comparable; its zero value is
