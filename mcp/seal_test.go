@@ -3,6 +3,8 @@ package mcp
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"strings"
 	"testing"
@@ -168,5 +170,66 @@ func TestSessionIDsExpireAfterTheMaximumAge(t *testing.T) {
 	ids.now = func() time.Time { return time.Now().Add(2 * time.Hour) }
 	if _, err := ids.Open(id, "alice"); !errors.Is(err, ErrSessionIDExpired) {
 		t.Fatalf("an id past its maximum age: %v, want ErrSessionIDExpired", err)
+	}
+}
+
+// A serial id carries its sealer's epoch and sequence number, enciphered:
+// any node with the cluster's key reads them (SerialReader) without
+// opening the id, in minting order; another key reads nothing. While the
+// cluster says a node does not read serial ids, the sealer mints the
+// previous form, which every node still opens.
+func TestSerialIDs(t *testing.T) {
+	ids, err := NewSessionIDs(testKey, "node-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	read, err := SerialReader(testKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	foreign, _ := SerialReader([]byte("another-key-another-key-another-"))
+	first, second := ids.Mint("alice"), ids.Mint("alice")
+	if !strings.HasPrefix(first, SerialPrefix) {
+		t.Fatalf("minted %q; want a serial id", first)
+	}
+	a, okA := read(first)
+	b, okB := read(second)
+	if !okA || !okB || !bytes.Equal(a[:8], b[:8]) || binary.BigEndian.Uint32(b[8:]) != binary.BigEndian.Uint32(a[8:])+1 {
+		t.Fatalf("serials %x (%v), %x (%v); want one epoch, consecutive", a, okA, b, okB)
+	}
+	if _, ok := foreign(first); ok {
+		t.Fatal("a serial read under another cluster's key")
+	}
+	if strings.Contains(first, base64.RawURLEncoding.EncodeToString(a[:9])) {
+		t.Fatal("the serial shows in the id")
+	}
+	other, _ := NewSessionIDs(testKey, "node-b")
+	if c, err := other.Open(first, "alice"); err != nil || c.Node != "node-a" || c.Principal != "alice" {
+		t.Fatalf("peer open of a serial id: %+v %v", c, err)
+	}
+	if c, _ := other.Serial(first); c != a {
+		t.Fatal("the peer reads another serial")
+	}
+	// A new sealer (a restarted node) numbers from a new epoch.
+	again, _ := NewSessionIDs(testKey, "node-a")
+	if c, _ := read(again.Mint("")); bytes.Equal(c[:8], a[:8]) {
+		t.Fatal("a new sealer reuses the epoch")
+	}
+
+	ids.SetMintSerial(func() bool { return false })
+	prev := ids.Mint("alice")
+	if !strings.HasPrefix(prev, sidPrefix) {
+		t.Fatalf("minted %q while a node does not read serial ids", prev)
+	}
+	if _, ok := read(prev); ok {
+		t.Fatal("a version-1 id read as serial")
+	}
+	if _, err := other.Open(prev, "alice"); err != nil {
+		t.Fatalf("peer open of a version-1 id: %v", err)
+	}
+	for _, bad := range []string{SerialPrefix, SerialPrefix + "!!", SerialPrefix + strings.Repeat("A", 24), first[:len(first)-4]} {
+		if _, err := ids.Open(bad, "alice"); !errors.Is(err, ErrSessionIDInvalid) {
+			t.Errorf("%q: %v", bad, err)
+		}
 	}
 }

@@ -2,9 +2,11 @@ package swarm
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/mcpswarm/mcpswarm/cluster"
 	"github.com/mcpswarm/mcpswarm/crdt"
 	mcpfront "github.com/mcpswarm/mcpswarm/mcp"
 )
@@ -344,5 +346,39 @@ func TestSerialRevocationsAnswerAsASet(t *testing.T) {
 		if n != c.endedSerials {
 			t.Fatalf("seed %d: endedSerials %d, blocks hold %d", seed, c.endedSerials, n)
 		}
+	}
+}
+
+// A node lets its front mint serial ids only while every live peer reads
+// them (cluster.CapSerialIDs): a previous version, during a rolling
+// upgrade, would refuse them. A node that reads no serials mints none.
+func TestSerialIDsWaitForEveryLivePeer(t *testing.T) {
+	read, err := mcpfront.SerialReader(make([]byte, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		oldPeer bool
+		want    bool
+	}{
+		{"every peer reads serial ids", false, true},
+		{"a previous-version peer", true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, nodes := startContractWith(t, 2, func(i int, cfg *cluster.Config) {
+				if i == 1 && tc.oldPeer {
+					cfg.Capabilities = slices.DeleteFunc(cluster.DefaultCapabilities(), func(c string) bool { return c == cluster.CapSerialIDs })
+				}
+			})
+			a := nodes[0].sw
+			if a.Conns().MintSerial() {
+				t.Fatal("a node that reads no serials would mint them")
+			}
+			a.idSerial = read
+			if got := a.Conns().MintSerial(); got != tc.want {
+				t.Fatalf("MintSerial = %v; want %v", got, tc.want)
+			}
+		})
 	}
 }
