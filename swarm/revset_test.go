@@ -1,6 +1,7 @@
 package swarm
 
 import (
+	"encoding/binary"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -124,7 +125,44 @@ func BenchmarkRevocationMemory(b *testing.B) {
 			}
 			return &s
 		}), "set-other-B/rev")
+		// Serial ids' revocations, as Conns keeps them: blocks of
+		// neighbouring serials (all of one node's ids ended).
+		b.ReportMetric(measure(func() any {
+			m := map[blockID]*revBlock{}
+			for i := range uint32(n) {
+				blk, bit := splitSerial(serialKey(1, i))
+				r := m[blk]
+				if r == nil {
+					r = &revBlock{}
+					m[blk] = r
+				}
+				r.bits.set(bit)
+				r.at = int64(i)
+			}
+			return m
+		}), "blocks-own-B/rev")
+		b.ReportMetric(measure(func() any {
+			m := map[blockID]*revBits{}
+			for i := range uint32(n) {
+				blk, bit := splitSerial(serialKey(1, i))
+				r := m[blk]
+				if r == nil {
+					r = &revBits{}
+					m[blk] = r
+				}
+				r.set(bit)
+			}
+			return m
+		}), "blocks-other-B/rev")
 	}
+}
+
+// serialKey is the revocation key of serial seq of epoch.
+func serialKey(epoch uint64, seq uint32) revKey {
+	var k revKey
+	binary.BigEndian.PutUint64(k[:8], epoch)
+	binary.BigEndian.PutUint32(k[8:], seq)
+	return k
 }
 
 // BenchmarkRevocationLookup is the check every request makes of its id
@@ -165,6 +203,29 @@ func BenchmarkRevocationLookup(b *testing.B) {
 		for b.Loop() {
 			k := live[i%len(live)]
 			sink = own.has(k) || other.has(k)
+			i++
+		}
+	})
+	// Serial ids: the same 30,000 revocations in blocks (Conns'
+	// endedAtLocked and elsewhereLocked), live ids past them.
+	c := newConnsState(nil)
+	for i := range uint32(30000) {
+		if i%3 == 0 {
+			c.endSerialLocked(serialKey(1, i), int64(i))
+		} else {
+			blk, bit := splitSerial(serialKey(1, i))
+			if c.elsewhereBlocks[blk] == nil {
+				c.elsewhereBlocks[blk] = &revBits{}
+			}
+			c.elsewhereBlocks[blk].set(bit)
+		}
+	}
+	b.Run("blocks", func(b *testing.B) {
+		i := uint32(0)
+		for b.Loop() {
+			k := serialKey(1, 30000+i%1024)
+			_, own := c.endedAtLocked(k, true)
+			sink = own || c.elsewhereLocked(k, true)
 			i++
 		}
 	})
