@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"bytes"
 	"fmt"
 	"sync"
 	"time"
@@ -35,7 +36,7 @@ func (r *Registry) Name() string { return r.name }
 
 // Put sets key to value under this node's origin. The entry is written to
 // the store in the same transaction as the map change, then pushed to
-// peers. It returns ErrNotStarted before Start and ErrStopped after Stop.
+// peers; a value equal to this node's current one is not written again. It returns ErrNotStarted before Start and ErrStopped after Stop.
 func (r *Registry) Put(key string, value []byte) error {
 	if value == nil {
 		value = []byte{}
@@ -55,6 +56,15 @@ func (r *Registry) write(key string, value []byte) error {
 	}
 	r.mu.Lock()
 	old, had := r.m.Get(r.c.origin, key)
+	if had && value != nil && bytes.Equal(old.Value, value) {
+		// Already this node's entry, byte for byte: writing it again
+		// would change nothing a reader sees, yet cost a store
+		// transaction, a delta to every peer and its copy in the map's
+		// arena until compaction (a session start wrote its record and
+		// tool set twice each).
+		r.mu.Unlock()
+		return nil
+	}
 	var d crdt.Delta
 	applied := false
 	err := r.c.store.Write(r.name, key, value, func() error {
