@@ -157,7 +157,7 @@ func (a *actor) prepare(r rendered, encode bool) step {
 func (s *sticky) with(tools []Tool) (next *sticky, changed bool, refused int) {
 	full := s.limit > 0 && len(s.tools) >= s.limit
 	for _, t := range tools {
-		i, ok := s.index[t.Name]
+		i, ok := s.find(t.Name)
 		if (ok && !s.tools[i].Equal(t)) || (!ok && !full) {
 			changed = true
 			break
@@ -169,7 +169,10 @@ func (s *sticky) with(tools []Tool) (next *sticky, changed bool, refused int) {
 	if !changed {
 		return s, false, refused
 	}
-	next = &sticky{tools: slices.Clone(s.tools), index: maps.Clone(s.index), limit: s.limit}
+	next = &sticky{tools: slices.Clone(s.tools), limit: s.limit}
+	if s.index != nil {
+		next.index = maps.Clone(s.index)
+	}
 	changed, refused = next.add(tools)
 	return next, changed, refused
 }

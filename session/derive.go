@@ -200,21 +200,42 @@ func discoverTool(session string) Tool {
 // order first seen. It is not safe for concurrent use.
 type sticky struct {
 	tools []Tool
+	// index maps names to positions once the set has more than
+	// smallSticky tools; a smaller set is searched in order. Most sessions
+	// have a handful of tools, and a Go map of them cost an idle counter
+	// session ~750 of its ~5,600 live bytes (two copies across a render).
 	index map[string]int
 	limit int // most tools kept; <= 0 means no limit
 }
 
+// smallSticky is the most tools a set searches in order, without an index.
+const smallSticky = 16
+
 func newSticky(session string, limit int) *sticky {
-	s := &sticky{index: map[string]int{}, limit: limit}
+	s := &sticky{limit: limit}
 	s.add([]Tool{discoverTool(session)})
 	return s
+}
+
+// find returns the position of the tool named name.
+func (s *sticky) find(name string) (int, bool) {
+	if s.index != nil {
+		i, ok := s.index[name]
+		return i, ok
+	}
+	for i := range s.tools {
+		if s.tools[i].Name == name {
+			return i, true
+		}
+	}
+	return 0, false
 }
 
 // add merges derived tools into the set and reports whether the set or a
 // tool's definition changed, and how many new tools the limit refused.
 func (s *sticky) add(tools []Tool) (changed bool, refused int) {
 	for _, t := range tools {
-		if i, ok := s.index[t.Name]; ok {
+		if i, ok := s.find(t.Name); ok {
 			if !s.tools[i].Equal(t) {
 				s.tools[i] = t
 				changed = true
@@ -225,15 +246,23 @@ func (s *sticky) add(tools []Tool) (changed bool, refused int) {
 			refused++
 			continue
 		}
-		s.index[t.Name] = len(s.tools)
 		s.tools = append(s.tools, t)
+		switch {
+		case s.index != nil:
+			s.index[t.Name] = len(s.tools) - 1
+		case len(s.tools) > smallSticky:
+			s.index = make(map[string]int, len(s.tools))
+			for i := range s.tools {
+				s.index[s.tools[i].Name] = i
+			}
+		}
 		changed = true
 	}
 	return changed, refused
 }
 
 func (s *sticky) get(name string) (Tool, bool) {
-	i, ok := s.index[name]
+	i, ok := s.find(name)
 	if !ok {
 		return Tool{}, false
 	}
