@@ -126,8 +126,10 @@ func (s *Swarm) forward(ctx context.Context, c authz.Context, node, id, tool str
 			if len(raw) > maxForwardResult {
 				return session.Result{}, fmt.Errorf("node %s answered %d bytes, over the %d byte limit", node, len(raw), maxForwardResult)
 			}
+			// Its own decoder, not json.Unmarshal: that would check the
+			// whole result once more before handing it over.
 			var res session.Result
-			if err := json.Unmarshal(raw, &res); err != nil {
+			if err := res.UnmarshalJSON(raw); err != nil {
 				return session.Result{}, fmt.Errorf("decoding result from node %s: %w", node, err)
 			}
 			return res, nil

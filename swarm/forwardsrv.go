@@ -80,7 +80,9 @@ func (f forwardServer) callTool(ctx context.Context, req *forwardv1.CallToolRequ
 	if err != nil {
 		return f.s.ownerStatus(req.GetSession(), err)
 	}
-	raw, err := json.Marshal(res)
+	// Its own encoder, not json.Marshal: that would check and compact
+	// the encoder's output a second time.
+	raw, err := res.MarshalJSON()
 	if err != nil {
 		return status.Errorf(codes.Internal, "encoding result: %v", err)
 	}
