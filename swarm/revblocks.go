@@ -4,7 +4,6 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"math/bits"
-	"strings"
 )
 
 // Serial ids (mcp.SessionIDs.Serial) are revoked in blocks. A node
@@ -94,13 +93,8 @@ func (b blockID) regKey() string {
 
 // parseBlockKey reads a registry key written by regKey.
 func parseBlockKey(key string) (blockID, bool) {
-	rest, ok := strings.CutPrefix(key, blockPrefix)
 	var b blockID
-	if !ok || base64.RawURLEncoding.DecodedLen(len(rest)) != len(b) {
-		return b, false
-	}
-	n, err := base64.RawURLEncoding.Decode(b[:], []byte(rest))
-	return b, err == nil && n == len(b)
+	return b, parseKey(key, blockPrefix, b[:])
 }
 
 // revBlock is one node's revocations in a block: the bitmap and when the

@@ -2,7 +2,6 @@ package swarm
 
 import (
 	"math/rand/v2"
-	"slices"
 	"testing"
 	"time"
 
@@ -366,11 +365,7 @@ func TestSerialIDsWaitForEveryLivePeer(t *testing.T) {
 		{"a previous-version peer", true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, _, nodes := startContractWith(t, 2, func(i int, cfg *cluster.Config) {
-				if i == 1 && tc.oldPeer {
-					cfg.Capabilities = slices.DeleteFunc(cluster.DefaultCapabilities(), func(c string) bool { return c == cluster.CapSerialIDs })
-				}
-			})
+			_, _, nodes := startContractWith(t, 2, secondNodeLacks(tc.oldPeer, cluster.CapSerialIDs))
 			a := nodes[0].sw
 			if a.Conns().MintSerial() {
 				t.Fatal("a node that reads no serials would mint them")

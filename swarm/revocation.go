@@ -43,13 +43,19 @@ func (k revKey) regKey() string {
 
 // parseRevKey reads a registry key written by regKey.
 func parseRevKey(key string) (revKey, bool) {
-	rest, ok := strings.CutPrefix(key, revPrefix)
 	var k revKey
-	if !ok || base64.RawURLEncoding.DecodedLen(len(rest)) != len(k) {
-		return k, false
+	return k, parseKey(key, revPrefix, k[:])
+}
+
+// parseKey reads a registry key of prefix and len(dst) bytes in base64url
+// into dst.
+func parseKey(key, prefix string, dst []byte) bool {
+	rest, ok := strings.CutPrefix(key, prefix)
+	if !ok || base64.RawURLEncoding.DecodedLen(len(rest)) != len(dst) {
+		return false
 	}
-	n, err := base64.RawURLEncoding.Decode(k[:], []byte(rest))
-	return k, err == nil && n == len(k)
+	n, err := base64.RawURLEncoding.Decode(dst, []byte(rest))
+	return err == nil && n == len(dst)
 }
 
 // A revocation's value is when it was made: 8 bytes, big-endian unix

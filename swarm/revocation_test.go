@@ -29,11 +29,7 @@ func TestRevocationIsWrittenInTheFormEveryLivePeerReads(t *testing.T) {
 		{"a previous-version peer", true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, _, nodes := startContractWith(t, 2, func(i int, cfg *cluster.Config) {
-				if i == 1 && tc.oldPeer {
-					cfg.Capabilities = slices.DeleteFunc(cluster.DefaultCapabilities(), func(c string) bool { return c == cluster.CapRevocationKeys })
-				}
-			})
+			_, _, nodes := startContractWith(t, 2, secondNodeLacks(tc.oldPeer, cluster.CapRevocationKeys))
 			a, b := nodes[0], nodes[1]
 			id := "s1.connection-ended-on-n1"
 			a.sw.Conns().Put(mcpfront.ConnInfo{ID: id, Node: a.name, Principal: "alice", ProtocolVersion: "2025-11-25"})
@@ -59,6 +55,16 @@ func TestRevocationIsWrittenInTheFormEveryLivePeerReads(t *testing.T) {
 				t.Fatal("a node does not refuse the revoked id")
 			}
 		})
+	}
+}
+
+// secondNodeLacks configures the second node of a contract cluster as a
+// previous version that does not advertise capability name, when old.
+func secondNodeLacks(old bool, name string) func(int, *cluster.Config) {
+	return func(i int, cfg *cluster.Config) {
+		if i == 1 && old {
+			cfg.Capabilities = slices.DeleteFunc(cluster.DefaultCapabilities(), func(c string) bool { return c == name })
+		}
 	}
 }
 
