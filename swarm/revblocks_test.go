@@ -377,3 +377,18 @@ func TestSerialIDsWaitForEveryLivePeer(t *testing.T) {
 		})
 	}
 }
+
+// A block change that adds no serial (its holder only moved its time) and a
+// lost block holding nothing this node lacks leave no empty entries behind.
+func TestBlockChangesWithoutNewSerialsKeepNothing(t *testing.T) {
+	sw, _ := serialSwarm(t, 0)
+	c := newConnsState(sw)
+	other := crdt.Origin{Name: "b", Epoch: 1}
+	var b blockID
+	empty := revBlock{at: time.Now().UnixNano()}
+	c.onChangeForTest(crdt.Change{Key: b.regKey(), Origin: other, New: empty.encode()})
+	c.onChangeForTest(crdt.Change{Key: b.regKey(), Origin: other, Old: empty.encode()})
+	if len(c.elsewhereBlocks) != 0 || len(c.endedBlocks) != 0 || len(c.dirty) != 0 {
+		t.Fatalf("empty blocks kept: elsewhere %d, own %d, dirty %v", len(c.elsewhereBlocks), len(c.endedBlocks), c.dirty)
+	}
+}

@@ -282,6 +282,9 @@ func (c *Conns) blockChanged(b blockID, ch crdt.Change) {
 // revokedElsewhereInBlock records revocations another node holds, the
 // serials added of block b, as revokedElsewhere does a digest's.
 func (c *Conns) revokedElsewhereInBlock(b blockID, added revBits) {
+	if added == (revBits{}) {
+		return // only its time moved (its holder took over older ones)
+	}
 	var forget []string
 	c.mu.Lock()
 	bits := c.elsewhereBlocks[b]
@@ -322,13 +325,17 @@ func (c *Conns) lostBlock(b blockID, lost revBlock) {
 		return // its holder trimmed it under a floor that covers it
 	}
 	blk := c.endedBlocks[b]
+	var held revBits
+	if blk != nil {
+		held = blk.bits
+	}
+	added := lost.bits.andNot(&held)
+	if added == (revBits{}) && (blk == nil || blk.at >= lost.at) {
+		return // nothing this node lacks
+	}
 	if blk == nil {
 		blk = &revBlock{}
 		c.endedBlocks[b] = blk
-	}
-	added := lost.bits.andNot(&blk.bits)
-	if added == (revBits{}) && blk.at >= lost.at {
-		return
 	}
 	blk.bits.or(&added)
 	c.endedSerials += added.count()
