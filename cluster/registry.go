@@ -36,7 +36,8 @@ func (r *Registry) Name() string { return r.name }
 
 // Put sets key to value under this node's origin. The entry is written to
 // the store in the same transaction as the map change, then pushed to
-// peers; a value equal to this node's current one is not written again. It returns ErrNotStarted before Start and ErrStopped after Stop.
+// peers; a value equal to this node's current one is not written again.
+// It returns ErrNotStarted before Start and ErrStopped after Stop.
 func (r *Registry) Put(key string, value []byte) error {
 	if value == nil {
 		value = []byte{}

@@ -284,7 +284,7 @@ func (s *SessionIDs) open(id string) (SessionClaims, error) {
 	if err != nil {
 		return SessionClaims{}, ErrSessionIDInvalid
 	}
-	return parseClaims(plain)
+	return parseClaims(plain, sidVersion)
 }
 
 // openSerial opens a serial id (rest: what follows its prefix).
@@ -304,17 +304,17 @@ func (s *SessionIDs) openSerial(rest string) (SessionClaims, error) {
 	if err != nil {
 		return SessionClaims{}, ErrSessionIDInvalid
 	}
-	return parseClaims(plain)
+	return parseClaims(plain, serialVersion)
 }
 
-// parseClaims reads the sealed claims of either form: a version-1 id's end
-// with a 16-byte salt, a serial id's without.
-func parseClaims(p []byte) (SessionClaims, error) {
-	if len(p) < 2 || (p[0] != sidVersion && p[0] != serialVersion) {
+// parseClaims reads the sealed claims of an id of version: a version-1
+// id's end with a 16-byte salt, a serial id's without.
+func parseClaims(p []byte, version byte) (SessionClaims, error) {
+	if len(p) < 2 || p[0] != version {
 		return SessionClaims{}, ErrSessionIDInvalid
 	}
 	salt := 16
-	if p[0] == serialVersion {
+	if version == serialVersion {
 		salt = 0
 	}
 	n := int(p[1])
