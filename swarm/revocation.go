@@ -287,12 +287,7 @@ func (c *Conns) revokedElsewhereInBlock(b blockID, added revBits) {
 	}
 	var forget []string
 	c.mu.Lock()
-	bits := c.elsewhereBlocks[b]
-	if bits == nil {
-		bits = &revBits{}
-		c.elsewhereBlocks[b] = bits
-	}
-	bits.or(&added)
+	c.addElsewhereLocked(b, &added)
 	added.each(func(i uint) {
 		if id, known := c.endedElsewhereLocked(b.serial(i)); known {
 			forget = append(forget, id)
@@ -305,6 +300,16 @@ func (c *Conns) revokedElsewhereInBlock(b blockID, added revBits) {
 			f.Forget(id)
 		}
 	}
+}
+
+// addElsewhereLocked adds serials of block b to those other nodes hold.
+func (c *Conns) addElsewhereLocked(b blockID, added *revBits) {
+	bits := c.elsewhereBlocks[b]
+	if bits == nil {
+		bits = &revBits{}
+		c.elsewhereBlocks[b] = bits
+	}
+	bits.or(added)
 }
 
 // lostBlock keeps the revocations of a block another node held when it

@@ -125,36 +125,30 @@ func BenchmarkRevocationMemory(b *testing.B) {
 			}
 			return &s
 		}), "set-other-B/rev")
-		// Serial ids' revocations, as Conns keeps them: blocks of
+		// Serial ids' revocations, kept by Conns itself: blocks of
 		// neighbouring serials (all of one node's ids ended).
-		b.ReportMetric(measure(func() any {
-			m := map[blockID]*revBlock{}
-			for i := range uint32(n) {
-				blk, bit := splitSerial(serialKey(1, i))
-				r := m[blk]
-				if r == nil {
-					r = &revBlock{}
-					m[blk] = r
-				}
-				r.bits.set(bit)
-				r.at = int64(i)
-			}
-			return m
-		}), "blocks-own-B/rev")
-		b.ReportMetric(measure(func() any {
-			m := map[blockID]*revBits{}
-			for i := range uint32(n) {
-				blk, bit := splitSerial(serialKey(1, i))
-				r := m[blk]
-				if r == nil {
-					r = &revBits{}
-					m[blk] = r
-				}
-				r.set(bit)
-			}
-			return m
-		}), "blocks-other-B/rev")
+		b.ReportMetric(measure(func() any { return serialConns(n, 1) }), "blocks-own-B/rev")
+		b.ReportMetric(measure(func() any { return serialConns(n, 0) }), "blocks-other-B/rev")
 	}
+}
+
+// serialConns returns a Conns holding the revocations of serials 0 to
+// n-1 of one epoch: every ownEvery-th as its own, the rest as other nodes'
+// (ownEvery 1: all its own; 0: none).
+func serialConns(n, ownEvery uint32) *Conns {
+	c := newConnsState(nil)
+	for i := range n {
+		k := serialKey(1, i)
+		if ownEvery > 0 && i%ownEvery == 0 {
+			c.endSerialLocked(k, int64(i))
+			continue
+		}
+		blk, bit := splitSerial(k)
+		var added revBits
+		added.set(bit)
+		c.addElsewhereLocked(blk, &added)
+	}
+	return c
 }
 
 // serialKey is the revocation key of serial seq of epoch.
@@ -208,18 +202,7 @@ func BenchmarkRevocationLookup(b *testing.B) {
 	})
 	// Serial ids: the same 30,000 revocations in blocks (Conns'
 	// endedAtLocked and elsewhereLocked), live ids past them.
-	c := newConnsState(nil)
-	for i := range uint32(30000) {
-		if i%3 == 0 {
-			c.endSerialLocked(serialKey(1, i), int64(i))
-		} else {
-			blk, bit := splitSerial(serialKey(1, i))
-			if c.elsewhereBlocks[blk] == nil {
-				c.elsewhereBlocks[blk] = &revBits{}
-			}
-			c.elsewhereBlocks[blk].set(bit)
-		}
-	}
+	c := serialConns(30000, 3)
 	b.Run("blocks", func(b *testing.B) {
 		i := uint32(0)
 		for b.Loop() {
