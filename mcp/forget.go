@@ -26,6 +26,7 @@ func (s *Server) Forget(id string) {
 		return
 	}
 	s.init.conns.forget(id)
+	s.touched.forget(id)
 	ctx := context.WithValue(context.Background(), localCleanupKey{}, true)
 	r, err := http.NewRequestWithContext(ctx, http.MethodDelete, "http://localhost/mcp", nil)
 	if err != nil {

@@ -353,6 +353,9 @@ func (s *Server) serveStreamable(w http.ResponseWriter, r *http.Request) {
 			defer ps.close()
 		}
 		w, rq.post = ps, ps
+		if s.directCall(ps, r, rq) {
+			return
+		}
 	}
 	if r.Method == http.MethodDelete && s.registry != nil {
 		// The revocation must be in force on every node before the client
@@ -365,6 +368,7 @@ func (s *Server) serveStreamable(w http.ResponseWriter, r *http.Request) {
 		if sid := r.Header.Get(headerSessionID); rec.status == http.StatusOK || s.ids.Terminated(sid) {
 			s.registry.Delete(sid)
 			s.init.conns.forget(sid)
+			s.touched.forget(sid)
 		}
 		maps.Copy(w.Header(), rec.header)
 		w.WriteHeader(rec.status)

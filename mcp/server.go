@@ -45,6 +45,10 @@ type Server struct {
 	staticViews map[string]map[string]server.ServerTool
 	tools       toolCache
 	handler     http.Handler
+	// touched and versions serve tool calls past mcp-go's transport
+	// (directcall.go).
+	touched  *touchClock
+	versions []string
 
 	stopWatch func()
 	closeOnce sync.Once
@@ -118,6 +122,8 @@ func New(cfg Config) (*Server, error) {
 		server.WithHTTPContextFunc(s.wrapContext),
 		server.WithStreamableHTTPLogger(cfg.Logger),
 	)
+	s.versions = server.FilterSupportedVersions(s.stream)
+	s.touched = newTouchClock(cfg.IdleTTL / 4)
 	s.sse = server.NewSSEServer(s.mcp,
 		server.WithSSEEndpoint("/sse"),
 		server.WithMessageEndpoint("/message"),

@@ -1,0 +1,218 @@
+package mcp
+
+import (
+	"encoding/json"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// A tools/call on an established Streamable HTTP connection is the hot
+// path of every agent. mcp-go's transport spends a fifth of such a call's
+// CPU around its JSON-RPC core (issue #17's profile, docs/bench): it
+// decodes the body twice more, makes a per-request session with four
+// channels (9 KB), starts a notification forwarder goroutine and parks a
+// request-scoped channel for server requests. On this front none of that
+// carries anything: the request's postStream already takes its
+// notifications and server requests (viewSession), and the front already
+// checked the body, the session id and the protocol version. So the front
+// hands such a call straight to mcp-go's JSON-RPC core (HandleMessage:
+// hooks, tool lookup, middleware, handler, result) and writes the answer
+// as the transport would have.
+//
+// Everything else — initialize, notifications, responses, other methods,
+// 2026-07-28 requests, a connection whose GET stream mcp-go serves on this
+// node (its session then carries state of its own), tools added through
+// Config.Extend (their handlers may read the request's HTTP headers, which
+// only mcp-go's transport hands on) — still goes through mcp-go's
+// transport, unchanged.
+
+// directCall serves r directly when it is such a call and reports whether
+// it did; when it reports false nothing was written.
+func (s *Server) directCall(w *postStream, r *http.Request, rq *request) bool {
+	if !s.canCallDirect(r, rq) {
+		return false
+	}
+	now := time.Now()
+	if !s.touched.fresh(rq.checkedSID, now) {
+		// mcp-go forgets a connection's node-local state (and this node's
+		// stand-in for it) once its transport saw no request for the idle
+		// TTL: let the transport serve one call per touch window so that
+		// clock runs as it would without the direct path.
+		s.touched.mark(rq.checkedSID, now)
+		return false
+	}
+	inner := &directSession{id: rq.checkedSID, registry: s.registry}
+	ctx := s.mcp.WithContext(r.Context(), inner)
+	ctx = server.WithSupportedProtocolVersions(ctx, s.versions)
+	ctx = s.wrapContext(ctx, r)
+	resp := s.mcp.HandleMessage(ctx, rq.body)
+	if resp == nil || ctx.Err() != nil {
+		// A request always has an answer; a client that went away gets
+		// none, as from mcp-go's transport.
+		if resp == nil && ctx.Err() == nil {
+			w.WriteHeader(http.StatusAccepted)
+		}
+		return true
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	if err := json.NewEncoder(w).Encode(resp); err != nil {
+		s.log.Debug("writing a tool call's answer", "conn", rq.checkedSID, "err", err)
+	}
+	return true
+}
+
+// canCallDirect reports whether r is a tools/call the front may serve
+// without mcp-go's transport (see directCall).
+func (s *Server) canCallDirect(r *http.Request, rq *request) bool {
+	if s.registry == nil || rq.checkedSID == "" || rq.body == nil ||
+		!rq.env.isRequest() || rq.env.Method != string(mcp.MethodToolsCall) {
+		return false
+	}
+	if r.Header.Get("Content-Type") != "application/json" {
+		return false // mcp-go parses and refuses other media types itself
+	}
+	switch r.Header.Get(headerProtocolVersion) {
+	case mcp.ProtocolVersion20251125, mcp.ProtocolVersion20250618, mcp.ProtocolVersion20250326, mcp.ProtocolVersion20241105:
+	default:
+		return false // absent, unsupported, or 2026-07-28: mcp-go's rules
+	}
+	if cs := s.conns.session(rq.checkedSID); cs != nil {
+		if _, standIn := cs.(*homeSession); !standIn {
+			return false // mcp-go serves a GET of it here: its session has state
+		}
+	}
+	var p struct {
+		Name string `json:"name"`
+	}
+	if json.Unmarshal(rq.env.Params, &p) != nil || p.Name == "" {
+		return false
+	}
+	if _, ok := s.static[p.Name]; ok {
+		return true
+	}
+	_, derived := splitDerived(p.Name)
+	return derived
+}
+
+// directSession is the per-request session of a direct call, in place of
+// the one mcp-go's transport makes for each POST: it has no channels, and
+// the log level it reports is the connection's, from the cluster's
+// connection registry (which logging/setLevel writes on any node).
+type directSession struct {
+	id       string
+	registry ConnRegistry
+
+	mu    sync.Mutex
+	level mcp.LoggingLevel
+	notes chan mcp.JSONRPCNotification
+}
+
+var _ server.SessionWithLogging = (*directSession)(nil)
+
+// SessionID implements server.ClientSession.
+func (d *directSession) SessionID() string { return d.id }
+
+// Initialize implements server.ClientSession.
+func (d *directSession) Initialize() {}
+
+// Initialized implements server.ClientSession: the connection initialized
+// before its id was accepted.
+func (d *directSession) Initialized() bool { return true }
+
+// NotificationChannel implements server.ClientSession. The request's view
+// session sends notifications to its POST's stream instead; this channel
+// exists so a stray send cannot block, and nothing reads it.
+func (d *directSession) NotificationChannel() chan<- mcp.JSONRPCNotification {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.notes == nil {
+		d.notes = make(chan mcp.JSONRPCNotification, 1)
+	}
+	return d.notes
+}
+
+// SetLogLevel implements server.SessionWithLogging for this request.
+func (d *directSession) SetLogLevel(level mcp.LoggingLevel) {
+	d.mu.Lock()
+	d.level = level
+	d.mu.Unlock()
+}
+
+// GetLogLevel implements server.SessionWithLogging: the level the
+// connection set, else mcp-go's default (error).
+func (d *directSession) GetLogLevel() mcp.LoggingLevel {
+	d.mu.Lock()
+	level := d.level
+	d.mu.Unlock()
+	if level != "" {
+		return level
+	}
+	if c, ok := d.registry.Get(d.id); ok && c.LogLevel != "" {
+		return c.LogLevel
+	}
+	return mcp.LoggingLevelError
+}
+
+// touchClock remembers when mcp-go's transport last served a call of each
+// connection on this node, so the direct path leaves it one call per
+// window and mcp-go's idle clock keeps running (see directCall). Entries
+// older than the window are pruned as the map grows: a connection that
+// stopped calling costs nothing after a window.
+type touchClock struct {
+	window time.Duration
+
+	mu      sync.Mutex
+	last    map[string]time.Time
+	pruneAt int
+}
+
+// minTouchPrune is the size below which the clock is never pruned.
+const minTouchPrune = 1024
+
+func newTouchClock(window time.Duration) *touchClock {
+	return &touchClock{window: window, last: map[string]time.Time{}, pruneAt: minTouchPrune}
+}
+
+// fresh reports whether the transport served connection id within the
+// window before now.
+func (c *touchClock) fresh(id string, now time.Time) bool {
+	c.mu.Lock()
+	at, ok := c.last[id]
+	c.mu.Unlock()
+	return ok && now.Sub(at) < c.window
+}
+
+// mark records that the transport serves connection id at now.
+func (c *touchClock) mark(id string, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.last[id] = now
+	if len(c.last) < c.pruneAt {
+		return
+	}
+	for k, at := range c.last {
+		if now.Sub(at) >= c.window {
+			delete(c.last, k)
+		}
+	}
+	c.pruneAt = max(minTouchPrune, 2*len(c.last))
+}
+
+// forget drops connection id (it ended).
+func (c *touchClock) forget(id string) {
+	c.mu.Lock()
+	delete(c.last, id)
+	c.mu.Unlock()
+}
+
+// size is the number of connections remembered.
+func (c *touchClock) size() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.last)
+}
