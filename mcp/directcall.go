@@ -45,6 +45,7 @@ func (s *Server) directCall(w *postStream, r *http.Request, rq *request) bool {
 		s.touched.mark(rq.checkedSID, now)
 		return false
 	}
+	s.metrics.direct.Inc()
 	inner := &directSession{id: rq.checkedSID, registry: s.registry}
 	ctx := s.mcp.WithContext(r.Context(), inner)
 	ctx = server.WithSupportedProtocolVersions(ctx, s.versions)

@@ -17,6 +17,7 @@ type metrics struct {
 	elicitations *prometheus.CounterVec
 	rejections   *prometheus.CounterVec
 	notes        *prometheus.CounterVec
+	direct       prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -29,9 +30,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Requests refused before mcp-go, by reason."}, []string{"reason"}),
 		notes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mcpswarm_mcp_notifications_total",
 			Help: "Notifications sent by method."}, []string{"method"}),
+		direct: prometheus.NewCounter(prometheus.CounterOpts{Name: "mcpswarm_mcp_direct_tool_calls_total",
+			Help: "Streamable HTTP tool calls the front served past mcp-go's transport (directcall.go)."}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.calls, m.elicitations, m.rejections, m.notes} {
+		for _, c := range []prometheus.Collector{m.calls, m.elicitations, m.rejections, m.notes, m.direct} {
 			if err := reg.Register(c); err != nil {
 				return nil, fmt.Errorf("registering mcp metrics: %w", err)
 			}

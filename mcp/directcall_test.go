@@ -1,0 +1,194 @@
+package mcp
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/mcpswarm/mcpswarm/session"
+)
+
+// clusteredEnv is a front attached to a (test) cluster with a connection
+// registry: the configuration under which tool calls may skip mcp-go's
+// transport.
+func clusteredEnv(t *testing.T, idle time.Duration) *testEnv {
+	t.Helper()
+	return newEnv(t, func(c *Config, _ *session.Registry) {
+		c.Cluster = &testCluster{conns: NewMemoryConns()}
+		c.IdleTTL = idle
+	})
+}
+
+// post sends one JSON-RPC message of connection sid and returns the
+// answer's status, media type and body.
+func (e *testEnv) post(t *testing.T, sid, body string) (int, string, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, e.url+"/mcp", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set(headerSessionID, sid)
+	req.Header.Set(headerProtocolVersion, mcp.ProtocolVersion20251125)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, resp.Header.Get("Content-Type"), string(b)
+}
+
+// sseMessages returns the JSON-RPC messages of an SSE body in order.
+func sseMessages(t *testing.T, body string) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, line := range strings.Split(body, "\n") {
+		data, ok := strings.CutPrefix(line, "data: ")
+		if !ok {
+			continue
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(data), &m); err != nil {
+			t.Fatalf("SSE event %q: %v", data, err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func TestToolCallsPastTheTransportAnswerAsTheTransportDoes(t *testing.T) {
+	e := clusteredEnv(t, time.Hour)
+	c, _ := e.connect(t, clientOpts{})
+	sid := c.GetSessionId()
+	direct := func() float64 { return testutil.ToFloat64(e.srv.metrics.direct) }
+
+	// The first call of a connection takes mcp-go's transport (it starts
+	// the connection's touch window), the next ones do not: they answer
+	// the same bytes.
+	const list = `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"swarm_apps","arguments":{}}}`
+	st1, ct1, viaTransport := e.post(t, sid, list)
+	if got := direct(); got != 0 {
+		t.Fatalf("the connection's first call went past the transport (%v direct calls)", got)
+	}
+	st2, ct2, viaFront := e.post(t, sid, list)
+	if got := direct(); got != 1 {
+		t.Fatalf("direct calls after the second call: %v, want 1", got)
+	}
+	if st1 != st2 || ct1 != ct2 || viaTransport != viaFront {
+		t.Fatalf("the answers differ:\ntransport %d %s %s\nfront     %d %s %s", st1, ct1, viaTransport, st2, ct2, viaFront)
+	}
+	if st2 != http.StatusOK || ct2 != "application/json" || !strings.Contains(viaFront, `"counter"`) {
+		t.Fatalf("swarm_apps: %d %s %s", st2, ct2, viaFront)
+	}
+
+	// A tool nobody has answers the same either way (a second
+	// connection's first call takes the transport).
+	other, _ := e.connect(t, clientOpts{})
+	const unknown = `{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"nosuch.box.click","arguments":{}}}`
+	_, _, viaTransport = e.post(t, other.GetSessionId(), unknown)
+	_, _, viaFront = e.post(t, sid, unknown)
+	if viaTransport != viaFront || !strings.Contains(viaFront, "nosuch") {
+		t.Fatalf("unknown tool:\ntransport %s\nfront     %s", viaTransport, viaFront)
+	}
+
+	// The connection's log level, set through the transport, holds for the
+	// calls past it: a click logs at info, so its answer is an SSE stream
+	// with the log message before the result.
+	if st, _, body := e.post(t, sid, `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"swarm_start","arguments":{"app":"counter","id":"dc"}}}`); st != http.StatusOK || strings.Contains(body, `"isError":true`) {
+		t.Fatalf("swarm_start: %d %s", st, body)
+	}
+	if st, _, body := e.post(t, sid, `{"jsonrpc":"2.0","id":10,"method":"logging/setLevel","params":{"level":"info"}}`); st != http.StatusOK {
+		t.Fatalf("logging/setLevel: %d %s", st, body)
+	}
+	before := direct()
+	st, ct, body := e.post(t, sid, `{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"dc.inc.click","arguments":{}}}`)
+	if direct() != before+1 {
+		t.Fatal("the click did not go past the transport")
+	}
+	if st != http.StatusOK || ct != "text/event-stream" {
+		t.Fatalf("click with a log message: %d %s %s", st, ct, body)
+	}
+	// (The start's tools/list_changed may ride on this stream too.)
+	msgs := sseMessages(t, body)
+	logged := slices.ContainsFunc(msgs, func(m map[string]any) bool { return m["method"] == "notifications/message" })
+	last := msgs[len(msgs)-1]
+	if !logged || last["id"] != float64(11) || last["result"] == nil {
+		t.Fatalf("want the log message, then the result; got %v", msgs)
+	}
+}
+
+func TestToolCallsPastTheTransportKeepItsIdleClockRunning(t *testing.T) {
+	// mcp-go forgets a connection's node-local state (here: the home
+	// node's stand-in) after the idle TTL without a request through its
+	// transport. Calls past it must not make a busy connection look idle.
+	const ttl = 600 * time.Millisecond
+	e := clusteredEnv(t, ttl)
+	c, _ := e.connect(t, clientOpts{})
+	sid := c.GetSessionId()
+	if r := callTool(t, c, "swarm_start", map[string]any{"app": "counter", "id": "busy"}); r.IsError {
+		t.Fatal(text(r))
+	}
+	if _, ok := e.srv.conns.session(sid).(*homeSession); !ok {
+		t.Fatal("no stand-in registered for the connection at home")
+	}
+	for end := time.Now().Add(4 * ttl); time.Now().Before(end); {
+		if r := callTool(t, c, "busy.inc.click", nil); r.IsError {
+			t.Fatal(text(r))
+		}
+		if _, ok := e.srv.conns.session(sid).(*homeSession); !ok {
+			t.Fatal("mcp-go forgot a connection that calls every few milliseconds")
+		}
+		time.Sleep(ttl / 20)
+	}
+	if testutil.ToFloat64(e.srv.metrics.direct) == 0 {
+		t.Fatal("no call went past the transport")
+	}
+	// Idle, it is forgotten as before (mcp-go sweeps every second at most).
+	deadline := time.Now().Add(ttl + 5*time.Second)
+	for e.srv.conns.session(sid) != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("an idle connection's state outlived the idle TTL")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestTouchClock(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	c := newTouchClock(time.Minute)
+	if c.fresh("a", t0) {
+		t.Fatal("fresh before any mark")
+	}
+	c.mark("a", t0)
+	if !c.fresh("a", t0.Add(59*time.Second)) {
+		t.Fatal("not fresh inside the window")
+	}
+	if c.fresh("a", t0.Add(time.Minute)) {
+		t.Fatal("fresh at the window's end")
+	}
+	c.forget("a")
+	if c.fresh("a", t0) || c.size() != 0 {
+		t.Fatal("remembered after forget")
+	}
+
+	// Connections that stopped calling are pruned as the clock grows.
+	for i := range minTouchPrune - 1 {
+		c.mark(string(rune('A'+i%26))+strings.Repeat("x", i/26), t0)
+	}
+	c.mark("late", t0.Add(2*time.Minute))
+	if c.size() != 1 || !c.fresh("late", t0.Add(2*time.Minute)) {
+		t.Fatalf("after pruning: %d remembered", c.size())
+	}
+}
