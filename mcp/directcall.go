@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"sync"
@@ -101,9 +102,13 @@ func (s *Server) canCallDirect(r *http.Request, rq *request) bool {
 }
 
 // directSession is the per-request session of a direct call, in place of
-// the one mcp-go's transport makes for each POST: it has no channels, and
-// the log level it reports is the connection's, from the cluster's
-// connection registry (which logging/setLevel writes on any node).
+// the one mcp-go's transport makes for each POST, with the same optional
+// interfaces where a tool call reaches them: no channels; the log level it
+// reports is the connection's, from the cluster's connection registry
+// (which logging/setLevel writes on any node); client info and
+// capabilities start empty and are what the front installs (applyConn);
+// server-to-client requests go on the call's own stream (viewSession), so
+// its own methods for them only refuse.
 type directSession struct {
 	id       string
 	registry ConnRegistry
@@ -111,9 +116,17 @@ type directSession struct {
 	mu    sync.Mutex
 	level mcp.LoggingLevel
 	notes chan mcp.JSONRPCNotification
+	info  mcp.Implementation
+	caps  mcp.ClientCapabilities
 }
 
-var _ server.SessionWithLogging = (*directSession)(nil)
+var (
+	_ server.SessionWithLogging     = (*directSession)(nil)
+	_ server.SessionWithClientInfo  = (*directSession)(nil)
+	_ server.SessionWithElicitation = (*directSession)(nil)
+	_ server.SessionWithSampling    = (*directSession)(nil)
+	_ server.SessionWithRoots       = (*directSession)(nil)
+)
 
 // SessionID implements server.ClientSession.
 func (d *directSession) SessionID() string { return d.id }
@@ -157,6 +170,51 @@ func (d *directSession) GetLogLevel() mcp.LoggingLevel {
 		return c.LogLevel
 	}
 	return mcp.LoggingLevelError
+}
+
+// GetClientInfo implements server.SessionWithClientInfo.
+func (d *directSession) GetClientInfo() mcp.Implementation {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.info
+}
+
+// SetClientInfo implements server.SessionWithClientInfo.
+func (d *directSession) SetClientInfo(info mcp.Implementation) {
+	d.mu.Lock()
+	d.info = info
+	d.mu.Unlock()
+}
+
+// GetClientCapabilities implements server.SessionWithClientInfo.
+func (d *directSession) GetClientCapabilities() mcp.ClientCapabilities {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.caps
+}
+
+// SetClientCapabilities implements server.SessionWithClientInfo.
+func (d *directSession) SetClientCapabilities(caps mcp.ClientCapabilities) {
+	d.mu.Lock()
+	d.caps = caps
+	d.mu.Unlock()
+}
+
+// RequestElicitation implements server.SessionWithElicitation; the view
+// session sends it on the call's stream instead.
+func (d *directSession) RequestElicitation(context.Context, mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	return nil, errNotSupported
+}
+
+// RequestSampling implements server.SessionWithSampling; see
+// RequestElicitation.
+func (d *directSession) RequestSampling(context.Context, mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	return nil, errNotSupported
+}
+
+// ListRoots implements server.SessionWithRoots; see RequestElicitation.
+func (d *directSession) ListRoots(context.Context, mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
+	return nil, errNotSupported
 }
 
 // touchClock remembers when mcp-go's transport last served a call of each

@@ -1,15 +1,18 @@
 package mcp
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/mcpswarm/mcpswarm/session"
@@ -18,11 +21,14 @@ import (
 // clusteredEnv is a front attached to a (test) cluster with a connection
 // registry: the configuration under which tool calls may skip mcp-go's
 // transport.
-func clusteredEnv(t *testing.T, idle time.Duration) *testEnv {
+func clusteredEnv(t *testing.T, idle time.Duration, muts ...func(*Config, *session.Registry)) *testEnv {
 	t.Helper()
-	return newEnv(t, func(c *Config, _ *session.Registry) {
+	return newEnv(t, func(c *Config, r *session.Registry) {
 		c.Cluster = &testCluster{conns: NewMemoryConns()}
 		c.IdleTTL = idle
+		for _, m := range muts {
+			m(c, r)
+		}
 	})
 }
 
@@ -190,5 +196,90 @@ func TestTouchClock(t *testing.T) {
 	c.mark("late", t0.Add(2*time.Minute))
 	if c.size() != 1 || !c.fresh("late", t0.Add(2*time.Minute)) {
 		t.Fatalf("after pruning: %d remembered", c.size())
+	}
+}
+
+func TestToolCallsPastTheTransportAskForApprovalOnTheirOwnStream(t *testing.T) {
+	e := clusteredEnv(t, time.Hour, askClicks(t, 2*time.Second))
+	direct := func() float64 { return testutil.ToFloat64(e.srv.metrics.direct) }
+	for _, tc := range []struct {
+		name    string
+		id      string
+		answer  elicitFunc
+		runs    bool
+		outcome string
+	}{
+		{"approved", "aok", answer(mcp.ElicitationResponseActionAccept, true), true, ""},
+		{"declined", "ano", answer(mcp.ElicitationResponseActionDecline, false), false, "declined"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, _ := e.connect(t, clientOpts{elicit: tc.answer})
+			id := tc.id
+			if r := callTool(t, c, "swarm_start", map[string]any{"app": "counter", "id": id}); r.IsError {
+				t.Fatal(text(r))
+			}
+			before := direct()
+			r := callTool(t, c, id+".inc.click", nil)
+			if direct() != before+1 {
+				t.Fatal("the click did not go past the transport")
+			}
+			ran := strings.Contains(count(t, e, id), `"count":1`)
+			if ran != tc.runs || r.IsError == tc.runs || (tc.outcome != "" && !strings.Contains(text(r), tc.outcome)) {
+				t.Fatalf("ran %v, answer %v %q; want ran %v, outcome %q", ran, r.IsError, text(r), tc.runs, tc.outcome)
+			}
+		})
+	}
+}
+
+func TestDirectSessionHasWhatTheTransportsSessionHas(t *testing.T) {
+	// The transport's per-request session, as a tool handler sees it (a
+	// tool added through Extend always takes the transport).
+	var transportSession server.ClientSession
+	e := clusteredEnv(t, time.Hour, func(c *Config, _ *session.Registry) {
+		c.Extend = func(m *server.MCPServer) {
+			m.AddTool(mcp.NewTool("probe"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				if vs, ok := server.ClientSessionFromContext(ctx).(*viewSession); ok {
+					transportSession = vs.ClientSession
+				}
+				return mcp.NewToolResultText("ok"), nil
+			})
+		}
+	})
+	c, _ := e.connect(t, clientOpts{})
+	for range 2 {
+		if r := callTool(t, c, "probe", nil); r.IsError {
+			t.Fatal(text(r))
+		}
+	}
+	if testutil.ToFloat64(e.srv.metrics.direct) != 0 {
+		t.Fatal("a tool added through Extend went past the transport")
+	}
+	if transportSession == nil {
+		t.Fatal("the probe saw no per-request session")
+	}
+	// What the direct session leaves out, and why: the view session
+	// answers tools itself, never forwards the SSE upgrade on a POST, and
+	// installs resources only for resource methods; subscriptions and a
+	// negotiated version belong to 2026-07-28 requests and GET streams.
+	omitted := map[string]bool{
+		"SessionWithTools": true, "SessionWithStreamableHTTPConfig": true,
+		"SessionWithResources": true, "SessionWithResourceTemplates": true,
+		"SessionWithResourceSubscriptions": true, "SessionWithResourceSubscriptionsErr": true,
+		"SessionWithSubscriptionFilter": true, "SessionWithProtocolVersion": true,
+	}
+	for _, iface := range []reflect.Type{
+		reflect.TypeFor[server.SessionWithLogging](), reflect.TypeFor[server.SessionWithTools](),
+		reflect.TypeFor[server.SessionWithResources](), reflect.TypeFor[server.SessionWithResourceTemplates](),
+		reflect.TypeFor[server.SessionWithResourceSubscriptions](), reflect.TypeFor[server.SessionWithResourceSubscriptionsErr](),
+		reflect.TypeFor[server.SessionWithClientInfo](), reflect.TypeFor[server.SessionWithElicitation](),
+		reflect.TypeFor[server.SessionWithSampling](), reflect.TypeFor[server.SessionWithRoots](),
+		reflect.TypeFor[server.SessionWithStreamableHTTPConfig](), reflect.TypeFor[server.SessionWithSubscriptionFilter](),
+		reflect.TypeFor[server.SessionWithProtocolVersion](),
+	} {
+		has := reflect.TypeOf(transportSession).Implements(iface)
+		ours := reflect.TypeFor[*directSession]().Implements(iface)
+		if has && !ours && !omitted[iface.Name()] {
+			t.Errorf("mcp-go's per-request session is a %s, the direct session is not", iface.Name())
+		}
 	}
 }
