@@ -27,6 +27,8 @@ run: build ## one development node on loopback (MCP at http://127.0.0.1:8080/mcp
 
 test: build ## everything that fits in CI: unit, property, integration, e2e
 	$(GO) test $(TESTFLAGS) $(PKGS)
+	# the front's suite again with a cluster attached: tool calls past mcp-go's transport (mcp/directcall.go)
+	MCP_FRONT_CLUSTERED=1 $(GO) test $(TESTFLAGS) ./mcp/
 
 race: ## the whole suite under the race detector
 	$(GO) test -race $(TESTFLAGS) $(PKGS)
