@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"hash/maphash"
 	"net/http"
 	"sync"
 	"time"
@@ -221,12 +222,17 @@ func (d *directSession) ListRoots(context.Context, mcp.ListRootsRequest) (*mcp.L
 // connection on this node, so the direct path leaves it one call per
 // window and mcp-go's idle clock keeps running (see directCall). Entries
 // older than the window are pruned as the map grows: a connection that
-// stopped calling costs nothing after a window.
+// stopped calling costs nothing after a window. A connection is keyed by
+// a seeded 64-bit hash of its id and its time kept as nanoseconds, 16
+// bytes an entry instead of the ~105-byte id and a time.Time: two ids
+// sharing a hash (odds 2^-64 a pair, with a seed a client cannot learn)
+// would only share a window.
 type touchClock struct {
-	window time.Duration
+	window int64 // nanoseconds
+	seed   maphash.Seed
 
 	mu      sync.Mutex
-	last    map[string]time.Time
+	last    map[uint64]int64
 	pruneAt int
 }
 
@@ -234,28 +240,32 @@ type touchClock struct {
 const minTouchPrune = 1024
 
 func newTouchClock(window time.Duration) *touchClock {
-	return &touchClock{window: window, last: map[string]time.Time{}, pruneAt: minTouchPrune}
+	return &touchClock{window: int64(window), seed: maphash.MakeSeed(), last: map[uint64]int64{}, pruneAt: minTouchPrune}
 }
+
+func (c *touchClock) key(id string) uint64 { return maphash.String(c.seed, id) }
 
 // fresh reports whether the transport served connection id within the
 // window before now.
 func (c *touchClock) fresh(id string, now time.Time) bool {
+	k := c.key(id)
 	c.mu.Lock()
-	at, ok := c.last[id]
+	at, ok := c.last[k]
 	c.mu.Unlock()
-	return ok && now.Sub(at) < c.window
+	return ok && now.UnixNano()-at < c.window
 }
 
 // mark records that the transport serves connection id at now.
 func (c *touchClock) mark(id string, now time.Time) {
+	k, t := c.key(id), now.UnixNano()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.last[id] = now
+	c.last[k] = t
 	if len(c.last) < c.pruneAt {
 		return
 	}
 	for k, at := range c.last {
-		if now.Sub(at) >= c.window {
+		if t-at >= c.window {
 			delete(c.last, k)
 		}
 	}
@@ -264,8 +274,9 @@ func (c *touchClock) mark(id string, now time.Time) {
 
 // forget drops connection id (it ended).
 func (c *touchClock) forget(id string) {
+	k := c.key(id)
 	c.mu.Lock()
-	delete(c.last, id)
+	delete(c.last, k)
 	c.mu.Unlock()
 }
 
