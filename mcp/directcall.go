@@ -95,6 +95,7 @@ func (s *Server) canCallDirect(r *http.Request, rq *request) bool {
 	if json.Unmarshal(rq.env.Params, &p) != nil || p.Name == "" {
 		return false
 	}
+	rq.tool = p.Name
 	if _, ok := s.static[p.Name]; ok {
 		return true
 	}

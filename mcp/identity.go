@@ -46,6 +46,9 @@ type request struct {
 	// checkedSID is the Mcp-Session-Id checkSessionID accepted for this
 	// request (see checkedResolver).
 	checkedSID string
+	// tool is the name a tools/call in body names, once decoded (by
+	// canCallDirect), so beforeRequest does not decode it again.
+	tool string
 }
 
 func withIdentity(ctx context.Context, id identity) context.Context {

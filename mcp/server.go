@@ -268,8 +268,10 @@ func (s *Server) beforeRequest(ctx context.Context, _ any, message any) error {
 		Method string          `json:"method"`
 		Params json.RawMessage `json:"params"`
 	}
+	tool := ""
 	if env, ok := checkedEnvelope(ctx, raw); ok {
 		head.Method, head.Params = env.Method, env.Params
+		tool = requestFrom(ctx).tool
 	} else if err := json.Unmarshal(raw, &head); err != nil {
 		return nil
 	}
@@ -288,11 +290,14 @@ func (s *Server) beforeRequest(ctx context.Context, _ any, message any) error {
 	case string(mcp.MethodToolsList):
 		vs.SetSessionTools(s.listView(ctx, c))
 	case string(mcp.MethodToolsCall):
-		var p struct {
-			Name string `json:"name"`
+		if tool == "" {
+			var p struct {
+				Name string `json:"name"`
+			}
+			_ = json.Unmarshal(head.Params, &p)
+			tool = p.Name
 		}
-		_ = json.Unmarshal(head.Params, &p)
-		view := s.callView(c, p.Name)
+		view := s.callView(c, tool)
 		if c.Transport == authz.TransportStdio {
 			// stdio has one view session for all its (concurrent)
 			// requests: keep the listing whole while a call runs.
