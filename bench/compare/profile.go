@@ -48,6 +48,9 @@ func runProfile(ctx context.Context, o options) error {
 		}
 		args := []string{"-name", name, "-http", addrs[0], "-grpc", addrs[1], "-gossip", addrs[2],
 			"-pprof", addrs[3], "-data-dir", filepath.Join(tmp, "data-"+name)}
+		if o.profWaits {
+			args = append(args, "-contention")
+		}
 		if join != "" {
 			args = append(args, "-join", join)
 		}
@@ -89,9 +92,13 @@ func runProfile(ctx context.Context, o options) error {
 		name string
 		err  error
 	}
-	done := make(chan got, 2*len(nodes))
+	kinds := []string{"profile", "allocs"}
+	if o.profWaits {
+		kinds = append(kinds, "mutex", "block")
+	}
+	done := make(chan got, len(kinds)*len(nodes))
 	for _, n := range nodes {
-		for _, kind := range []string{"profile", "allocs"} {
+		for _, kind := range kinds {
 			go func() {
 				out := filepath.Join(tmp, n.name+"-"+kind+".pb.gz")
 				done <- got{n.name + " " + kind, fetch(ctx, fmt.Sprintf("http://%s/debug/pprof/%s?seconds=%d", n.pprof, kind, secs), out)}
@@ -107,7 +114,7 @@ func runProfile(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	for range 2 * len(nodes) {
+	for range len(kinds) * len(nodes) {
 		if g := <-done; g.err != nil {
 			return fmt.Errorf("taking the %s profile: %w", g.name, g.err)
 		}
@@ -142,6 +149,15 @@ func runProfile(ctx context.Context, o options) error {
 			// Who calls what inside the call path's own steps.
 			{"cpu-peek.txt", "profile", []string{"-peek", peekFocus}},
 			{"alloc-peek.txt", "allocs", []string{"-peek", peekFocus, "-sample_index=alloc_space"}},
+		}
+		if o.profWaits {
+			views = append(views, []struct {
+				file, prof string
+				args       []string
+			}{
+				{"mutex.txt", "mutex", []string{"-top", "-cum", "-nodecount=40"}},
+				{"block.txt", "block", []string{"-top", "-cum", "-nodecount=40"}},
+			}...)
 		}
 		for _, v := range views {
 			args := append([]string{"tool", "pprof"}, v.args...)
