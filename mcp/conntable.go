@@ -24,7 +24,10 @@ type conn struct {
 // to one principal's session visits that principal's connections (and the
 // admins') instead of every connection on the node.
 type connTable struct {
-	mu    sync.Mutex
+	// mu is read-locked by the per-call lookups (session, match: every
+	// resource change of a click matches its owner's connections, with
+	// registry lookups inside) so they do not queue behind each other.
+	mu    sync.RWMutex
 	conns map[string]*conn
 	// bySubject indexes conns by principal subject; admins holds those
 	// whose principal has the admin role (they own every session). Slices,
@@ -98,8 +101,8 @@ func (t *connTable) addListen(key string, p authz.Principal, cs server.ClientSes
 
 // session returns connection id's mcp-go session registered here, or nil.
 func (t *connTable) session(id string) server.ClientSession {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.mu.RLock()
+	defer t.mu.RUnlock()
 	if c, ok := t.conns[id]; ok {
 		return c.session
 	}
@@ -107,8 +110,8 @@ func (t *connTable) session(id string) server.ClientSession {
 }
 
 func (t *connTable) size() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.mu.RLock()
+	defer t.mu.RUnlock()
 	return len(t.conns)
 }
 
@@ -173,8 +176,8 @@ func (a audience) keeps(p authz.Principal) bool {
 // registry lookups (whether this node delivers, subscriptions made
 // elsewhere).
 func (t *connTable) match(method, uri string, aud audience) []server.ClientSession {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.mu.RLock()
+	defer t.mu.RUnlock()
 	var out []server.ClientSession
 	visit := func(c *conn) {
 		if c.session == nil || !aud.keeps(c.principal) {
