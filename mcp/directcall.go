@@ -99,8 +99,10 @@ func (s *Server) canCallDirect(r *http.Request, rq *request) bool {
 	if _, ok := s.static[p.Name]; ok {
 		return true
 	}
+	// A session's tool; a tool added through Extend is a server-wide
+	// tool of mcp-go's, whatever its name.
 	_, derived := splitDerived(p.Name)
-	return derived
+	return derived && s.mcp.GetTool(p.Name) == nil
 }
 
 // directSession is the per-request session of a direct call, in place of

@@ -237,7 +237,7 @@ func TestDirectSessionHasWhatTheTransportsSessionHas(t *testing.T) {
 	var transportSession server.ClientSession
 	e := clusteredEnv(t, time.Hour, func(c *Config, _ *session.Registry) {
 		c.Extend = func(m *server.MCPServer) {
-			m.AddTool(mcp.NewTool("probe"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			m.AddTool(mcp.NewTool("probe.with.dots"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 				if vs, ok := server.ClientSessionFromContext(ctx).(*viewSession); ok {
 					transportSession = vs.ClientSession
 				}
@@ -247,7 +247,7 @@ func TestDirectSessionHasWhatTheTransportsSessionHas(t *testing.T) {
 	})
 	c, _ := e.connect(t, clientOpts{})
 	for range 2 {
-		if r := callTool(t, c, "probe", nil); r.IsError {
+		if r := callTool(t, c, "probe.with.dots", nil); r.IsError {
 			t.Fatal(text(r))
 		}
 	}
