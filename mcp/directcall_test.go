@@ -3,7 +3,6 @@ package mcp
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"reflect"
 	"slices"
@@ -36,24 +35,7 @@ func clusteredEnv(t *testing.T, idle time.Duration, muts ...func(*Config, *sessi
 // answer's status, media type and body.
 func (e *testEnv) post(t *testing.T, sid, body string) (int, string, string) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, e.url+"/mcp", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set(headerSessionID, sid)
-	req.Header.Set(headerProtocolVersion, mcp.ProtocolVersion20251125)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, resp.Header.Get("Content-Type"), string(b)
+	return e.rawPostTyped(t, body, map[string]string{headerSessionID: sid, headerProtocolVersion: mcp.ProtocolVersion20251125})
 }
 
 // sseMessages returns the JSON-RPC messages of an SSE body in order.

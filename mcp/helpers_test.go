@@ -241,6 +241,13 @@ func toolNames(t testing.TB, c *client.Client) map[string]bool {
 // rawPost posts body to /mcp with headers and returns status and body.
 func (e *testEnv) rawPost(t testing.TB, body string, headers map[string]string) (int, string) {
 	t.Helper()
+	status, _, b := e.rawPostTyped(t, body, headers)
+	return status, b
+}
+
+// rawPostTyped is rawPost that also returns the answer's Content-Type.
+func (e *testEnv) rawPostTyped(t testing.TB, body string, headers map[string]string) (int, string, string) {
+	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, e.url+"/mcp", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
@@ -256,7 +263,7 @@ func (e *testEnv) rawPost(t testing.TB, body string, headers map[string]string) 
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	return resp.StatusCode, resp.Header.Get("Content-Type"), string(b)
 }
 
 // rpcErrorOf decodes a JSON-RPC error from a JSON or SSE body.
