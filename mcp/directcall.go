@@ -234,7 +234,7 @@ type touchClock struct {
 	window int64 // nanoseconds
 	seed   maphash.Seed
 
-	mu      sync.Mutex
+	mu      sync.RWMutex // read-locked by every direct call's fresh
 	last    map[uint64]int64
 	pruneAt int
 }
@@ -252,9 +252,9 @@ func (c *touchClock) key(id string) uint64 { return maphash.String(c.seed, id) }
 // window before now.
 func (c *touchClock) fresh(id string, now time.Time) bool {
 	k := c.key(id)
-	c.mu.Lock()
+	c.mu.RLock()
 	at, ok := c.last[k]
-	c.mu.Unlock()
+	c.mu.RUnlock()
 	return ok && now.UnixNano()-at < c.window
 }
 
