@@ -388,7 +388,11 @@ func (m *Manager) running(id string) (*actor, error) {
 	return nil, fmt.Errorf("session `%s`: %w", Sanitize(id), ErrNotRunning)
 }
 
-// Tools returns the session's sticky tool set, discover_tools first.
+// Tools returns the session's sticky tool set, discover_tools first. The
+// slice is the published set itself, shared with the session and never
+// written again (a change publishes a new set: sticky.with): callers must
+// not modify it. The swarm keeps it in its index for the session's life,
+// so a copy here cost every idle session its tool list twice.
 func (m *Manager) Tools(id string) ([]Tool, error) {
 	a, err := m.running(id)
 	if err != nil {
@@ -396,7 +400,7 @@ func (m *Manager) Tools(id string) ([]Tool, error) {
 	}
 	a.mu.RLock()
 	defer a.mu.RUnlock()
-	return slices.Clone(a.tools.tools), nil
+	return a.tools.tools, nil
 }
 
 // Call runs a derived tool (its full name) with args and answers once the

@@ -72,3 +72,27 @@ func TestStickySetAnswersByNameAcrossItsIndexThreshold(t *testing.T) {
 		}
 	}
 }
+
+// The tool set Manager.Tools returns is the session's published set, not
+// a copy: it must never change after it was handed out, however the
+// session's tools change later.
+func TestAToolSetOnceReturnedNeverChanges(t *testing.T) {
+	f := newFixture(t, nil)
+	f.start("s")
+	before, err := f.m.Tools("s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := slices.Clone(before)
+	f.call("s", "modal.click", nil) // opens a dialog: its tools join the set
+	after, err := f.m.Tools("s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after) <= len(before) {
+		t.Fatalf("opening the dialog added no tool: %d -> %d", len(before), len(after))
+	}
+	if !slices.EqualFunc(before, kept, Tool.Equal) {
+		t.Fatalf("a tool set already returned changed:\nwas %+v\nnow %+v", kept, before)
+	}
+}
