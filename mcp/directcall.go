@@ -53,12 +53,11 @@ func (s *Server) directCall(w *postStream, r *http.Request, rq *request) bool {
 	ctx = server.WithSupportedProtocolVersions(ctx, s.versions)
 	ctx = s.wrapContext(ctx, r)
 	resp := s.mcp.HandleMessage(ctx, rq.body)
-	if resp == nil || ctx.Err() != nil {
-		// A request always has an answer; a client that went away gets
-		// none, as from mcp-go's transport.
-		if resp == nil && ctx.Err() == nil {
-			w.WriteHeader(http.StatusAccepted)
-		}
+	if ctx.Err() != nil {
+		return true // the client went away: no answer, as from mcp-go's transport
+	}
+	if resp == nil { // a request always has one; answered as the transport would
+		w.WriteHeader(http.StatusAccepted)
 		return true
 	}
 	w.Header().Set("Content-Type", "application/json")
