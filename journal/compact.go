@@ -90,7 +90,7 @@ func (j *Journal) compactLocked() error {
 	}
 	old := j.f
 	oldPath := filepath.Join(j.dir, segmentName(j.gen))
-	j.f, j.gen, j.end, j.index, j.dirty = nf, gen, off, index, false
+	j.f, j.gen, j.end, j.alloc, j.index, j.dirty = nf, gen, off, off, index, false
 	_ = old.Close()
 	if err := os.Remove(oldPath); err != nil {
 		j.log.Warn("removing compacted journal segment", "file", oldPath, "err", err)

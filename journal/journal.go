@@ -108,14 +108,19 @@ type Journal struct {
 	opt Options
 	log *slog.Logger
 
-	mu     sync.Mutex // guards everything below
-	f      *os.File
-	gen    uint64
-	end    int64
-	index  map[string]loc
-	live   int64
-	failed error  // set by an I/O failure that leaves the file's state unknown: every later write refuses
-	next   *round // Sync: the round being gathered
+	mu  sync.Mutex // guards everything below
+	f   *os.File
+	gen uint64
+	end int64
+	// alloc is the file's length, at least end: the bytes past end are
+	// preallocated zeros (see reserve). prealloc is cleared when the file
+	// system refuses to preallocate; the journal then appends.
+	alloc    int64
+	prealloc bool
+	index    map[string]loc
+	live     int64
+	failed   error  // set by an I/O failure that leaves the file's state unknown: every later write refuses
+	next     *round // Sync: the round being gathered
 	// leading is set while a Sync writer commits a round for its group
 	// (and until it hands over to the next round's writers); idle is
 	// signalled when it clears.
@@ -144,6 +149,11 @@ const suffix = ".log"
 // carried one large snapshot does not pin its buffer for the node's life.
 const maxSpare = 256 << 10
 
+// preallocChunk is how far past its end the journal reserves its file at
+// a time: one metadata-changing round per chunk, every other round only
+// writes data.
+const preallocChunk = 4 << 20
+
 func segmentName(gen uint64) string { return fmt.Sprintf("%016x%s", gen, suffix) }
 
 // Open opens (or creates) the journal in dir, replays it and starts its
@@ -164,7 +174,7 @@ func Open(dir string, opt Options) (*Journal, error) {
 	if opt.Logger == nil {
 		opt.Logger = slog.Default()
 	}
-	j := &Journal{dir: dir, opt: opt, log: opt.Logger, index: map[string]loc{},
+	j := &Journal{dir: dir, opt: opt, log: opt.Logger, index: map[string]loc{}, prealloc: true,
 		kick: coalesce.NewSignal(), stop: make(chan struct{}), done: make(chan struct{})}
 	j.idle = sync.NewCond(&j.mu)
 	if err := j.open(); err != nil {
@@ -241,11 +251,20 @@ func (j *Journal) replay(f *os.File) error {
 	var off int64
 	hdr := make([]byte, headerSize)
 	var why error
+	zeros := false // the records end where the file's preallocated zeros begin
 	for {
-		if _, err := io.ReadFull(r, hdr); err != nil {
-			if err != io.EOF {
+		if n, err := io.ReadFull(r, hdr); err != nil {
+			switch {
+			case err == io.EOF:
+			case allZero(hdr[:n]):
+				zeros = true
+			default:
 				why = fmt.Errorf("header cut at %d: %w", off, errTorn)
 			}
+			break
+		}
+		if allZero(hdr) {
+			zeros = true
 			break
 		}
 		n, err := bodyLen(hdr)
@@ -268,6 +287,25 @@ func (j *Journal) replay(f *os.File) error {
 		j.apply(rec.key, off, headerSize+n, rec.del)
 		off += int64(headerSize + n)
 	}
+	if zeros {
+		// Space reserved past the records (reserve) that a crash left
+		// behind: kept as it is when it holds nothing but zeros. Anything
+		// else there is cut off with a torn tail's warning, so that no
+		// stale record past the end can line up with a later write's end
+		// and be read back as newer than it.
+		clean, err := onlyZeros(r)
+		if err != nil {
+			return fmt.Errorf("reading past the last record at %d: %w", off, err)
+		}
+		if clean {
+			if _, err := f.Seek(off, io.SeekStart); err != nil {
+				return err
+			}
+			j.end, j.alloc = off, st.Size()
+			return nil
+		}
+		why = fmt.Errorf("bytes other than reserved zeros past the last record at %d: %w", off, errTorn)
+	}
 	if why != nil {
 		j.log.Warn("journal tail is torn or corrupt; cutting it off (only writes not yet acknowledged can end there)",
 			"file", f.Name(), "valid_bytes", off, "dropped_bytes", st.Size()-off, "reason", why)
@@ -281,8 +319,34 @@ func (j *Journal) replay(f *os.File) error {
 	if _, err := f.Seek(off, io.SeekStart); err != nil {
 		return err
 	}
-	j.end = off
+	j.end, j.alloc = off, off
 	return nil
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// onlyZeros reads r to its end and reports whether every byte was zero.
+func onlyZeros(r io.Reader) (bool, error) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := r.Read(buf)
+		if !allZero(buf[:n]) {
+			return false, nil
+		}
+		if err == io.EOF {
+			return true, nil
+		}
+		if err != nil {
+			return false, err
+		}
+	}
 }
 
 // apply records that key's newest record is n bytes at off (or that key
@@ -402,11 +466,13 @@ func (j *Journal) appendLocked(rec record) error {
 	if cap(buf) <= maxSpare {
 		j.spare = buf // write(2) copied it: the next write may reuse it
 	}
+	j.alloc, j.prealloc = j.reserve(j.f, j.end, int64(len(buf)), j.alloc, j.prealloc)
 	if err := j.writeAt(buf); err != nil {
 		return err
 	}
 	j.apply(rec.key, j.end, len(buf), rec.del)
 	j.end += int64(len(buf))
+	j.alloc = max(j.alloc, j.end)
 	j.dirty = true
 	return nil
 }
@@ -432,9 +498,29 @@ func (j *Journal) writeAt(buf []byte) error {
 		} else if _, serr := j.f.Seek(j.end, io.SeekStart); serr != nil {
 			j.failed = fmt.Errorf("%w; additionally, seeking back: %v", werr, serr)
 		}
+		j.alloc = j.end
 		return werr
 	}
 	return nil
+}
+
+// reserve preallocates f past base when n bytes written there would run
+// past alloc, what is allocated, and returns the new allocation and
+// whether preallocation still works here. Writes within the allocation
+// change no file length, so datasync need not flush the inode's metadata
+// for them (the round that preallocates flushes the new length). A file
+// system that refuses (EOPNOTSUPP, or no room) leaves the journal
+// appending as before.
+func (j *Journal) reserve(f *os.File, base, n, alloc int64, prealloc bool) (int64, bool) {
+	if !prealloc || base+n <= alloc {
+		return alloc, prealloc
+	}
+	size := max(preallocChunk, n)
+	if err := preallocate(f, base, size); err != nil {
+		j.log.Info("journal cannot reserve space ahead; appending instead", "dir", j.dir, "err", err)
+		return alloc, false
+	}
+	return base + size, true
 }
 
 func (j *Journal) wake() { j.kick.Kick() }
@@ -458,7 +544,7 @@ func (j *Journal) flush() {
 	if !dirty || f == nil {
 		return
 	}
-	if err := f.Sync(); err != nil {
+	if err := datasync(f); err != nil {
 		j.fail(fmt.Errorf("fsync of journal %s: %w", j.dir, err))
 		return
 	}
@@ -478,11 +564,12 @@ func (j *Journal) commit(rd *round) {
 		close(rd.done)
 		return
 	}
-	f, base := j.f, j.end
+	f, base, alloc, prealloc := j.f, j.end, j.alloc, j.prealloc
 	j.mu.Unlock()
+	alloc, prealloc = j.reserve(f, base, int64(len(rd.buf)), alloc, prealloc)
 	_, err := f.Write(rd.buf)
 	if err == nil {
-		if err = f.Sync(); err != nil {
+		if err = datasync(f); err != nil {
 			j.fail(fmt.Errorf("fsync of journal %s: %w", j.dir, err))
 		}
 	} else {
@@ -493,14 +580,18 @@ func (j *Journal) commit(rd *round) {
 		} else if _, serr := f.Seek(base, io.SeekStart); serr != nil {
 			j.failed = fmt.Errorf("%w; additionally, seeking back: %v", err, serr)
 		}
+		alloc = base
 		j.mu.Unlock()
 	}
 	j.mu.Lock()
+	j.prealloc = prealloc
+	j.alloc = max(alloc, base)
 	if err == nil {
 		for _, e := range rd.entries {
 			j.apply(e.key, base+e.rel, e.n, e.del)
 		}
 		j.end = base + int64(len(rd.buf))
+		j.alloc = max(j.alloc, j.end)
 		j.rounds++
 	}
 	j.recycleLocked(rd)
@@ -602,6 +693,15 @@ func (j *Journal) Close() error {
 	defer j.mu.Unlock()
 	j.closed = true
 	err := j.failed
+	if err == nil && j.alloc > j.end {
+		// A cleanly closed journal ends at its last record, as a journal
+		// of a release that reserves no space expects to find it.
+		if terr := j.f.Truncate(j.end); terr != nil {
+			err = fmt.Errorf("trimming journal %s to its records: %w", j.dir, terr)
+		} else if serr := j.f.Sync(); serr != nil {
+			err = fmt.Errorf("fsync of journal %s: %w", j.dir, serr)
+		}
+	}
 	if cerr := j.f.Close(); cerr != nil && err == nil {
 		err = fmt.Errorf("closing journal %s: %w", j.dir, cerr)
 	}
