@@ -5,10 +5,10 @@
 // the session's whole new snapshot, and the call is answered only once Put
 // has returned. How durable a returned Put is depends on the Mode:
 //
-//   - Sync: the record is written and fsync'd. Writers that arrive while a
-//     round is on disk go into the next round together (group commit), so
-//     one fsync serves every session that wrote meanwhile. Survives power
-//     loss.
+//   - Sync: the record is written and synced (fdatasync: its data and the
+//     metadata needed to read it back). Writers that arrive while a round
+//     is on disk go into the next round together (group commit), so one
+//     sync serves every session that wrote meanwhile. Survives power loss.
 //   - Process: the record has been handed to the kernel with write(2); the
 //     background round fsyncs it a couple of milliseconds later. Survives
 //     kill -9 of the process, not a crash of the machine.
@@ -16,9 +16,18 @@
 // There is no write-behind mode: measured (BenchmarkDurability in the
 // module root), answering before the write was no faster than Process.
 //
+// The open file reserves space past its records 4 MiB at a time
+// (fallocate(2) on Linux), so a round writes inside the file's length and
+// its sync flushes no new length: on the ext4 disk this was measured on, a
+// write + fdatasync inside reserved space took 143–174 µs p50 against
+// 232–241 µs for an append + fsync. A clean Close trims the reserve; after
+// a crash, Open reads the first all-zero header as the end of the records.
+//
 // Open replays the file; a torn or corrupt tail (a record cut by a crash)
 // is cut off, so nothing written before it is lost and nothing after it is
-// read. The file is compacted (live records copied to a new file, renamed
+// read. Bytes other than zeros past the end are cut off the same way, so
+// no stale record beyond it can line up with a later write and be read
+// back as newer. The file is compacted (live records copied to a new file, renamed
 // over the old one) once it holds more than twice the live bytes, so space
 // is freed when values shrink or keys are deleted.
 package journal

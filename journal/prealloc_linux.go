@@ -9,8 +9,8 @@ import (
 
 // preallocate gives f disk blocks from off to off+n and extends its length
 // to there (fallocate mode 0). A write inside that range then changes no
-// metadata a data sync must flush, which made fdatasync about a third
-// quicker than an append's fsync on ext4 here (see doc.go).
+// metadata a data sync must flush (see the package documentation for
+// what that saved).
 func preallocate(f *os.File, off, n int64) error {
 	return control(f, "fallocate", func(fd int) error { return syscall.Fallocate(fd, 0, off, n) })
 }
