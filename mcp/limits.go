@@ -97,7 +97,7 @@ func checkMessage(body []byte, maxBatch, maxDepth int) (envelope, *rpcError) {
 		return envelope{}, &rpcError{Code: codeInvalidRequest, Message: "a json-rpc message must be an object"}
 	}
 	var env envelope
-	if err := json.Unmarshal(trimmed, &env); err != nil {
+	if err := decodeEnvelope(trimmed, &env); err != nil {
 		var syn *json.SyntaxError
 		if errors.As(err, &syn) {
 			return envelope{}, &rpcError{Code: codeParseError, Message: "request body is not valid json"}

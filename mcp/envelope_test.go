@@ -1,0 +1,79 @@
+package mcp
+
+import (
+	"encoding/json"
+	"errors"
+	"reflect"
+	"testing"
+)
+
+// The front's envelope decoder is json.Unmarshal's twin: on any input both
+// fail (with a syntax error alike) or both give the same envelope. A
+// divergence would let the front judge a message other than mcp-go reads
+// it — a method or id it did not see.
+func FuzzEnvelopeDecodesAsEncodingJSON(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"s1.inc.click","arguments":{}}}`,
+		`{"jsonrpc":"2.0","id":"a\"b","method":"ping"}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":7,"result":{}}`,
+		`{"jsonrpc":"2.0","id":7,"error":{"code":-1,"message":"x"}}`,
+		` { "jsonrpc" : "2.0" , "id" : null , "method" : "m" } `,
+		`{"METHOD":"tools/call","method":"ping","jsonrpc":"2.0","id":1}`,
+		`{"method":"ping","Method":"tools/call","jsonrpc":"2.0","id":1}`,
+		`{"\u006dethod":"tools/call","jsonrpc":"2.0","id":1}`,
+		`{"jſonrpc":"2.0","id":1,"method":"x"}`,
+		`{"jsonrpc":"2.\u0030","id":1,"method":"x"}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tóols"}`,
+		`{"jsonrpc":2,"id":1,"method":"x"}`,
+		`{"jsonrpc":"2.0","id":1,"method":null}`,
+		`{"jsonrpc":"2.0","method":"a","method":null}`,
+		`{"jsonrpc":"2.0","id":1,"id":null,"params":[1,{"a":"}"}],"x":{"y":[]}}`,
+		`{"jsonrpc":"2.0","id":-1.5e3,"method":"x","params":"str"}`,
+		`{}`, `[]`, `{"a":1`, `{"a":1}}`, `"x"`, `{"id":tru}`, ``, `{"jsonrpc":"2.0","id":1,"method":"x"} x`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var want, got envelope
+		wantErr := json.Unmarshal(b, &want)
+		gotErr := decodeEnvelope(b, &got)
+		if (wantErr == nil) != (gotErr == nil) {
+			t.Fatalf("%q: json.Unmarshal says %v, decodeEnvelope %v", b, wantErr, gotErr)
+		}
+		if wantErr != nil {
+			var ws, gs *json.SyntaxError
+			if errors.As(wantErr, &ws) != errors.As(gotErr, &gs) {
+				t.Fatalf("%q: json.Unmarshal says %v, decodeEnvelope %v", b, wantErr, gotErr)
+			}
+			return
+		}
+		if !reflect.DeepEqual(want, got) {
+			t.Fatalf("%q:\n json.Unmarshal  %+v\n decodeEnvelope  %+v", b, want, got)
+		}
+	})
+}
+
+// BenchmarkEnvelope is the decode of a click's message, against
+// json.Unmarshal in the same run.
+func BenchmarkEnvelope(b *testing.B) {
+	msg := []byte(`{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"s2.abcdefgh.inc.click","arguments":{}}}`)
+	b.Run("decodeEnvelope", func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			var e envelope
+			if err := decodeEnvelope(msg, &e); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("json.Unmarshal", func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			var e envelope
+			if err := json.Unmarshal(msg, &e); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
