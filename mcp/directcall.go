@@ -88,20 +88,18 @@ func (s *Server) canCallDirect(r *http.Request, rq *request) bool {
 			return false // mcp-go serves a GET of it here: its session has state
 		}
 	}
-	var p struct {
-		Name string `json:"name"`
-	}
-	if json.Unmarshal(rq.env.Params, &p) != nil || p.Name == "" {
+	name, ok := callToolName(rq.env.Params)
+	if !ok || name == "" {
 		return false
 	}
-	rq.tool = p.Name
-	if _, ok := s.static[p.Name]; ok {
+	rq.tool = name
+	if _, ok := s.static[name]; ok {
 		return true
 	}
 	// A session's tool; a tool added through Extend is a server-wide
 	// tool of mcp-go's, whatever its name.
-	_, derived := splitDerived(p.Name)
-	return derived && s.mcp.GetTool(p.Name) == nil
+	_, derived := splitDerived(name)
+	return derived && s.mcp.GetTool(name) == nil
 }
 
 // directSession is the per-request session of a direct call, in place of

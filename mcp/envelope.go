@@ -29,39 +29,12 @@ var envelopeNames = [][]byte{[]byte("jsonrpc"), []byte("id"), []byte("method"), 
 // scanEnvelope reads b when it has the common shape; ok is false when it
 // does not, and json.Unmarshal must decide.
 func scanEnvelope(b []byte) (e envelope, ok bool) {
-	if !json.Valid(b) {
-		return envelope{}, false
-	}
-	// From here b is valid JSON: every index below stays in range.
-	i := skipSpace(b, 0)
-	if b[i] != '{' {
-		return envelope{}, false
-	}
-	i = skipSpace(b, i+1)
-	if b[i] == '}' {
-		return e, true
-	}
-	for {
-		j := i + 1
-		for b[j] != '"' {
-			if b[j] == '\\' || b[j] >= 0x80 {
-				return envelope{}, false // an escaped or non-ASCII name may fold to one of ours
-			}
-			j++
-		}
-		name := b[i+1 : j]
-		i = skipSpace(b, skipSpace(b, j+1)+1) // past the colon
-		end := valueEnd(b, i)
-		v := b[i:end]
+	ok = members(b, func(name, v []byte) bool {
 		switch string(name) {
 		case "jsonrpc":
-			if !plainString(v, &e.JSONRPC) {
-				return envelope{}, false
-			}
+			return plainString(v, &e.JSONRPC)
 		case "method":
-			if !plainString(v, &e.Method) {
-				return envelope{}, false
-			}
+			return plainString(v, &e.Method)
 		case "id":
 			e.ID = bytes.Clone(v)
 		case "params":
@@ -71,15 +44,86 @@ func scanEnvelope(b []byte) (e envelope, ok bool) {
 		case "error":
 			e.Error = bytes.Clone(v)
 		default:
-			for _, n := range envelopeNames {
-				if bytes.EqualFold(name, n) {
-					return envelope{}, false // json.Unmarshal would take it as n
-				}
+			return !foldsTo(name, envelopeNames...) // else json.Unmarshal would take it as one of them
+		}
+		return true
+	})
+	if !ok {
+		return envelope{}, false
+	}
+	return e, true
+}
+
+// callToolName is the "name" member of a tools/call's params, as
+// json.Unmarshal into a struct with a Name string field would read it; ok
+// is false when that decode fails.
+func callToolName(params []byte) (name string, ok bool) {
+	if members(params, func(n, v []byte) bool {
+		if string(n) == "name" {
+			return plainString(v, &name)
+		}
+		return !foldsTo(n, nameMember)
+	}) {
+		return name, true
+	}
+	var p struct {
+		Name string `json:"name"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return "", false
+	}
+	return p.Name, true
+}
+
+var nameMember = []byte("name")
+
+// foldsTo reports whether name matches one of names case-insensitively
+// (as json.Unmarshal matches member names when none matches exactly);
+// name is ASCII.
+func foldsTo(name []byte, names ...[]byte) bool {
+	for _, n := range names {
+		if bytes.EqualFold(name, n) {
+			return true
+		}
+	}
+	return false
+}
+
+// members calls fn with the name and raw value of each member of the JSON
+// object b, in order, until fn returns false. It reports false — and
+// json.Unmarshal must decide — when b is not valid JSON or not an object,
+// when a member name has an escape or a non-ASCII byte (it may fold to a
+// name fn looks for), or when fn returned false.
+func members(b []byte, fn func(name, v []byte) bool) bool {
+	if !json.Valid(b) {
+		return false
+	}
+	// From here b is valid JSON: every index below stays in range.
+	i := skipSpace(b, 0)
+	if b[i] != '{' {
+		return false
+	}
+	i = skipSpace(b, i+1)
+	if b[i] == '}' {
+		return true
+	}
+	for {
+		j := i + 1
+		for b[j] != '"' {
+			if b[j] == '\\' || b[j] >= 0x80 {
+				return false
 			}
+			j++
+		}
+		name := b[i+1 : j]
+		i = skipSpace(b, skipSpace(b, j+1)+1) // past the colon
+		end := valueEnd(b, i)
+		if !fn(name, b[i:end]) {
+			return false
 		}
 		i = skipSpace(b, end)
 		if b[i] == '}' {
-			return e, true
+			return true
 		}
 		i = skipSpace(b, i+1) // past the comma
 	}

@@ -77,3 +77,27 @@ func BenchmarkEnvelope(b *testing.B) {
 		}
 	})
 }
+
+// The direct call's tool-name decode is json.Unmarshal's twin too: the
+// front picks a tool by the name mcp-go will call.
+func FuzzCallToolNameDecodesAsEncodingJSON(f *testing.F) {
+	for _, s := range []string{
+		`{"name":"s1.inc.click","arguments":{}}`,
+		`{"arguments":{"name":"x"},"name":"swarm_list"}`,
+		`{"NAME":"a","name":"b"}`, `{"name":"b","Name":"a"}`, `{"\u006eame":"a"}`,
+		`{"name":"a\u002eb"}`, `{"name":"é"}`, `{"name":null}`, `{"name":1}`,
+		`{"name":"a","name":null}`, `{}`, `[]`, `null`, `{"name":"a"`, ``, ` {"name" : "a" } `,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var p struct {
+			Name string `json:"name"`
+		}
+		wantErr := json.Unmarshal(b, &p)
+		got, ok := callToolName(b)
+		if (wantErr == nil) != ok || (ok && got != p.Name) {
+			t.Fatalf("%q: json.Unmarshal gives %q, %v; callToolName %q, %v", b, p.Name, wantErr, got, ok)
+		}
+	})
+}
