@@ -22,10 +22,6 @@ func decodeEnvelope(b []byte, env *envelope) error {
 	return json.Unmarshal(b, env)
 }
 
-// envelopeNames are the envelope's member names, as json.Unmarshal matches
-// them (case-insensitively when no exact match).
-var envelopeNames = [][]byte{[]byte("jsonrpc"), []byte("id"), []byte("method"), []byte("params"), []byte("result"), []byte("error")}
-
 // scanEnvelope reads b when it has the common shape; ok is false when it
 // does not, and json.Unmarshal must decide.
 func scanEnvelope(b []byte) (e envelope, ok bool) {
@@ -44,7 +40,9 @@ func scanEnvelope(b []byte) (e envelope, ok bool) {
 		case "error":
 			e.Error = bytes.Clone(v)
 		default:
-			return !foldsTo(name, envelopeNames...) // else json.Unmarshal would take it as one of them
+			// json.Unmarshal matches a name case-insensitively when none
+			// matches exactly: such a name is one of ours to it.
+			return !foldsTo(name, "jsonrpc", "id", "method", "params", "result", "error")
 		}
 		return true
 	})
@@ -62,7 +60,7 @@ func callToolName(params []byte) (name string, ok bool) {
 		if string(n) == "name" {
 			return plainString(v, &name)
 		}
-		return !foldsTo(n, nameMember)
+		return !foldsTo(n, "name")
 	}) {
 		return name, true
 	}
@@ -75,14 +73,25 @@ func callToolName(params []byte) (name string, ok bool) {
 	return p.Name, true
 }
 
-var nameMember = []byte("name")
-
-// foldsTo reports whether name matches one of names case-insensitively
-// (as json.Unmarshal matches member names when none matches exactly);
-// name is ASCII.
-func foldsTo(name []byte, names ...[]byte) bool {
+// foldsTo reports whether name equals one of names, lower-case ASCII
+// names, but for the case of its letters. name is ASCII (members hands on
+// no other), where this is all the folding json.Unmarshal does.
+func foldsTo(name []byte, names ...string) bool {
 	for _, n := range names {
-		if bytes.EqualFold(name, n) {
+		if len(name) != len(n) {
+			continue
+		}
+		same := true
+		for i, c := range name {
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			if c != n[i] {
+				same = false
+				break
+			}
+		}
+		if same {
 			return true
 		}
 	}
