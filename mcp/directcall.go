@@ -52,7 +52,10 @@ func (s *Server) directCall(w *postStream, r *http.Request, rq *request) bool {
 	ctx := s.mcp.WithContext(r.Context(), inner)
 	ctx = server.WithSupportedProtocolVersions(ctx, s.versions)
 	ctx = s.wrapContext(ctx, r)
-	resp := s.mcp.HandleMessage(ctx, rq.body)
+	resp, ok := s.callTool(ctx, rq)
+	if !ok {
+		resp = s.mcp.HandleMessage(ctx, rq.body)
+	}
 	if ctx.Err() != nil {
 		return true // the client went away: no answer, as from mcp-go's transport
 	}

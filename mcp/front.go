@@ -306,6 +306,9 @@ func (s *Server) serveStreamable(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
+		if env.Method == string(mcp.MethodNotificationCancelled) && sid != "" {
+			s.calls.cancel(sid, env.Params)
+		}
 		if env.Method == string(mcp.MethodNotificationCancelled) && sid != "" && s.relay != nil {
 			// The call it cancels may be in flight on another node (a load
 			// balancer sent the POST elsewhere): let every node try.
@@ -437,7 +440,11 @@ func (s *Server) DeliverResponse(ctx context.Context, connID string, body []byte
 	if claims.Principal != "" {
 		id.authed, id.principal = true, authz.Principal{Subject: claims.Principal, Authenticated: true}
 	}
-	if env, rerr := checkMessage(body, s.cfg.MaxBatch, s.cfg.MaxDepth); rerr == nil && env.isResponse() {
+	env, rerr := checkMessage(body, s.cfg.MaxBatch, s.cfg.MaxDepth)
+	if rerr == nil && env.Method == string(mcp.MethodNotificationCancelled) {
+		s.calls.cancel(connID, env.Params) // relayed: the call may be one callTool serves
+	}
+	if rerr == nil && env.isResponse() {
 		if mine, status, out := s.deliverLocal(connID, env, body); mine {
 			if out == nil {
 				if status != http.StatusAccepted {

@@ -49,6 +49,7 @@ type Server struct {
 	// (directcall.go).
 	touched  *touchClock
 	versions []string
+	calls    inflightCalls
 
 	stopWatch func()
 	closeOnce sync.Once

@@ -1,0 +1,128 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/mcpswarm/mcpswarm/session"
+)
+
+// waitApp's one button waits until its call's context ends, telling the
+// test when it started and how it ended: "cancelled" only when the call
+// was cancelled (the owner's call timeout ends it as "timed out").
+type waitApp struct{ outcome chan string }
+
+func (waitApp) Init() (session.Model, error) { return map[string]any{}, nil }
+
+func (waitApp) Update(m session.Model, _ session.Msg) (session.Model, error) { return m, nil }
+
+func (a waitApp) UpdateContext(ctx context.Context, m session.Model, _ session.Msg) (session.Model, error) {
+	a.outcome <- "started"
+	select {
+	case <-ctx.Done():
+		if errors.Is(ctx.Err(), context.Canceled) {
+			a.outcome <- "cancelled"
+		} else {
+			a.outcome <- "timed out"
+		}
+		return m, ctx.Err()
+	case <-time.After(10 * time.Second):
+		a.outcome <- "not cancelled"
+		return m, nil
+	}
+}
+
+func (waitApp) View(session.Model) session.Node {
+	return session.Button{ID: "wait", Label: "Wait", OnClick: "wait"}
+}
+
+// A client's notifications/cancelled cancels a tool call served past
+// mcp-go's core (callTool) as it cancels one the core serves, whether it
+// reaches this node's front or is relayed from another node's.
+func TestAClientCancelsACallServedPastTheCore(t *testing.T) {
+	outcome := make(chan string, 2)
+	e := clusteredEnv(t, time.Hour, func(_ *Config, r *session.Registry) {
+		if err := r.Register("wait", "waits for cancellation", func() session.App { return waitApp{outcome} }); err != nil {
+			t.Fatal(err)
+		}
+	})
+	c, _ := e.connect(t, clientOpts{})
+	sid := c.GetSessionId()
+	// The connection's first call takes the transport; the next ones do not.
+	if st, _, body := e.post(t, sid, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"swarm_start","arguments":{"app":"wait","id":"wt"}}}`); st != http.StatusOK || strings.Contains(body, `"isError":true`) {
+		t.Fatalf("swarm_start: %d %s", st, body)
+	}
+	direct := func() float64 { return testutil.ToFloat64(e.srv.metrics.direct) }
+	const cancel = `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%s,"reason":"stop"}}`
+
+	for _, tc := range []struct {
+		name, id string
+		send     func(body string)
+	}{
+		{"on this node's front", "4242", func(body string) {
+			if st, _, out := e.post(t, sid, body); st != http.StatusAccepted {
+				t.Errorf("the cancellation answered %d %s", st, out)
+			}
+		}},
+		{"relayed from another node", `"call-2"`, func(body string) {
+			if _, err := e.srv.DeliverResponse(context.Background(), sid, []byte(body)); err != nil {
+				t.Errorf("delivering the cancellation: %v", err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := direct()
+			answered := make(chan string, 1)
+			go func() {
+				req, _ := http.NewRequest(http.MethodPost, e.url+"/mcp", strings.NewReader(
+					`{"jsonrpc":"2.0","id":`+tc.id+`,"method":"tools/call","params":{"name":"wt.wait.click","arguments":{}}}`))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Accept", "application/json, text/event-stream")
+				req.Header.Set(headerSessionID, sid)
+				req.Header.Set(headerProtocolVersion, mcp.ProtocolVersion20251125)
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					answered <- err.Error()
+					return
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				answered <- string(b)
+			}()
+			if got := <-outcome; got != "started" {
+				t.Fatalf("the session reported %q before starting", got)
+			}
+			tc.send(strings.Replace(cancel, "%s", tc.id, 1))
+			select {
+			case got := <-outcome:
+				if got != "cancelled" {
+					t.Fatalf("the session saw %q", got)
+				}
+			case <-time.After(15 * time.Second):
+				t.Fatal("the session never finished")
+			}
+			select {
+			case body := <-answered:
+				// The caller stopped waiting because of the cancellation,
+				// not at the owner's call timeout (which cancels the
+				// update's context too once the handler returns).
+				if !strings.Contains(body, "call cancelled") {
+					t.Fatalf("the cancelled call answered %s", body)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the cancelled call's POST never ended")
+			}
+			if got := direct() - before; got != 1 {
+				t.Fatalf("%v of the calls went past the transport, want the tool call", got)
+			}
+		})
+	}
+}
