@@ -5,6 +5,8 @@ import (
 	"errors"
 	"reflect"
 	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // The front's envelope decoder is json.Unmarshal's twin: on any input both
@@ -50,6 +52,67 @@ func FuzzEnvelopeDecodesAsEncodingJSON(f *testing.F) {
 		}
 		if !reflect.DeepEqual(want, got) {
 			t.Fatalf("%q:\n json.Unmarshal  %+v\n decodeEnvelope  %+v", b, want, got)
+		}
+	})
+}
+
+// A tools/call the front decodes itself reads as mcp-go's decode (which is
+// json.Unmarshal's) reads it: whenever decodeCallTool takes a message, the
+// request is the one json.Unmarshal gives, so a direct call runs the tool
+// mcp-go would have run, with the same arguments.
+func FuzzCallToolDecodesAsEncodingJSON(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"s1.inc.click","arguments":{}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"s1.t.type","arguments":{"text":"h\u00e9","n":12345678901234567890}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","arguments":null}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":[1,2],"name":"a"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","arguments":{}},"params":{"name":"b"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","name":"b"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","Arguments":{"x":1}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","_meta":{"progressToken":3}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","PARAMS":{"name":"a"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":null}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":null,"arguments":"x"}}`,
+		`{"method":"tools/call","params":{"name":"a","arguments":{"a":{"b":[{}]}}},"extra":[1]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var got mcp.CallToolRequest
+		if !decodeCallTool(b, &got) {
+			return
+		}
+		var want mcp.CallToolRequest
+		if err := json.Unmarshal(b, &want); err != nil {
+			t.Fatalf("%q: decodeCallTool took a message json.Unmarshal refuses: %v", b, err)
+		}
+		if !reflect.DeepEqual(want, got) {
+			t.Fatalf("%q:\n json.Unmarshal  %#v\n decodeCallTool  %#v", b, want, got)
+		}
+	})
+}
+
+// BenchmarkCallToolDecode is the decode of a click's request, against
+// json.Unmarshal in the same run.
+func BenchmarkCallToolDecode(b *testing.B) {
+	msg := []byte(`{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"s2.abcdefgh.inc.click","arguments":{}}}`)
+	b.Run("decodeCallTool", func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			var req mcp.CallToolRequest
+			if !decodeCallTool(msg, &req) {
+				b.Fatal("not decoded")
+			}
+		}
+	})
+	b.Run("json.Unmarshal", func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			var req mcp.CallToolRequest
+			if err := json.Unmarshal(msg, &req); err != nil {
+				b.Fatal(err)
+			}
 		}
 	})
 }

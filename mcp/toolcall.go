@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -39,7 +40,10 @@ func (s *Server) callTool(ctx context.Context, rq *request) (resp mcp.JSONRPCMes
 		return nil, false
 	}
 	var req mcp.CallToolRequest
-	if json.Unmarshal(rq.body, &req) != nil || req.Params.Name != rq.tool {
+	if !decodeCallTool(rq.body, &req) && json.Unmarshal(rq.body, &req) != nil {
+		return nil, false
+	}
+	if req.Params.Name != rq.tool {
 		return nil, false
 	}
 	version := req.Params.Meta.ProtocolVersion()
@@ -110,22 +114,43 @@ func handlerErrorResponse(id any, err error) mcp.JSONRPCMessage {
 // inflightCalls holds the cancel function of each call callTool serves, so
 // a client's notifications/cancelled — on this node's front or relayed
 // from another node's (DeliverResponse) — cancels it as mcp-go's core
-// cancels the calls it serves. Keys are the core's: the connection id and
-// the request id as fmt prints its decoded JSON value.
+// cancels the calls it serves. A call is known by its connection and its
+// request id as fmt prints the id's decoded JSON value (the core's key).
 type inflightCalls struct {
-	m sync.Map // string -> context.CancelFunc
+	mu sync.Mutex
+	m  map[inflightKey]context.CancelFunc
 }
 
-func inflightKey(conn string, id any) string { return fmt.Sprintf("%s:%v", conn, id) }
+type inflightKey struct{ conn, id string }
+
+// requestIDKey prints a decoded JSON-RPC id as fmt's %v does, without fmt
+// for the two kinds an id has.
+func requestIDKey(id any) string {
+	switch v := id.(type) {
+	case string:
+		return v
+	case float64:
+		return strconv.FormatFloat(v, 'g', -1, 64)
+	default:
+		return fmt.Sprint(v)
+	}
+}
 
 // start returns ctx with a cancel function registered for conn's request
 // id, and done, which unregisters it.
 func (c *inflightCalls) start(ctx context.Context, conn string, id any) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(ctx)
-	key := inflightKey(conn, id)
-	c.m.Store(key, cancel)
+	key := inflightKey{conn, requestIDKey(id)}
+	c.mu.Lock()
+	if c.m == nil {
+		c.m = make(map[inflightKey]context.CancelFunc)
+	}
+	c.m[key] = cancel
+	c.mu.Unlock()
 	return ctx, func() {
-		c.m.Delete(key)
+		c.mu.Lock()
+		delete(c.m, key)
+		c.mu.Unlock()
 		cancel()
 	}
 }
@@ -139,7 +164,12 @@ func (c *inflightCalls) cancel(conn string, params json.RawMessage) {
 	if json.Unmarshal(params, &p) != nil || p.RequestID == nil {
 		return
 	}
-	if f, ok := c.m.LoadAndDelete(inflightKey(conn, p.RequestID)); ok {
-		f.(context.CancelFunc)()
+	key := inflightKey{conn, requestIDKey(p.RequestID)}
+	c.mu.Lock()
+	f, ok := c.m[key]
+	delete(c.m, key)
+	c.mu.Unlock()
+	if ok {
+		f()
 	}
 }
