@@ -65,10 +65,29 @@ func (s *Server) directCall(w *postStream, r *http.Request, rq *request) bool {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
-	if err := json.NewEncoder(w).Encode(resp); err != nil {
+	var err error
+	if b, ok := toolAnswer(resp); ok {
+		_, err = w.Write(b) // one write, as the encoder's
+	} else {
+		err = json.NewEncoder(w).Encode(resp)
+	}
+	if err != nil {
 		s.log.Debug("writing a tool call's answer", "conn", rq.checkedSID, "err", err)
 	}
 	return true
+}
+
+// toolAnswer is resp encoded by appendToolAnswer, when it can.
+func toolAnswer(resp mcp.JSONRPCMessage) ([]byte, bool) {
+	r, ok := resp.(mcp.JSONRPCResponse)
+	if !ok {
+		return nil, false
+	}
+	res, ok := r.Result.(*mcp.CallToolResult)
+	if !ok || r.JSONRPC != mcp.JSONRPC_VERSION {
+		return nil, false
+	}
+	return appendToolAnswer(make([]byte, 0, 256), r.ID.Value(), res)
 }
 
 // canCallDirect reports whether r is a tools/call the front may serve
