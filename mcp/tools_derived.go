@@ -222,7 +222,7 @@ func (s *Server) derivedHandler(t session.Tool) server.ToolHandlerFunc {
 			s.metrics.call("derived", "error")
 			return backendError(t.Session, err), nil
 		}
-		s.sessionLog(ctx, mcp.LoggingLevelInfo, fmt.Sprintf("session %s: %s ran", t.Session, t.Name))
+		s.sessionLog(ctx, mcp.LoggingLevelInfo, "session %s: %s ran", t.Session, t.Name)
 		res := sessionResult(r)
 		s.metrics.call("derived", outcomeLabel(res))
 		return res, nil
@@ -251,10 +251,28 @@ func (s *Server) withReporters(ctx context.Context, req mcp.CallToolRequest) con
 }
 
 // sessionLog sends a log message to the calling connection, subject to its
-// logging/setLevel.
-func (s *Server) sessionLog(ctx context.Context, level mcp.LoggingLevel, msg string) {
-	n := mcp.NewLoggingMessageNotification(level, "mcpswarm", msg)
+// logging/setLevel. The message is formatted only when it is sent: at the
+// default level (error) nearly none is.
+func (s *Server) sessionLog(ctx context.Context, level mcp.LoggingLevel, format string, args ...any) {
+	if !logWanted(ctx, level) {
+		return
+	}
+	n := mcp.NewLoggingMessageNotification(level, "mcpswarm", fmt.Sprintf(format, args...))
 	if err := s.mcp.SendLogMessageToClient(ctx, n); err != nil {
 		s.log.Debug("log notification dropped", "err", err)
 	}
+}
+
+// logWanted reports whether mcp-go's SendLogMessageToClient would send a
+// message at level to the connection in ctx, by its own rules.
+func logWanted(ctx context.Context, level mcp.LoggingLevel) bool {
+	cs := server.ClientSessionFromContext(ctx)
+	if cs == nil || !cs.Initialized() {
+		return true // let mcp-go answer (and the caller log) why not
+	}
+	if info := server.RequestProtocolInfoFromContext(ctx); info != nil && info.Modern {
+		return info.LogLevel != "" && level.ShouldSendTo(info.LogLevel)
+	}
+	l, ok := cs.(server.SessionWithLogging)
+	return !ok || level.ShouldSendTo(l.GetLogLevel())
 }
