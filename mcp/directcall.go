@@ -121,7 +121,7 @@ func (s *Server) canCallDirect(r *http.Request, rq *request) bool {
 	// A session's tool; a tool added through Extend is a server-wide
 	// tool of mcp-go's, whatever its name.
 	_, derived := splitDerived(name)
-	return derived && s.mcp.GetTool(name) == nil
+	return derived && !s.extendedTool(name)
 }
 
 // directSession is the per-request session of a direct call, in place of

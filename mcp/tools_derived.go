@@ -188,7 +188,7 @@ func (s *Server) callView(c authz.Context, name string) map[string]server.Server
 			return s.tools.entry(t, s.derivedHandler).view
 		}
 	}
-	if s.mcp.GetTool(name) != nil {
+	if s.extendedTool(name) {
 		return map[string]server.ServerTool{}
 	}
 	stale := mcp.Tool{Name: name, RawInputSchema: emptySchema}
@@ -202,6 +202,13 @@ func (s *Server) callView(c authz.Context, name string) map[string]server.Server
 		}
 		return staleResult(sid), nil
 	}}}
+}
+
+// extendedTool reports whether name is a server-wide tool of mcp-go's,
+// which only Config.Extend adds. Without Extend there is none, and the
+// lookup (it copies the tool to the heap) is skipped on every call.
+func (s *Server) extendedTool(name string) bool {
+	return s.cfg.Extend != nil && s.mcp.GetTool(name) != nil
 }
 
 func (s *Server) derivedHandler(t session.Tool) server.ToolHandlerFunc {
