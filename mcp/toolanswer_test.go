@@ -3,6 +3,7 @@ package mcp
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -75,7 +76,7 @@ func FuzzToolAnswerEncodesAsEncodingJSON(f *testing.F) {
 	f.Add(42.0, "", false, "count: 3", false, []byte(`null`))
 	f.Add(0.0, "id-1", true, "a <b> & \"c\" \\ \x01 \xff é \u2028", true, []byte(`{"value":1e300,"s":"<"}`))
 	f.Add(1e21, "", false, "", false, []byte(`[1,2]`))
-	f.Add(-0.0, "", false, "x", false, []byte(`{"a":{"b":[true,null,"\u00e9"]}}`))
+	f.Add(math.Copysign(0, -1), "", false, "x", false, []byte(`{"a":{"b":[true,null,"\u00e9"]}}`))
 	f.Add(1e-7, "", false, "x", true, []byte(`"s"`))
 	f.Fuzz(func(t *testing.T, num float64, str string, useStr bool, text string, isError bool, structured []byte) {
 		var id any = num
