@@ -22,7 +22,8 @@ import (
 // one added through Config.Extend — nothing of that core's generality is in
 // use: no tool filters, input or output validation, task tools, tool
 // middleware but recovery, hooks but beforeRequest, tracer or request
-// logger, and the request is of a legacy protocol version. So callTool
+// logger (a front built with Config.Extend, which could add middleware or
+// hooks, keeps the core), and the request is of a legacy protocol version. So callTool
 // serves such a call as that core would, with one decode of the request,
 // and answers the same bytes (TestToolCallsPastTheTransportAnswerAsTheTransportDoes);
 // anything unusual about the message (a second decode would read it
@@ -32,6 +33,12 @@ import (
 // mcp-go's HandleMessage would, ctx being the context HandleMessage would
 // get. ok is false when it did not: the core must serve the message.
 func (s *Server) callTool(ctx context.Context, rq *request) (resp mcp.JSONRPCMessage, ok bool) {
+	if s.cfg.Extend != nil {
+		// Extend may have added tool middleware (MCPServer.Use) or hooks
+		// (GetHooks) that the core runs on every call: leave its calls to
+		// the core.
+		return nil, false
+	}
 	if rq.env.JSONRPC != mcp.JSONRPC_VERSION || len(rq.env.Result) > 0 {
 		return nil, false
 	}

@@ -6,10 +6,12 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/mcpswarm/mcpswarm/session"
@@ -126,5 +128,35 @@ func TestAClientCancelsACallServedPastTheCore(t *testing.T) {
 				t.Fatalf("%v of the calls went past the transport, want the tool call", got)
 			}
 		})
+	}
+}
+
+// Tool middleware added through Config.Extend runs on every call, those
+// past mcp-go's transport included: such a front keeps mcp-go's core.
+func TestExtendMiddlewareRunsOnEveryToolCall(t *testing.T) {
+	var seen atomic.Int32
+	e := clusteredEnv(t, time.Hour, func(c *Config, _ *session.Registry) {
+		c.Extend = func(m *server.MCPServer) {
+			m.Use(func(next server.ToolHandlerFunc) server.ToolHandlerFunc {
+				return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+					seen.Add(1)
+					return next(ctx, req)
+				}
+			})
+		}
+	})
+	c, _ := e.connect(t, clientOpts{})
+	sid := c.GetSessionId()
+	for i, body := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"swarm_start","arguments":{"app":"counter","id":"mw"}}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"mw.inc.click","arguments":{}}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"swarm_apps","arguments":{}}}`,
+	} {
+		if st, _, out := e.post(t, sid, body); st != http.StatusOK || strings.Contains(out, `"isError":true`) {
+			t.Fatalf("call %d: %d %s", i+1, st, out)
+		}
+	}
+	if got := seen.Load(); got != 3 {
+		t.Fatalf("the middleware saw %d of 3 calls", got)
 	}
 }
