@@ -307,12 +307,12 @@ func (s *Server) serveStreamable(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		if env.Method == string(mcp.MethodNotificationCancelled) && sid != "" {
-			s.calls.cancel(sid, env.Params)
-		}
-		if env.Method == string(mcp.MethodNotificationCancelled) && sid != "" && s.relay != nil {
-			// The call it cancels may be in flight on another node (a load
-			// balancer sent the POST elsewhere): let every node try.
-			go s.relay.ForwardCancel(context.WithoutCancel(r.Context()), sid, body)
+			s.calls.cancel(sid, env.Params) // a call callTool serves here
+			if s.relay != nil {
+				// The call it cancels may be in flight on another node (a
+				// load balancer sent the POST elsewhere): let every node try.
+				go s.relay.ForwardCancel(context.WithoutCancel(r.Context()), sid, body)
+			}
 		}
 		if e := s.precheckRead(r, env, authz.TransportStreamableHTTP, sid, modern); e != nil {
 			writeRPCError(w, http.StatusOK, e)
