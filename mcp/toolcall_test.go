@@ -99,8 +99,13 @@ func TestAClientCancelsACallServedPastTheCore(t *testing.T) {
 				resp.Body.Close()
 				answered <- string(b)
 			}()
-			if got := <-outcome; got != "started" {
-				t.Fatalf("the session reported %q before starting", got)
+			select {
+			case got := <-outcome:
+				if got != "started" {
+					t.Fatalf("the session reported %q before starting", got)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the call never reached the session")
 			}
 			tc.send(strings.Replace(cancel, "%s", tc.id, 1))
 			select {
