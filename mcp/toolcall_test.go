@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -63,7 +64,7 @@ func TestAClientCancelsACallServedPastTheCore(t *testing.T) {
 		t.Fatalf("swarm_start: %d %s", st, body)
 	}
 	direct := func() float64 { return testutil.ToFloat64(e.srv.metrics.direct) }
-	const cancel = `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%s,"reason":"stop"}}`
+	const cancel = `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%s,"reason":"stop"}}` // %s: the call's id
 
 	for _, tc := range []struct {
 		name, id string
@@ -82,57 +83,63 @@ func TestAClientCancelsACallServedPastTheCore(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := direct()
-			answered := make(chan string, 1)
-			go func() {
-				req, _ := http.NewRequest(http.MethodPost, e.url+"/mcp", strings.NewReader(
-					`{"jsonrpc":"2.0","id":`+tc.id+`,"method":"tools/call","params":{"name":"wt.wait.click","arguments":{}}}`))
-				req.Header.Set("Content-Type", "application/json")
-				req.Header.Set("Accept", "application/json, text/event-stream")
-				req.Header.Set(headerSessionID, sid)
-				req.Header.Set(headerProtocolVersion, mcp.ProtocolVersion20251125)
-				resp, err := http.DefaultClient.Do(req)
-				if err != nil {
-					answered <- err.Error()
-					return
-				}
-				b, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				answered <- string(b)
-			}()
-			select {
-			case got := <-outcome:
-				if got != "started" {
-					t.Fatalf("the session reported %q before starting", got)
-				}
-			case <-time.After(10 * time.Second):
-				t.Fatal("the call never reached the session")
+			answered := postInBackground(e.url, sid,
+				`{"jsonrpc":"2.0","id":`+tc.id+`,"method":"tools/call","params":{"name":"wt.wait.click","arguments":{}}}`)
+			if got := receive(t, outcome, 10*time.Second, "the call reaching the session"); got != "started" {
+				t.Fatalf("the session reported %q before starting", got)
 			}
-			tc.send(strings.Replace(cancel, "%s", tc.id, 1))
-			select {
-			case got := <-outcome:
-				if got != "cancelled" {
-					t.Fatalf("the session saw %q", got)
-				}
-			case <-time.After(15 * time.Second):
-				t.Fatal("the session never finished")
+			tc.send(fmt.Sprintf(cancel, tc.id))
+			if got := receive(t, outcome, 15*time.Second, "the session's update ending"); got != "cancelled" {
+				t.Fatalf("the session saw %q", got)
 			}
-			select {
-			case body := <-answered:
-				// The call ended because of the cancellation — the caller
-				// stopped waiting ("call cancelled") or the update saw its
-				// context end first ("context canceled") —, not at the
-				// owner's call timeout (which cancels the update's context
-				// too, once the handler returns).
-				if strings.Contains(body, "no answer within") || !strings.Contains(body, "cancel") {
-					t.Fatalf("the cancelled call answered %s", body)
-				}
-			case <-time.After(10 * time.Second):
-				t.Fatal("the cancelled call's POST never ended")
+			// The call ended because of the cancellation — the caller
+			// stopped waiting ("call cancelled") or the update saw its
+			// context end first ("context canceled") —, not at the owner's
+			// call timeout (which cancels the update's context too, once
+			// the handler returns).
+			if body := receive(t, answered, 10*time.Second, "the cancelled call's answer"); strings.Contains(body, "no answer within") || !strings.Contains(body, "cancel") {
+				t.Fatalf("the cancelled call answered %s", body)
 			}
 			if got := direct() - before; got != 1 {
 				t.Fatalf("%v of the calls went past the transport, want the tool call", got)
 			}
 		})
+	}
+}
+
+// postInBackground POSTs a message of connection sid and hands on the
+// answer's body (or the error) once it ends.
+func postInBackground(url, sid, body string) <-chan string {
+	answered := make(chan string, 1)
+	go func() {
+		req, _ := http.NewRequest(http.MethodPost, url+"/mcp", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set(headerSessionID, sid)
+		req.Header.Set(headerProtocolVersion, mcp.ProtocolVersion20251125)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			answered <- err.Error()
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		answered <- string(b)
+	}()
+	return answered
+}
+
+// receive returns the next value from ch, failing the test when none
+// comes within the time given.
+func receive[T any](t testing.TB, ch <-chan T, within time.Duration, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(within):
+		t.Fatalf("waited %s for %s", within, what)
+		var zero T
+		return zero
 	}
 }
 
