@@ -73,8 +73,21 @@ func (s *Snapshot) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// MarshalJSON writes the current result format.
+// MarshalJSON writes the current result format: the bytes encoding/json
+// writes for it, directly (resultcodec.go) unless a structured value fails
+// to encode, which encoding/json then reports.
 func (r Result) MarshalJSON() ([]byte, error) {
+	size := len(`{"v":1,"text":"","isError":false}`) + len(r.Text) + 8
+	if r.Structured != nil {
+		size += len(`,"structured":`) + 64
+	}
+	if b, ok := r.appendJSON(make([]byte, 0, size)); ok {
+		return b, nil
+	}
+	return r.marshalPlain()
+}
+
+func (r Result) marshalPlain() ([]byte, error) {
 	type plain Result
 	return json.Marshal(struct {
 		V int `json:"v"`
@@ -82,8 +95,22 @@ func (r Result) MarshalJSON() ([]byte, error) {
 	}{ResultFormat, plain(r)})
 }
 
-// UnmarshalJSON reads every result format up to ResultFormat.
+// UnmarshalJSON reads every result format up to ResultFormat. The common
+// document, as MarshalJSON writes it, is read in one pass (resultdecode.go);
+// encoding/json reads any other.
 func (r *Result) UnmarshalJSON(b []byte) error {
+	res, v, ok := decodeResult(b)
+	if !ok {
+		return r.unmarshalPlain(b)
+	}
+	if v > ResultFormat {
+		return resultFormatError(v)
+	}
+	*r = res
+	return nil
+}
+
+func (r *Result) unmarshalPlain(b []byte) error {
 	type plain Result
 	var doc struct {
 		V int `json:"v"`
@@ -93,10 +120,14 @@ func (r *Result) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	if doc.V > ResultFormat {
-		return fmt.Errorf("tool result v%d (this node reads up to v%d): %w", doc.V, ResultFormat, ErrFormat)
+		return resultFormatError(doc.V)
 	}
 	*r = Result(doc.plain)
 	return nil
+}
+
+func resultFormatError(v int) error {
+	return fmt.Errorf("tool result v%d (this node reads up to v%d): %w", v, ResultFormat, ErrFormat)
 }
 
 // snapshotParts are the parts of a session's snapshot that rarely change,
