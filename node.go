@@ -88,11 +88,14 @@ type Node struct {
 	cluster   *cluster.Cluster
 	sessions  *session.Manager
 	snapshots *snapshotStore
-	swarm     *swarm.Swarm
-	front     *mcp.Server
-	journal   *ui.Journal
-	ui        *ui.Handler
-	orphans   *orphanSweep
+	// liveSnapshots is snapshots for the metrics scrape, which may run
+	// while the node starts or stops.
+	liveSnapshots atomic.Pointer[snapshotStore]
+	swarm         *swarm.Swarm
+	front         *mcp.Server
+	journal       *ui.Journal
+	ui            *ui.Handler
+	orphans       *orphanSweep
 
 	parts   []component
 	started []component
@@ -126,6 +129,7 @@ func NewNode(cfg Config, opts ...Option) (*Node, error) {
 		serveErr: make(chan error, 2),
 	}
 	n.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	registerJournalMetrics(n.metrics, n.liveSnapshots.Load)
 	if err := n.build(); err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/mcpswarm/mcpswarm/cluster"
 	"github.com/mcpswarm/mcpswarm/journal"
 	"github.com/mcpswarm/mcpswarm/session"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // snapshotDir is where the node keeps its session snapshots, under the
@@ -133,3 +134,29 @@ func (s *snapshotStore) Load() ([]session.Snapshot, error) {
 func (s *snapshotStore) close() error { return s.j.Close() }
 
 var _ session.Store = (*snapshotStore)(nil)
+
+// registerJournalMetrics exports the snapshot journal's group commits:
+// syncs and the records they made durable, whose ratio is the commit's
+// group size (what a sync costs each call under load). store returns the
+// open store, or nil before the node's sessions start.
+func registerJournalMetrics(reg prometheus.Registerer, store func() *snapshotStore) {
+	stat := func(pick func(journal.Stats) uint64) func() float64 {
+		return func() float64 {
+			s := store()
+			if s == nil {
+				return 0
+			}
+			return float64(pick(s.j.Stats()))
+		}
+	}
+	reg.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "mcpswarm_journal_syncs_total",
+			Help: "Syncs (fdatasync) of session snapshot records since the journal opened: group commits with --durability sync.",
+		}, stat(func(st journal.Stats) uint64 { return st.Rounds })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "mcpswarm_journal_records_total",
+			Help: "Session snapshot records (puts and deletes) written to the journal since it opened; divided by mcpswarm_journal_syncs_total, the group commit's size.",
+		}, stat(func(st journal.Stats) uint64 { return st.Records })),
+	)
+}

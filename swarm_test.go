@@ -49,6 +49,12 @@ func TestAnyNodeDrivesASessionOwnedElsewhere(t *testing.T) {
 	if got := metricValue(t, n3, `mcpswarm_swarm_forwards_total{outcome="ok"}`); got < 3 {
 		t.Fatalf("node3 counted %v successful forwards, want at least the 3 calls", got)
 	}
+	// The owner made the start and the three writes durable, each in some
+	// group commit of its journal.
+	records, syncs := metricValue(t, n1, "mcpswarm_journal_records_total"), metricValue(t, n1, "mcpswarm_journal_syncs_total")
+	if records < 4 || syncs < 1 || syncs > records {
+		t.Fatalf("the owner's journal counts %v records in %v syncs, want at least the start and 3 writes", records, syncs)
+	}
 	model := textOf(alice1.call("swarm_get_model", map[string]any{"id": "lg"}))
 	if !strings.Contains(model, "Signed in as demo") {
 		t.Fatalf("model on the owner after driving it from node3: %s", model)

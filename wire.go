@@ -162,6 +162,7 @@ func (n *Node) startSessions(ctx context.Context) error {
 		return &FieldError{Flag: "data-dir", Err: err}
 	}
 	n.snapshots = snaps
+	n.liveSnapshots.Store(snaps)
 	reg := session.NewRegistry()
 	if err := apps.RegisterWith(reg, n.cfg.Widgets.appBounds()); err != nil {
 		_ = n.snapshots.close()

@@ -135,6 +135,7 @@ type Journal struct {
 	spares  []roundBufs
 	spare   []byte
 	rounds  uint64 // fsyncs of written records
+	records uint64 // records written (Sync: committed; Process: appended)
 	closing bool   // Close has begun: writes refuse
 	closed  bool   // the file is closed
 
@@ -474,6 +475,7 @@ func (j *Journal) appendLocked(rec record) error {
 	j.end += int64(len(buf))
 	j.alloc = max(j.alloc, j.end)
 	j.dirty = true
+	j.records++
 	return nil
 }
 
@@ -593,6 +595,7 @@ func (j *Journal) commit(rd *round) {
 		j.end = base + int64(len(rd.buf))
 		j.alloc = max(j.alloc, j.end)
 		j.rounds++
+		j.records += uint64(len(rd.entries))
 	}
 	j.recycleLocked(rd)
 	j.mu.Unlock()
@@ -662,13 +665,17 @@ type Stats struct {
 	// Rounds counts the fsyncs of written records since Open (group
 	// commits in Sync mode).
 	Rounds uint64
+	// Records counts the records (puts and deletes) written since Open:
+	// in Sync mode those committed by the Rounds, so Records / Rounds is
+	// the group commit's size; in Process mode those appended.
+	Records uint64
 }
 
 // Stats returns the journal's current figures.
 func (j *Journal) Stats() Stats {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	return Stats{Keys: len(j.index), Live: j.live, Size: j.end, Rounds: j.rounds}
+	return Stats{Keys: len(j.index), Live: j.live, Size: j.end, Rounds: j.rounds, Records: j.records}
 }
 
 // Close commits what is pending, fsyncs, and closes the file. Later calls

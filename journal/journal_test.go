@@ -173,6 +173,9 @@ func TestSyncGroupCommit(t *testing.T) {
 	if st.Rounds >= writers*each {
 		t.Errorf("%d rounds for %d writes: no group commit", st.Rounds, writers*each)
 	}
+	if st.Records != writers*each {
+		t.Errorf("Stats counts %d records for %d writes", st.Records, writers*each)
+	}
 	t.Logf("%d writes in %d rounds", writers*each, st.Rounds)
 	_ = j.Close()
 	j = open(t, dir, Sync)
