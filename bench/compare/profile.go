@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -110,9 +111,17 @@ func runProfile(ctx context.Context, o options) error {
 	for i, n := range nodes {
 		procs[i] = n.p
 	}
+	before := make([]journalCounts, len(nodes))
+	for i, n := range nodes {
+		before[i] = scrapeJournal(ctx, n.p)
+	}
 	cl, err := measure(ctx, ws, procs, 500*time.Millisecond, (secs+1)*time.Second)
 	if err != nil {
 		return err
+	}
+	commits := make([]string, len(nodes))
+	for i, n := range nodes {
+		commits[i] = scrapeJournal(ctx, n.p).since(before[i])
 	}
 	for range len(kinds) * len(nodes) {
 		if g := <-done; g.err != nil {
@@ -128,15 +137,16 @@ func runProfile(ctx context.Context, o options) error {
 		"forward": "each on node B clicking its own counter session owned by node A (every call forwarded B -> A)",
 		"spread":  "alternately on A and B, each clicking a counter session owned by the other node (every call forwarded)",
 	}[o.profSeries]
-	for _, n := range nodes {
+	for i, n := range nodes {
 		prefix := "profile-"
 		if o.profSeries != "click" {
 			prefix = fmt.Sprintf("profile-%s-%s-", o.profSeries, strings.TrimPrefix(n.name, "prof"))
 		}
 		header := fmt.Sprintf("# mcpswarm node %s (bench/profnode = serve --dev) under %d clients %s, %d s.\n"+
 			"# Load during the profile: %.0f calls/s, p50 %.0f µs, p99 %.0f µs, %.0f µs server CPU per call (all profiled nodes), %d failed calls.\n"+
+			"# Snapshot journal of this node during the window: %s.\n"+
 			"# Made by: cd bench && go run ./compare -profile ../docs/bench -profile-series %s  (%s, source %s, %d CPUs, load %s)\n",
-			n.name, clients, what, secs, cl.Throughput, cl.P50us, cl.P99us, cl.CPUus, cl.Errors, o.profSeries,
+			n.name, clients, what, secs, cl.Throughput, cl.P50us, cl.P99us, cl.CPUus, cl.Errors, commits[i], o.profSeries,
 			time.Now().UTC().Format("2006-01-02 15:04 UTC"), describeSource(ctx, o.benchDir), hostinfo.Now().CPUs, hostinfo.LoadAvg())
 		views := []struct {
 			file, prof string
@@ -219,4 +229,55 @@ func fetch(ctx context.Context, url, path string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// journalCounts are a node's snapshot-journal counters
+// (mcpswarm_journal_records_total, mcpswarm_journal_syncs_total); ok is
+// false when they could not be read (a node without them).
+type journalCounts struct {
+	records, syncs float64
+	ok             bool
+}
+
+// scrapeJournal reads p's journal counters from its /metrics.
+func scrapeJournal(ctx context.Context, p *proc) journalCounts {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.baseURL+"/metrics", nil)
+	if err != nil {
+		return journalCounts{}
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return journalCounts{}
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return journalCounts{}
+	}
+	var c journalCounts
+	found := 0
+	for _, line := range strings.Split(string(body), "\n") {
+		for name, dst := range map[string]*float64{"mcpswarm_journal_records_total ": &c.records, "mcpswarm_journal_syncs_total ": &c.syncs} {
+			if v, ok := strings.CutPrefix(line, name); ok {
+				if f, err := strconv.ParseFloat(v, 64); err == nil {
+					*dst = f
+					found++
+				}
+			}
+		}
+	}
+	c.ok = found == 2
+	return c
+}
+
+// since describes the group commits between b and c.
+func (c journalCounts) since(b journalCounts) string {
+	if !c.ok || !b.ok {
+		return "counters not exported"
+	}
+	records, syncs := c.records-b.records, c.syncs-b.syncs
+	if syncs <= 0 {
+		return fmt.Sprintf("%.0f records, no sync", records)
+	}
+	return fmt.Sprintf("%.0f records in %.0f syncs, %.1f records per sync", records, syncs, records/syncs)
 }
