@@ -9,32 +9,12 @@ import (
 	"testing"
 )
 
-// refMarshal is Result.MarshalJSON as it was before the direct codec: the
-// reference the codec is held to.
-func refMarshal(r Result) ([]byte, error) {
-	type plain Result
-	return json.Marshal(struct {
-		V int `json:"v"`
-		plain
-	}{ResultFormat, plain(r)})
-}
+// refMarshal and refUnmarshal are Result's codec as it was before the
+// direct one (it stays the fallback): the reference the direct codec is
+// held to.
+func refMarshal(r Result) ([]byte, error) { return r.marshalPlain() }
 
-// refUnmarshal is Result.UnmarshalJSON as it was before the direct codec.
-func refUnmarshal(r *Result, b []byte) error {
-	type plain Result
-	var doc struct {
-		V int `json:"v"`
-		plain
-	}
-	if err := json.Unmarshal(b, &doc); err != nil {
-		return err
-	}
-	if doc.V > ResultFormat {
-		return resultFormatError(doc.V)
-	}
-	*r = Result(doc.plain)
-	return nil
-}
+func refUnmarshal(r *Result, b []byte) error { return r.unmarshalPlain(b) }
 
 // fuzzStructured builds a structured value of the kind mode picks from the
 // fuzzer's bytes.

@@ -235,33 +235,31 @@ func (w *writer) add(e entry) {
 // closes, up to journalQueue entries in all. It reports whether q is still
 // open: closed and drained, the writer writes and ends.
 func (w *writer) gatherMore(q <-chan entry, window *time.Timer) bool {
-	if window == nil {
-		for w.gathered < journalQueue {
+	if window != nil {
+		// Since Go 1.23 Reset discards a tick from an earlier window
+		// that was not received.
+		window.Reset(w.j.gather)
+	}
+	for w.gathered < journalQueue {
+		var e entry
+		var ok bool
+		if window == nil {
 			select {
-			case e, ok := <-q:
-				if !ok {
-					return false
-				}
-				w.add(e)
+			case e, ok = <-q:
 			default:
 				return true
 			}
-		}
-		return true
-	}
-	// Since Go 1.23 Reset discards a tick from an earlier window that was
-	// not received.
-	window.Reset(w.j.gather)
-	for w.gathered < journalQueue {
-		select {
-		case e, ok := <-q:
-			if !ok {
-				return false
+		} else {
+			select {
+			case e, ok = <-q:
+			case <-window.C:
+				return true
 			}
-			w.add(e)
-		case <-window.C:
-			return true
 		}
+		if !ok {
+			return false
+		}
+		w.add(e)
 	}
 	return true
 }
