@@ -210,13 +210,16 @@ func (a *actor) contextResource() json.RawMessage {
 func changes(info Info, old, cur map[string]json.RawMessage, oldTools, curTools []Tool, toolsChanged, listened bool) []Event {
 	var evs []Event
 	if toolsChanged {
-		evs = append(evs, Event{Kind: ToolsChanged, Session: info.ID, Principal: info.Principal})
+		evs = []Event{{Kind: ToolsChanged, Session: info.ID, Principal: info.Principal}}
 	}
 	if old == nil || !listened {
 		return evs
 	}
 	contextChanged := !sameNames(oldTools, curTools)
-	var changed []string
+	// Sized for every resource and the context, so neither list grows
+	// while it fills (growing them was most of what a click's events
+	// allocated).
+	changed := make([]string, 0, len(cur)+1)
 	for name, now := range cur {
 		if prev, ok := old[name]; !ok || string(prev) != string(now) {
 			changed = append(changed, name)
@@ -226,7 +229,11 @@ func changes(info Info, old, cur map[string]json.RawMessage, oldTools, curTools 
 	if contextChanged {
 		changed = append(changed, ResourceContext)
 	}
+	if len(changed) == 0 {
+		return evs
+	}
 	slices.Sort(changed)
+	evs = append(make([]Event, 0, len(evs)+len(changed)), evs...)
 	for _, name := range changed {
 		ev := Event{Kind: ResourceChanged, Session: info.ID, Principal: info.Principal, Resource: name}
 		if strings.HasPrefix(name, "model/") { // widgets and context change with every render: no patch
