@@ -87,15 +87,14 @@ type Node struct {
 	storage   cluster.Storage
 	cluster   *cluster.Cluster
 	sessions  *session.Manager
-	snapshots *snapshotStore
-	// liveSnapshots is snapshots for the metrics scrape, which may run
-	// while the node starts or stops.
-	liveSnapshots atomic.Pointer[snapshotStore]
-	swarm         *swarm.Swarm
-	front         *mcp.Server
-	journal       *ui.Journal
-	ui            *ui.Handler
-	orphans       *orphanSweep
+	// snapshots is set once the sessions start; the metrics scrape may
+	// read it while the node starts or stops.
+	snapshots atomic.Pointer[snapshotStore]
+	swarm     *swarm.Swarm
+	front     *mcp.Server
+	journal   *ui.Journal
+	ui        *ui.Handler
+	orphans   *orphanSweep
 
 	parts   []component
 	started []component
@@ -129,7 +128,7 @@ func NewNode(cfg Config, opts ...Option) (*Node, error) {
 		serveErr: make(chan error, 2),
 	}
 	n.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	registerJournalMetrics(n.metrics, n.liveSnapshots.Load)
+	registerJournalMetrics(n.metrics, n.snapshots.Load)
 	if err := n.build(); err != nil {
 		return nil, err
 	}
@@ -284,7 +283,7 @@ func (n *Node) Kill() {
 	}
 	if n.sessions != nil {
 		_ = n.sessions.Close(context.Background())
-		_ = n.snapshots.close()
+		_ = n.snapshots.Load().close()
 	}
 	if n.cluster != nil {
 		n.cluster.Kill()

@@ -161,22 +161,21 @@ func (n *Node) startSessions(ctx context.Context) error {
 	if err != nil {
 		return &FieldError{Flag: "data-dir", Err: err}
 	}
-	n.snapshots = snaps
-	n.liveSnapshots.Store(snaps)
+	n.snapshots.Store(snaps)
 	reg := session.NewRegistry()
 	if err := apps.RegisterWith(reg, n.cfg.Widgets.appBounds()); err != nil {
-		_ = n.snapshots.close()
+		_ = snaps.close()
 		return fmt.Errorf("registering demo apps: %w", err)
 	}
 	for _, register := range n.opts.apps {
 		if err := register(reg); err != nil {
-			_ = n.snapshots.close()
+			_ = snaps.close()
 			return fmt.Errorf("registering apps: %w", err)
 		}
 	}
 	mc := session.ManagerConfig{
 		Registry: reg,
-		Store:    n.snapshots,
+		Store:    snaps,
 		Logger:   n.log.With("component", "session"),
 	}
 	if len(n.cfg.Startable) > 0 {
@@ -191,7 +190,7 @@ func (n *Node) startSessions(ctx context.Context) error {
 	mc.MaxTextBytes = n.cfg.Widgets.TextBytes
 	m, err := session.NewManager(mc)
 	if err != nil {
-		_ = n.snapshots.close()
+		_ = snaps.close()
 		return &FieldError{Flag: "startable", Err: err}
 	}
 	n.sessions = m
@@ -209,7 +208,7 @@ func (n *Node) stopSessions(ctx context.Context) error {
 	if n.sessions != nil {
 		err = n.sessions.Close(ctx)
 	}
-	if cerr := n.snapshots.close(); cerr != nil {
+	if cerr := n.snapshots.Load().close(); cerr != nil {
 		err = errors.Join(err, fmt.Errorf("closing the snapshot journal: %w", cerr))
 	}
 	return err
