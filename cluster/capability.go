@@ -33,11 +33,15 @@ const (
 	// keys in the "conns" registry). A node mints them only while every
 	// live peer advertises it.
 	CapSerialIDs = "serial-ids"
+	// CapCallStream: the node serves mcpswarm.forward.v1 ForwardService.Calls,
+	// so a peer forwards its tool calls to it over one long-lived stream
+	// rather than a stream per call.
+	CapCallStream = "call-stream"
 )
 
 // DefaultCapabilities is what this code supports.
 func DefaultCapabilities() []string {
-	return []string{CapHandoffGen, CapRevocationKeys, CapSerialIDs, CapStreamRefs}
+	return []string{CapCallStream, CapHandoffGen, CapRevocationKeys, CapSerialIDs, CapStreamRefs}
 }
 
 // Capabilities is a member's advertised protocol version and capability
@@ -73,8 +77,18 @@ func (c Capabilities) Names() []string {
 	return strings.Split(c.list, ",")
 }
 
-// Has reports whether name is among c's capabilities.
-func (c Capabilities) Has(name string) bool { return slices.Contains(c.Names(), name) }
+// Has reports whether name is among c's capabilities. It allocates
+// nothing: the forward path asks it on every call.
+func (c Capabilities) Has(name string) bool {
+	for rest := c.list; rest != ""; {
+		var n string
+		n, rest, _ = strings.Cut(rest, ",")
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
 
 // capsMarker joins the capabilities to the version string in member
 // metadata. Protocol-1 nodes decode metadata strictly (a trailing field or

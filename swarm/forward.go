@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/mcpswarm/mcpswarm/authz"
+	"github.com/mcpswarm/mcpswarm/cluster"
 	forwardv1 "github.com/mcpswarm/mcpswarm/proto/mcpswarm/forward/v1"
 	"github.com/mcpswarm/mcpswarm/session"
 )
@@ -103,6 +104,13 @@ func (s *Swarm) forward(ctx context.Context, c authz.Context, node, id, tool str
 	ctx, cancel := s.bounded(ctx)
 	defer cancel()
 	req := &forwardv1.CallToolRequest{Caller: callerToPB(c), Session: id, Tool: tool, Arguments: argBytes}
+	if s.servesCallStream(node) {
+		res, err := s.forwardOnStream(ctx, node, cc, req)
+		if !errors.Is(err, errNoCallStream) {
+			return res, err
+		}
+		s.streams.fallbacks.Add(1)
+	}
 	recv, err := openCallTool(ctx, cc, req)
 	if err != nil {
 		return session.Result{}, s.forwardErr(node, err, false)
@@ -122,19 +130,30 @@ func (s *Swarm) forward(ctx context.Context, c authz.Context, node, id, tool str
 				progress(e.Progress.GetProgress(), e.Progress.GetTotal(), e.Progress.GetMessage())
 			}
 		case *forwardv1.CallToolResponse_Result:
-			raw := e.Result.GetResult()
-			if len(raw) > maxForwardResult {
-				return session.Result{}, fmt.Errorf("node %s answered %d bytes, over the %d byte limit", node, len(raw), maxForwardResult)
-			}
-			// Its own decoder, not json.Unmarshal: that would check the
-			// whole result once more before handing it over.
-			var res session.Result
-			if err := res.UnmarshalJSON(raw); err != nil {
-				return session.Result{}, fmt.Errorf("decoding result from node %s: %w", node, err)
-			}
-			return res, nil
+			return decodeForwardResult(node, e.Result.GetResult())
 		}
 	}
+}
+
+// decodeForwardResult decodes the result node answered a forwarded call
+// with.
+func decodeForwardResult(node string, raw []byte) (session.Result, error) {
+	if len(raw) > maxForwardResult {
+		return session.Result{}, fmt.Errorf("node %s answered %d bytes, over the %d byte limit", node, len(raw), maxForwardResult)
+	}
+	// Its own decoder, not json.Unmarshal: that would check the whole
+	// result once more before handing it over.
+	var res session.Result
+	if err := res.UnmarshalJSON(raw); err != nil {
+		return session.Result{}, fmt.Errorf("decoding result from node %s: %w", node, err)
+	}
+	return res, nil
+}
+
+// servesCallStream reports whether node advertises the Calls stream.
+func (s *Swarm) servesCallStream(node string) bool {
+	m, ok := s.cl.Member(node)
+	return ok && m.Capabilities.Has(cluster.CapCallStream)
 }
 
 // openCallTool starts a forwarded call and returns its event receiver. A

@@ -34,17 +34,42 @@ type testNode struct {
 	sw  *Swarm
 	mgr *session.Manager
 	cl  *cluster.Cluster
+	srv *grpc.Server
 }
 
 // startTestNode runs a swarm over a real cluster on loopback. previous
 // leaves the forward service out, as a node of the previous release.
 func startTestNode(t testing.TB, name string, previous bool, join ...string) testNode {
 	t.Helper()
+	return startTestNodeWith(t, name, nodeOptions{previous: previous}, join...)
+}
+
+// nodeOptions shapes a test node: previous leaves the forward service
+// out; caps, when not nil, is what it advertises; apps registers more
+// apps (and makes them startable) beside the demo ones.
+type nodeOptions struct {
+	previous bool
+	caps     []string
+	apps     map[string]func() session.App
+}
+
+func startTestNodeWith(t testing.TB, name string, opt nodeOptions, join ...string) testNode {
+	t.Helper()
 	reg := session.NewRegistry()
 	if err := apps.Register(reg); err != nil {
 		t.Fatal(err)
 	}
-	mgr, err := session.NewManager(session.ManagerConfig{Registry: reg})
+	var startable []string
+	if len(opt.apps) > 0 {
+		startable = reg.DefaultStartable()
+		for app, mk := range opt.apps {
+			if err := reg.Register(app, "", mk); err != nil {
+				t.Fatal(err)
+			}
+			startable = append(startable, app)
+		}
+	}
+	mgr, err := session.NewManager(session.ManagerConfig{Registry: reg, Startable: startable})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,6 +79,7 @@ func startTestNode(t testing.TB, name string, previous bool, join ...string) tes
 	}
 	cfg := cluster.LocalConfig()
 	cfg.Name, cfg.GRPCAddr, cfg.Key, cfg.Join = name, lis.Addr().String(), bytes.Repeat([]byte{3}, 32), join
+	cfg.Capabilities = opt.caps
 	cl, err := cluster.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -63,7 +89,7 @@ func startTestNode(t testing.TB, name string, previous bool, join ...string) tes
 		t.Fatal(err)
 	}
 	srv := grpc.NewServer(cl.ServerOptions()...)
-	if previous {
+	if opt.previous {
 		cl.Register(withoutService{srv, forwardv1.ForwardService_ServiceDesc.ServiceName})
 	} else {
 		cl.Register(srv)
@@ -85,7 +111,7 @@ func startTestNode(t testing.TB, name string, previous bool, join ...string) tes
 		_ = cl.Stop(ctx)
 		srv.Stop()
 	})
-	return testNode{sw: sw, mgr: mgr, cl: cl}
+	return testNode{sw: sw, mgr: mgr, cl: cl, srv: srv}
 }
 
 func await(t testing.TB, what string, cond func() bool) {

@@ -114,6 +114,12 @@ type Swarm struct {
 	maxRevocations int
 	ackTimeout     time.Duration
 
+	// streams are this node's Calls streams to its peers (callstream.go).
+	streams callStreams
+	// callsLimit bounds the calls a peer runs at once on one Calls stream
+	// it opened to this node (maxStreamCalls).
+	callsLimit int
+
 	// frontPtr is this node's MCP front, attached by mcp.New (Attach):
 	// what other nodes forward to this node is delivered to it.
 	frontPtr atomic.Pointer[frontBox]
@@ -146,6 +152,7 @@ func New(cfg Config) (*Swarm, error) {
 		pending:     map[string]dirty{},
 		idx:         newIndex(),
 		kick:        coalesce.NewSignal(),
+		callsLimit:  maxStreamCalls,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)

@@ -55,6 +55,7 @@ func runProfile(ctx context.Context, o options) error {
 		if join != "" {
 			args = append(args, "-join", join)
 		}
+		args = append(args, profNodeArgs(o.nodeArgs)...)
 		p, err := startProc(ctx, "profnode "+name, bin, "http://"+addrs[0], args...)
 		return node{p: p, pprof: addrs[3], gossip: addrs[2], name: name}, err
 	}
@@ -145,8 +146,8 @@ func runProfile(ctx context.Context, o options) error {
 		header := fmt.Sprintf("# mcpswarm node %s (bench/profnode = serve --dev) under %d clients %s, %d s.\n"+
 			"# Load during the profile: %.0f calls/s, p50 %.0f µs, p99 %.0f µs, %.0f µs server CPU per call (all profiled nodes), %d failed calls.\n"+
 			"# Snapshot journal of this node during the window: %s.\n"+
-			"# Made by: cd bench && go run ./compare -profile ../docs/bench -profile-series %s  (%s, source %s, %d CPUs, load %s)\n",
-			n.name, clients, what, secs, cl.Throughput, cl.P50us, cl.P99us, cl.CPUus, cl.Errors, commits[i], o.profSeries,
+			"# Made by: cd bench && go run ./compare -profile ../docs/bench -profile-series %s%s  (%s, source %s, %d CPUs, load %s)\n",
+			n.name, clients, what, secs, cl.Throughput, cl.P50us, cl.P99us, cl.CPUus, cl.Errors, commits[i], o.profSeries, nodeArgsNote(o.nodeArgs),
 			time.Now().UTC().Format("2006-01-02 15:04 UTC"), describeSource(ctx, o.benchDir), hostinfo.Now().CPUs, hostinfo.LoadAvg())
 		views := []struct {
 			file, prof string
@@ -280,4 +281,29 @@ func (c journalCounts) since(b journalCounts) string {
 		return fmt.Sprintf("%.0f records, no sync", records)
 	}
 	return fmt.Sprintf("%.0f records in %.0f syncs, %.1f records per sync", records, syncs, records/syncs)
+}
+
+// profNodeArgs passes the serve flags profnode also knows (today only the
+// durability mode) from -node-args to the profiled nodes; profnode takes
+// Go's single-dash form of the same names.
+func profNodeArgs(nodeArgs []string) []string {
+	var out []string
+	for i := 0; i < len(nodeArgs); i++ {
+		a := strings.TrimLeft(nodeArgs[i], "-")
+		switch {
+		case strings.HasPrefix(a, "durability="):
+			out = append(out, "-"+a)
+		case a == "durability" && i+1 < len(nodeArgs):
+			out = append(out, "-durability", nodeArgs[i+1])
+			i++
+		}
+	}
+	return out
+}
+
+func nodeArgsNote(nodeArgs []string) string {
+	if len(nodeArgs) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" -node-args '%s'", strings.Join(nodeArgs, " "))
 }

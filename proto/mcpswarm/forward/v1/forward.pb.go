@@ -17,6 +17,7 @@ package forwardv1
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	anypb "google.golang.org/protobuf/types/known/anypb"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -387,6 +388,281 @@ func (x *ToolResult) GetIsError() bool {
 	return false
 }
 
+// CallsRequest is one message of the entry node on a Calls stream: a call
+// to start, or a call it no longer waits for.
+type CallsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// id is the entry node's number for the call, unique on the stream.
+	Id uint64 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Types that are valid to be assigned to Op:
+	//
+	//	*CallsRequest_Call
+	//	*CallsRequest_Cancel
+	Op isCallsRequest_Op `protobuf_oneof:"op"`
+	// timeout_ms is how long the caller still waits for call id (the owner
+	// bounds it by its own limit; 0 means the owner's default).
+	TimeoutMs     int64 `protobuf:"varint,4,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CallsRequest) Reset() {
+	*x = CallsRequest{}
+	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CallsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CallsRequest) ProtoMessage() {}
+
+func (x *CallsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CallsRequest.ProtoReflect.Descriptor instead.
+func (*CallsRequest) Descriptor() ([]byte, []int) {
+	return file_mcpswarm_forward_v1_forward_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *CallsRequest) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *CallsRequest) GetOp() isCallsRequest_Op {
+	if x != nil {
+		return x.Op
+	}
+	return nil
+}
+
+func (x *CallsRequest) GetCall() *CallToolRequest {
+	if x != nil {
+		if x, ok := x.Op.(*CallsRequest_Call); ok {
+			return x.Call
+		}
+	}
+	return nil
+}
+
+func (x *CallsRequest) GetCancel() bool {
+	if x != nil {
+		if x, ok := x.Op.(*CallsRequest_Cancel); ok {
+			return x.Cancel
+		}
+	}
+	return false
+}
+
+func (x *CallsRequest) GetTimeoutMs() int64 {
+	if x != nil {
+		return x.TimeoutMs
+	}
+	return 0
+}
+
+type isCallsRequest_Op interface {
+	isCallsRequest_Op()
+}
+
+type CallsRequest_Call struct {
+	Call *CallToolRequest `protobuf:"bytes,2,opt,name=call,proto3,oneof"`
+}
+
+type CallsRequest_Cancel struct {
+	// cancel: the caller gave up on call id; the owner cancels it if it
+	// is still running (it may have applied).
+	Cancel bool `protobuf:"varint,3,opt,name=cancel,proto3,oneof"`
+}
+
+func (*CallsRequest_Call) isCallsRequest_Op() {}
+
+func (*CallsRequest_Cancel) isCallsRequest_Op() {}
+
+// CallsResponse is one event of call id on a Calls stream: progress, then
+// exactly one result or error.
+type CallsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Types that are valid to be assigned to Event:
+	//
+	//	*CallsResponse_Progress
+	//	*CallsResponse_Result
+	//	*CallsResponse_Error
+	Event         isCallsResponse_Event `protobuf_oneof:"event"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CallsResponse) Reset() {
+	*x = CallsResponse{}
+	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CallsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CallsResponse) ProtoMessage() {}
+
+func (x *CallsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CallsResponse.ProtoReflect.Descriptor instead.
+func (*CallsResponse) Descriptor() ([]byte, []int) {
+	return file_mcpswarm_forward_v1_forward_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *CallsResponse) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *CallsResponse) GetEvent() isCallsResponse_Event {
+	if x != nil {
+		return x.Event
+	}
+	return nil
+}
+
+func (x *CallsResponse) GetProgress() *Progress {
+	if x != nil {
+		if x, ok := x.Event.(*CallsResponse_Progress); ok {
+			return x.Progress
+		}
+	}
+	return nil
+}
+
+func (x *CallsResponse) GetResult() *ToolResult {
+	if x != nil {
+		if x, ok := x.Event.(*CallsResponse_Result); ok {
+			return x.Result
+		}
+	}
+	return nil
+}
+
+func (x *CallsResponse) GetError() *CallError {
+	if x != nil {
+		if x, ok := x.Event.(*CallsResponse_Error); ok {
+			return x.Error
+		}
+	}
+	return nil
+}
+
+type isCallsResponse_Event interface {
+	isCallsResponse_Event()
+}
+
+type CallsResponse_Progress struct {
+	Progress *Progress `protobuf:"bytes,2,opt,name=progress,proto3,oneof"`
+}
+
+type CallsResponse_Result struct {
+	Result *ToolResult `protobuf:"bytes,3,opt,name=result,proto3,oneof"`
+}
+
+type CallsResponse_Error struct {
+	Error *CallError `protobuf:"bytes,4,opt,name=error,proto3,oneof"`
+}
+
+func (*CallsResponse_Progress) isCallsResponse_Event() {}
+
+func (*CallsResponse_Result) isCallsResponse_Event() {}
+
+func (*CallsResponse_Error) isCallsResponse_Event() {}
+
+// CallError is a call's failure as the gRPC status CallTool would have
+// ended with: its code, message and details (a handoff's redirect).
+type CallError struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Code          int32                  `protobuf:"varint,1,opt,name=code,proto3" json:"code,omitempty"`
+	Message       string                 `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	Details       []*anypb.Any           `protobuf:"bytes,3,rep,name=details,proto3" json:"details,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CallError) Reset() {
+	*x = CallError{}
+	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CallError) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CallError) ProtoMessage() {}
+
+func (x *CallError) ProtoReflect() protoreflect.Message {
+	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CallError.ProtoReflect.Descriptor instead.
+func (*CallError) Descriptor() ([]byte, []int) {
+	return file_mcpswarm_forward_v1_forward_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *CallError) GetCode() int32 {
+	if x != nil {
+		return x.Code
+	}
+	return 0
+}
+
+func (x *CallError) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *CallError) GetDetails() []*anypb.Any {
+	if x != nil {
+		return x.Details
+	}
+	return nil
+}
+
 // ReadResourceRequest names the session and the resource.
 type ReadResourceRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -399,7 +675,7 @@ type ReadResourceRequest struct {
 
 func (x *ReadResourceRequest) Reset() {
 	*x = ReadResourceRequest{}
-	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[5]
+	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -411,7 +687,7 @@ func (x *ReadResourceRequest) String() string {
 func (*ReadResourceRequest) ProtoMessage() {}
 
 func (x *ReadResourceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[5]
+	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -424,7 +700,7 @@ func (x *ReadResourceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadResourceRequest.ProtoReflect.Descriptor instead.
 func (*ReadResourceRequest) Descriptor() ([]byte, []int) {
-	return file_mcpswarm_forward_v1_forward_proto_rawDescGZIP(), []int{5}
+	return file_mcpswarm_forward_v1_forward_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ReadResourceRequest) GetCaller() *Caller {
@@ -459,7 +735,7 @@ type ReadResourceResponse struct {
 
 func (x *ReadResourceResponse) Reset() {
 	*x = ReadResourceResponse{}
-	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[6]
+	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -471,7 +747,7 @@ func (x *ReadResourceResponse) String() string {
 func (*ReadResourceResponse) ProtoMessage() {}
 
 func (x *ReadResourceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[6]
+	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -484,7 +760,7 @@ func (x *ReadResourceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadResourceResponse.ProtoReflect.Descriptor instead.
 func (*ReadResourceResponse) Descriptor() ([]byte, []int) {
-	return file_mcpswarm_forward_v1_forward_proto_rawDescGZIP(), []int{6}
+	return file_mcpswarm_forward_v1_forward_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ReadResourceResponse) GetMimeType() string {
@@ -514,7 +790,7 @@ type DeliverResponseRequest struct {
 
 func (x *DeliverResponseRequest) Reset() {
 	*x = DeliverResponseRequest{}
-	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[7]
+	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -526,7 +802,7 @@ func (x *DeliverResponseRequest) String() string {
 func (*DeliverResponseRequest) ProtoMessage() {}
 
 func (x *DeliverResponseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[7]
+	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -539,7 +815,7 @@ func (x *DeliverResponseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeliverResponseRequest.ProtoReflect.Descriptor instead.
 func (*DeliverResponseRequest) Descriptor() ([]byte, []int) {
-	return file_mcpswarm_forward_v1_forward_proto_rawDescGZIP(), []int{7}
+	return file_mcpswarm_forward_v1_forward_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *DeliverResponseRequest) GetConnection() string {
@@ -567,7 +843,7 @@ type DeliverResponseResponse struct {
 
 func (x *DeliverResponseResponse) Reset() {
 	*x = DeliverResponseResponse{}
-	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[8]
+	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -579,7 +855,7 @@ func (x *DeliverResponseResponse) String() string {
 func (*DeliverResponseResponse) ProtoMessage() {}
 
 func (x *DeliverResponseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[8]
+	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -592,7 +868,7 @@ func (x *DeliverResponseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeliverResponseResponse.ProtoReflect.Descriptor instead.
 func (*DeliverResponseResponse) Descriptor() ([]byte, []int) {
-	return file_mcpswarm_forward_v1_forward_proto_rawDescGZIP(), []int{8}
+	return file_mcpswarm_forward_v1_forward_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *DeliverResponseResponse) GetHttpStatus() int32 {
@@ -613,7 +889,7 @@ type DeliverCancelRequest struct {
 
 func (x *DeliverCancelRequest) Reset() {
 	*x = DeliverCancelRequest{}
-	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[9]
+	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -625,7 +901,7 @@ func (x *DeliverCancelRequest) String() string {
 func (*DeliverCancelRequest) ProtoMessage() {}
 
 func (x *DeliverCancelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[9]
+	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -638,7 +914,7 @@ func (x *DeliverCancelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeliverCancelRequest.ProtoReflect.Descriptor instead.
 func (*DeliverCancelRequest) Descriptor() ([]byte, []int) {
-	return file_mcpswarm_forward_v1_forward_proto_rawDescGZIP(), []int{9}
+	return file_mcpswarm_forward_v1_forward_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *DeliverCancelRequest) GetConnection() string {
@@ -666,7 +942,7 @@ type DeliverCancelResponse struct {
 
 func (x *DeliverCancelResponse) Reset() {
 	*x = DeliverCancelResponse{}
-	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[10]
+	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -678,7 +954,7 @@ func (x *DeliverCancelResponse) String() string {
 func (*DeliverCancelResponse) ProtoMessage() {}
 
 func (x *DeliverCancelResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[10]
+	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -691,7 +967,7 @@ func (x *DeliverCancelResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeliverCancelResponse.ProtoReflect.Descriptor instead.
 func (*DeliverCancelResponse) Descriptor() ([]byte, []int) {
-	return file_mcpswarm_forward_v1_forward_proto_rawDescGZIP(), []int{10}
+	return file_mcpswarm_forward_v1_forward_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *DeliverCancelResponse) GetHttpStatus() int32 {
@@ -712,7 +988,7 @@ type DeliverSseMessageRequest struct {
 
 func (x *DeliverSseMessageRequest) Reset() {
 	*x = DeliverSseMessageRequest{}
-	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[11]
+	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -724,7 +1000,7 @@ func (x *DeliverSseMessageRequest) String() string {
 func (*DeliverSseMessageRequest) ProtoMessage() {}
 
 func (x *DeliverSseMessageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[11]
+	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -737,7 +1013,7 @@ func (x *DeliverSseMessageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeliverSseMessageRequest.ProtoReflect.Descriptor instead.
 func (*DeliverSseMessageRequest) Descriptor() ([]byte, []int) {
-	return file_mcpswarm_forward_v1_forward_proto_rawDescGZIP(), []int{11}
+	return file_mcpswarm_forward_v1_forward_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *DeliverSseMessageRequest) GetConnection() string {
@@ -765,7 +1041,7 @@ type DeliverSseMessageResponse struct {
 
 func (x *DeliverSseMessageResponse) Reset() {
 	*x = DeliverSseMessageResponse{}
-	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[12]
+	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -777,7 +1053,7 @@ func (x *DeliverSseMessageResponse) String() string {
 func (*DeliverSseMessageResponse) ProtoMessage() {}
 
 func (x *DeliverSseMessageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[12]
+	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -790,7 +1066,7 @@ func (x *DeliverSseMessageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeliverSseMessageResponse.ProtoReflect.Descriptor instead.
 func (*DeliverSseMessageResponse) Descriptor() ([]byte, []int) {
-	return file_mcpswarm_forward_v1_forward_proto_rawDescGZIP(), []int{12}
+	return file_mcpswarm_forward_v1_forward_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *DeliverSseMessageResponse) GetHttpStatus() int32 {
@@ -813,7 +1089,7 @@ type SpendStateRequest struct {
 
 func (x *SpendStateRequest) Reset() {
 	*x = SpendStateRequest{}
-	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[13]
+	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -825,7 +1101,7 @@ func (x *SpendStateRequest) String() string {
 func (*SpendStateRequest) ProtoMessage() {}
 
 func (x *SpendStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[13]
+	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -838,7 +1114,7 @@ func (x *SpendStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SpendStateRequest.ProtoReflect.Descriptor instead.
 func (*SpendStateRequest) Descriptor() ([]byte, []int) {
-	return file_mcpswarm_forward_v1_forward_proto_rawDescGZIP(), []int{13}
+	return file_mcpswarm_forward_v1_forward_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *SpendStateRequest) GetNonce() string {
@@ -865,7 +1141,7 @@ type SpendStateResponse struct {
 
 func (x *SpendStateResponse) Reset() {
 	*x = SpendStateResponse{}
-	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[14]
+	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -877,7 +1153,7 @@ func (x *SpendStateResponse) String() string {
 func (*SpendStateResponse) ProtoMessage() {}
 
 func (x *SpendStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[14]
+	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -890,7 +1166,7 @@ func (x *SpendStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SpendStateResponse.ProtoReflect.Descriptor instead.
 func (*SpendStateResponse) Descriptor() ([]byte, []int) {
-	return file_mcpswarm_forward_v1_forward_proto_rawDescGZIP(), []int{14}
+	return file_mcpswarm_forward_v1_forward_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *SpendStateResponse) GetAlreadySpent() bool {
@@ -913,7 +1189,7 @@ type AdoptSessionRequest struct {
 
 func (x *AdoptSessionRequest) Reset() {
 	*x = AdoptSessionRequest{}
-	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[15]
+	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -925,7 +1201,7 @@ func (x *AdoptSessionRequest) String() string {
 func (*AdoptSessionRequest) ProtoMessage() {}
 
 func (x *AdoptSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[15]
+	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -938,7 +1214,7 @@ func (x *AdoptSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdoptSessionRequest.ProtoReflect.Descriptor instead.
 func (*AdoptSessionRequest) Descriptor() ([]byte, []int) {
-	return file_mcpswarm_forward_v1_forward_proto_rawDescGZIP(), []int{15}
+	return file_mcpswarm_forward_v1_forward_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *AdoptSessionRequest) GetFrom() string {
@@ -965,7 +1241,7 @@ type AdoptSessionResponse struct {
 
 func (x *AdoptSessionResponse) Reset() {
 	*x = AdoptSessionResponse{}
-	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[16]
+	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -977,7 +1253,7 @@ func (x *AdoptSessionResponse) String() string {
 func (*AdoptSessionResponse) ProtoMessage() {}
 
 func (x *AdoptSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[16]
+	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -990,14 +1266,14 @@ func (x *AdoptSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdoptSessionResponse.ProtoReflect.Descriptor instead.
 func (*AdoptSessionResponse) Descriptor() ([]byte, []int) {
-	return file_mcpswarm_forward_v1_forward_proto_rawDescGZIP(), []int{16}
+	return file_mcpswarm_forward_v1_forward_proto_rawDescGZIP(), []int{19}
 }
 
 var File_mcpswarm_forward_v1_forward_proto protoreflect.FileDescriptor
 
 const file_mcpswarm_forward_v1_forward_proto_rawDesc = "" +
 	"\n" +
-	"!mcpswarm/forward/v1/forward.proto\x12\x13mcpswarm.forward.v1\"\xbf\x01\n" +
+	"!mcpswarm/forward/v1/forward.proto\x12\x13mcpswarm.forward.v1\x1a\x19google/protobuf/any.proto\"\xbf\x01\n" +
 	"\x06Caller\x12\x1c\n" +
 	"\tprincipal\x18\x01 \x01(\tR\tprincipal\x12\x14\n" +
 	"\x05roles\x18\x02 \x03(\tR\x05roles\x12$\n" +
@@ -1024,7 +1300,24 @@ const file_mcpswarm_forward_v1_forward_proto_rawDesc = "" +
 	"\n" +
 	"ToolResult\x12\x16\n" +
 	"\x06result\x18\x01 \x01(\fR\x06result\x12\x19\n" +
-	"\bis_error\x18\x02 \x01(\bR\aisError\"v\n" +
+	"\bis_error\x18\x02 \x01(\bR\aisError\"\x99\x01\n" +
+	"\fCallsRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x12:\n" +
+	"\x04call\x18\x02 \x01(\v2$.mcpswarm.forward.v1.CallToolRequestH\x00R\x04call\x12\x18\n" +
+	"\x06cancel\x18\x03 \x01(\bH\x00R\x06cancel\x12\x1d\n" +
+	"\n" +
+	"timeout_ms\x18\x04 \x01(\x03R\ttimeoutMsB\x04\n" +
+	"\x02op\"\xd8\x01\n" +
+	"\rCallsResponse\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x12;\n" +
+	"\bprogress\x18\x02 \x01(\v2\x1d.mcpswarm.forward.v1.ProgressH\x00R\bprogress\x129\n" +
+	"\x06result\x18\x03 \x01(\v2\x1f.mcpswarm.forward.v1.ToolResultH\x00R\x06result\x126\n" +
+	"\x05error\x18\x04 \x01(\v2\x1e.mcpswarm.forward.v1.CallErrorH\x00R\x05errorB\a\n" +
+	"\x05event\"i\n" +
+	"\tCallError\x12\x12\n" +
+	"\x04code\x18\x01 \x01(\x05R\x04code\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\x12.\n" +
+	"\adetails\x18\x03 \x03(\v2\x14.google.protobuf.AnyR\adetails\"v\n" +
 	"\x13ReadResourceRequest\x123\n" +
 	"\x06caller\x18\x01 \x01(\v2\x1b.mcpswarm.forward.v1.CallerR\x06caller\x12\x18\n" +
 	"\asession\x18\x02 \x01(\tR\asession\x12\x10\n" +
@@ -1064,9 +1357,10 @@ const file_mcpswarm_forward_v1_forward_proto_rawDesc = "" +
 	"\x13AdoptSessionRequest\x12\x12\n" +
 	"\x04from\x18\x01 \x01(\tR\x04from\x12\x1a\n" +
 	"\bsnapshot\x18\x02 \x01(\fR\bsnapshot\"\x16\n" +
-	"\x14AdoptSessionResponse2\xde\x05\n" +
+	"\x14AdoptSessionResponse2\xb2\x06\n" +
 	"\x0eForwardService\x12Y\n" +
-	"\bCallTool\x12$.mcpswarm.forward.v1.CallToolRequest\x1a%.mcpswarm.forward.v1.CallToolResponse0\x01\x12c\n" +
+	"\bCallTool\x12$.mcpswarm.forward.v1.CallToolRequest\x1a%.mcpswarm.forward.v1.CallToolResponse0\x01\x12R\n" +
+	"\x05Calls\x12!.mcpswarm.forward.v1.CallsRequest\x1a\".mcpswarm.forward.v1.CallsResponse(\x010\x01\x12c\n" +
 	"\fReadResource\x12(.mcpswarm.forward.v1.ReadResourceRequest\x1a).mcpswarm.forward.v1.ReadResourceResponse\x12l\n" +
 	"\x0fDeliverResponse\x12+.mcpswarm.forward.v1.DeliverResponseRequest\x1a,.mcpswarm.forward.v1.DeliverResponseResponse\x12f\n" +
 	"\rDeliverCancel\x12).mcpswarm.forward.v1.DeliverCancelRequest\x1a*.mcpswarm.forward.v1.DeliverCancelResponse\x12r\n" +
@@ -1087,50 +1381,61 @@ func file_mcpswarm_forward_v1_forward_proto_rawDescGZIP() []byte {
 	return file_mcpswarm_forward_v1_forward_proto_rawDescData
 }
 
-var file_mcpswarm_forward_v1_forward_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_mcpswarm_forward_v1_forward_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_mcpswarm_forward_v1_forward_proto_goTypes = []any{
 	(*Caller)(nil),                    // 0: mcpswarm.forward.v1.Caller
 	(*CallToolRequest)(nil),           // 1: mcpswarm.forward.v1.CallToolRequest
 	(*CallToolResponse)(nil),          // 2: mcpswarm.forward.v1.CallToolResponse
 	(*Progress)(nil),                  // 3: mcpswarm.forward.v1.Progress
 	(*ToolResult)(nil),                // 4: mcpswarm.forward.v1.ToolResult
-	(*ReadResourceRequest)(nil),       // 5: mcpswarm.forward.v1.ReadResourceRequest
-	(*ReadResourceResponse)(nil),      // 6: mcpswarm.forward.v1.ReadResourceResponse
-	(*DeliverResponseRequest)(nil),    // 7: mcpswarm.forward.v1.DeliverResponseRequest
-	(*DeliverResponseResponse)(nil),   // 8: mcpswarm.forward.v1.DeliverResponseResponse
-	(*DeliverCancelRequest)(nil),      // 9: mcpswarm.forward.v1.DeliverCancelRequest
-	(*DeliverCancelResponse)(nil),     // 10: mcpswarm.forward.v1.DeliverCancelResponse
-	(*DeliverSseMessageRequest)(nil),  // 11: mcpswarm.forward.v1.DeliverSseMessageRequest
-	(*DeliverSseMessageResponse)(nil), // 12: mcpswarm.forward.v1.DeliverSseMessageResponse
-	(*SpendStateRequest)(nil),         // 13: mcpswarm.forward.v1.SpendStateRequest
-	(*SpendStateResponse)(nil),        // 14: mcpswarm.forward.v1.SpendStateResponse
-	(*AdoptSessionRequest)(nil),       // 15: mcpswarm.forward.v1.AdoptSessionRequest
-	(*AdoptSessionResponse)(nil),      // 16: mcpswarm.forward.v1.AdoptSessionResponse
+	(*CallsRequest)(nil),              // 5: mcpswarm.forward.v1.CallsRequest
+	(*CallsResponse)(nil),             // 6: mcpswarm.forward.v1.CallsResponse
+	(*CallError)(nil),                 // 7: mcpswarm.forward.v1.CallError
+	(*ReadResourceRequest)(nil),       // 8: mcpswarm.forward.v1.ReadResourceRequest
+	(*ReadResourceResponse)(nil),      // 9: mcpswarm.forward.v1.ReadResourceResponse
+	(*DeliverResponseRequest)(nil),    // 10: mcpswarm.forward.v1.DeliverResponseRequest
+	(*DeliverResponseResponse)(nil),   // 11: mcpswarm.forward.v1.DeliverResponseResponse
+	(*DeliverCancelRequest)(nil),      // 12: mcpswarm.forward.v1.DeliverCancelRequest
+	(*DeliverCancelResponse)(nil),     // 13: mcpswarm.forward.v1.DeliverCancelResponse
+	(*DeliverSseMessageRequest)(nil),  // 14: mcpswarm.forward.v1.DeliverSseMessageRequest
+	(*DeliverSseMessageResponse)(nil), // 15: mcpswarm.forward.v1.DeliverSseMessageResponse
+	(*SpendStateRequest)(nil),         // 16: mcpswarm.forward.v1.SpendStateRequest
+	(*SpendStateResponse)(nil),        // 17: mcpswarm.forward.v1.SpendStateResponse
+	(*AdoptSessionRequest)(nil),       // 18: mcpswarm.forward.v1.AdoptSessionRequest
+	(*AdoptSessionResponse)(nil),      // 19: mcpswarm.forward.v1.AdoptSessionResponse
+	(*anypb.Any)(nil),                 // 20: google.protobuf.Any
 }
 var file_mcpswarm_forward_v1_forward_proto_depIdxs = []int32{
 	0,  // 0: mcpswarm.forward.v1.CallToolRequest.caller:type_name -> mcpswarm.forward.v1.Caller
 	3,  // 1: mcpswarm.forward.v1.CallToolResponse.progress:type_name -> mcpswarm.forward.v1.Progress
 	4,  // 2: mcpswarm.forward.v1.CallToolResponse.result:type_name -> mcpswarm.forward.v1.ToolResult
-	0,  // 3: mcpswarm.forward.v1.ReadResourceRequest.caller:type_name -> mcpswarm.forward.v1.Caller
-	1,  // 4: mcpswarm.forward.v1.ForwardService.CallTool:input_type -> mcpswarm.forward.v1.CallToolRequest
-	5,  // 5: mcpswarm.forward.v1.ForwardService.ReadResource:input_type -> mcpswarm.forward.v1.ReadResourceRequest
-	7,  // 6: mcpswarm.forward.v1.ForwardService.DeliverResponse:input_type -> mcpswarm.forward.v1.DeliverResponseRequest
-	9,  // 7: mcpswarm.forward.v1.ForwardService.DeliverCancel:input_type -> mcpswarm.forward.v1.DeliverCancelRequest
-	11, // 8: mcpswarm.forward.v1.ForwardService.DeliverSseMessage:input_type -> mcpswarm.forward.v1.DeliverSseMessageRequest
-	13, // 9: mcpswarm.forward.v1.ForwardService.SpendState:input_type -> mcpswarm.forward.v1.SpendStateRequest
-	15, // 10: mcpswarm.forward.v1.ForwardService.AdoptSession:input_type -> mcpswarm.forward.v1.AdoptSessionRequest
-	2,  // 11: mcpswarm.forward.v1.ForwardService.CallTool:output_type -> mcpswarm.forward.v1.CallToolResponse
-	6,  // 12: mcpswarm.forward.v1.ForwardService.ReadResource:output_type -> mcpswarm.forward.v1.ReadResourceResponse
-	8,  // 13: mcpswarm.forward.v1.ForwardService.DeliverResponse:output_type -> mcpswarm.forward.v1.DeliverResponseResponse
-	10, // 14: mcpswarm.forward.v1.ForwardService.DeliverCancel:output_type -> mcpswarm.forward.v1.DeliverCancelResponse
-	12, // 15: mcpswarm.forward.v1.ForwardService.DeliverSseMessage:output_type -> mcpswarm.forward.v1.DeliverSseMessageResponse
-	14, // 16: mcpswarm.forward.v1.ForwardService.SpendState:output_type -> mcpswarm.forward.v1.SpendStateResponse
-	16, // 17: mcpswarm.forward.v1.ForwardService.AdoptSession:output_type -> mcpswarm.forward.v1.AdoptSessionResponse
-	11, // [11:18] is the sub-list for method output_type
-	4,  // [4:11] is the sub-list for method input_type
-	4,  // [4:4] is the sub-list for extension type_name
-	4,  // [4:4] is the sub-list for extension extendee
-	0,  // [0:4] is the sub-list for field type_name
+	1,  // 3: mcpswarm.forward.v1.CallsRequest.call:type_name -> mcpswarm.forward.v1.CallToolRequest
+	3,  // 4: mcpswarm.forward.v1.CallsResponse.progress:type_name -> mcpswarm.forward.v1.Progress
+	4,  // 5: mcpswarm.forward.v1.CallsResponse.result:type_name -> mcpswarm.forward.v1.ToolResult
+	7,  // 6: mcpswarm.forward.v1.CallsResponse.error:type_name -> mcpswarm.forward.v1.CallError
+	20, // 7: mcpswarm.forward.v1.CallError.details:type_name -> google.protobuf.Any
+	0,  // 8: mcpswarm.forward.v1.ReadResourceRequest.caller:type_name -> mcpswarm.forward.v1.Caller
+	1,  // 9: mcpswarm.forward.v1.ForwardService.CallTool:input_type -> mcpswarm.forward.v1.CallToolRequest
+	5,  // 10: mcpswarm.forward.v1.ForwardService.Calls:input_type -> mcpswarm.forward.v1.CallsRequest
+	8,  // 11: mcpswarm.forward.v1.ForwardService.ReadResource:input_type -> mcpswarm.forward.v1.ReadResourceRequest
+	10, // 12: mcpswarm.forward.v1.ForwardService.DeliverResponse:input_type -> mcpswarm.forward.v1.DeliverResponseRequest
+	12, // 13: mcpswarm.forward.v1.ForwardService.DeliverCancel:input_type -> mcpswarm.forward.v1.DeliverCancelRequest
+	14, // 14: mcpswarm.forward.v1.ForwardService.DeliverSseMessage:input_type -> mcpswarm.forward.v1.DeliverSseMessageRequest
+	16, // 15: mcpswarm.forward.v1.ForwardService.SpendState:input_type -> mcpswarm.forward.v1.SpendStateRequest
+	18, // 16: mcpswarm.forward.v1.ForwardService.AdoptSession:input_type -> mcpswarm.forward.v1.AdoptSessionRequest
+	2,  // 17: mcpswarm.forward.v1.ForwardService.CallTool:output_type -> mcpswarm.forward.v1.CallToolResponse
+	6,  // 18: mcpswarm.forward.v1.ForwardService.Calls:output_type -> mcpswarm.forward.v1.CallsResponse
+	9,  // 19: mcpswarm.forward.v1.ForwardService.ReadResource:output_type -> mcpswarm.forward.v1.ReadResourceResponse
+	11, // 20: mcpswarm.forward.v1.ForwardService.DeliverResponse:output_type -> mcpswarm.forward.v1.DeliverResponseResponse
+	13, // 21: mcpswarm.forward.v1.ForwardService.DeliverCancel:output_type -> mcpswarm.forward.v1.DeliverCancelResponse
+	15, // 22: mcpswarm.forward.v1.ForwardService.DeliverSseMessage:output_type -> mcpswarm.forward.v1.DeliverSseMessageResponse
+	17, // 23: mcpswarm.forward.v1.ForwardService.SpendState:output_type -> mcpswarm.forward.v1.SpendStateResponse
+	19, // 24: mcpswarm.forward.v1.ForwardService.AdoptSession:output_type -> mcpswarm.forward.v1.AdoptSessionResponse
+	17, // [17:25] is the sub-list for method output_type
+	9,  // [9:17] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_mcpswarm_forward_v1_forward_proto_init() }
@@ -1142,13 +1447,22 @@ func file_mcpswarm_forward_v1_forward_proto_init() {
 		(*CallToolResponse_Progress)(nil),
 		(*CallToolResponse_Result)(nil),
 	}
+	file_mcpswarm_forward_v1_forward_proto_msgTypes[5].OneofWrappers = []any{
+		(*CallsRequest_Call)(nil),
+		(*CallsRequest_Cancel)(nil),
+	}
+	file_mcpswarm_forward_v1_forward_proto_msgTypes[6].OneofWrappers = []any{
+		(*CallsResponse_Progress)(nil),
+		(*CallsResponse_Result)(nil),
+		(*CallsResponse_Error)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_mcpswarm_forward_v1_forward_proto_rawDesc), len(file_mcpswarm_forward_v1_forward_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   17,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

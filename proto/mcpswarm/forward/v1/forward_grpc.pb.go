@@ -28,6 +28,7 @@ const _ = grpc.SupportPackageIsVersion9
 
 const (
 	ForwardService_CallTool_FullMethodName          = "/mcpswarm.forward.v1.ForwardService/CallTool"
+	ForwardService_Calls_FullMethodName             = "/mcpswarm.forward.v1.ForwardService/Calls"
 	ForwardService_ReadResource_FullMethodName      = "/mcpswarm.forward.v1.ForwardService/ReadResource"
 	ForwardService_DeliverResponse_FullMethodName   = "/mcpswarm.forward.v1.ForwardService/DeliverResponse"
 	ForwardService_DeliverCancel_FullMethodName     = "/mcpswarm.forward.v1.ForwardService/DeliverCancel"
@@ -46,6 +47,12 @@ type ForwardServiceClient interface {
 	// principal authorized on the entry node. Progress streams back before
 	// the final result.
 	CallTool(ctx context.Context, in *CallToolRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[CallToolResponse], error)
+	// Calls carries many CallTool calls, each tagged with the entry node's
+	// number for it, over one long-lived stream per pair of nodes: a call
+	// costs two messages, not a stream of its own (its set-up, headers and
+	// trailers). Used with a peer that advertises the "call-stream"
+	// capability; CallTool stays for the others.
+	Calls(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[CallsRequest, CallsResponse], error)
 	// ReadResource reads a session resource on the owner node.
 	ReadResource(ctx context.Context, in *ReadResourceRequest, opts ...grpc.CallOption) (*ReadResourceResponse, error)
 	// DeliverResponse hands a client's JSON-RPC response (to sampling, roots
@@ -91,6 +98,19 @@ func (c *forwardServiceClient) CallTool(ctx context.Context, in *CallToolRequest
 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type ForwardService_CallToolClient = grpc.ServerStreamingClient[CallToolResponse]
+
+func (c *forwardServiceClient) Calls(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[CallsRequest, CallsResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &ForwardService_ServiceDesc.Streams[1], ForwardService_Calls_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[CallsRequest, CallsResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ForwardService_CallsClient = grpc.BidiStreamingClient[CallsRequest, CallsResponse]
 
 func (c *forwardServiceClient) ReadResource(ctx context.Context, in *ReadResourceRequest, opts ...grpc.CallOption) (*ReadResourceResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
@@ -162,6 +182,12 @@ type ForwardServiceServer interface {
 	// principal authorized on the entry node. Progress streams back before
 	// the final result.
 	CallTool(*CallToolRequest, grpc.ServerStreamingServer[CallToolResponse]) error
+	// Calls carries many CallTool calls, each tagged with the entry node's
+	// number for it, over one long-lived stream per pair of nodes: a call
+	// costs two messages, not a stream of its own (its set-up, headers and
+	// trailers). Used with a peer that advertises the "call-stream"
+	// capability; CallTool stays for the others.
+	Calls(grpc.BidiStreamingServer[CallsRequest, CallsResponse]) error
 	// ReadResource reads a session resource on the owner node.
 	ReadResource(context.Context, *ReadResourceRequest) (*ReadResourceResponse, error)
 	// DeliverResponse hands a client's JSON-RPC response (to sampling, roots
@@ -191,6 +217,9 @@ type UnimplementedForwardServiceServer struct{}
 
 func (UnimplementedForwardServiceServer) CallTool(*CallToolRequest, grpc.ServerStreamingServer[CallToolResponse]) error {
 	return status.Error(codes.Unimplemented, "method CallTool not implemented")
+}
+func (UnimplementedForwardServiceServer) Calls(grpc.BidiStreamingServer[CallsRequest, CallsResponse]) error {
+	return status.Error(codes.Unimplemented, "method Calls not implemented")
 }
 func (UnimplementedForwardServiceServer) ReadResource(context.Context, *ReadResourceRequest) (*ReadResourceResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ReadResource not implemented")
@@ -241,6 +270,13 @@ func _ForwardService_CallTool_Handler(srv interface{}, stream grpc.ServerStream)
 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type ForwardService_CallToolServer = grpc.ServerStreamingServer[CallToolResponse]
+
+func _ForwardService_Calls_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(ForwardServiceServer).Calls(&grpc.GenericServerStream[CallsRequest, CallsResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ForwardService_CallsServer = grpc.BidiStreamingServer[CallsRequest, CallsResponse]
 
 func _ForwardService_ReadResource_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(ReadResourceRequest)
@@ -387,6 +423,12 @@ var ForwardService_ServiceDesc = grpc.ServiceDesc{
 			StreamName:    "CallTool",
 			Handler:       _ForwardService_CallTool_Handler,
 			ServerStreams: true,
+		},
+		{
+			StreamName:    "Calls",
+			Handler:       _ForwardService_Calls_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
 		},
 	},
 	Metadata: "mcpswarm/forward/v1/forward.proto",
