@@ -281,3 +281,55 @@ func stringEnd(b []byte, i int) int {
 	}
 	return i
 }
+
+// decodeID decodes a message's id (valid JSON: a member the envelope scan
+// handed on) as json.Unmarshal into an any would: a float64 or a string.
+// An integer of up to 15 digits (exact in a float64) and a string without
+// escapes or non-ASCII bytes — every client's ids — are read directly;
+// anything else takes json.Unmarshal (FuzzDecodeIDAsEncodingJSON). Its
+// reflection was 2% of a forwarded call's entry node.
+func decodeID(raw []byte) (any, error) {
+	if id, ok := scanID(raw); ok {
+		return id, nil
+	}
+	var id any
+	err := json.Unmarshal(raw, &id)
+	return id, err
+}
+
+func scanID(raw []byte) (any, bool) {
+	if len(raw) < 1 {
+		return nil, false
+	}
+	if raw[0] == '"' {
+		if len(raw) < 2 || raw[len(raw)-1] != '"' {
+			return nil, false
+		}
+		s := raw[1 : len(raw)-1]
+		for _, c := range s {
+			if c == '\\' || c == '"' || c < 0x20 || c >= 0x80 {
+				return nil, false
+			}
+		}
+		return string(s), true
+	}
+	digits := raw
+	neg := raw[0] == '-'
+	if neg {
+		digits = raw[1:]
+	}
+	if len(digits) < 1 || len(digits) > 15 || (digits[0] == '0' && (len(digits) > 1 || neg)) {
+		return nil, false
+	}
+	var n int64
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return nil, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if neg {
+		n = -n
+	}
+	return float64(n), true
+}

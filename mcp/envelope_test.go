@@ -164,3 +164,26 @@ func FuzzCallToolNameDecodesAsEncodingJSON(f *testing.F) {
 		}
 	})
 }
+
+// A message's id reads as json.Unmarshal into an any reads it: the same
+// value of the same type, or an error alike.
+func FuzzDecodeIDAsEncodingJSON(f *testing.F) {
+	for _, s := range []string{`1`, `0`, `-0`, `-7`, `007`, `123456789012345`, `1234567890123456`, `9007199254740993`,
+		`1.5`, `1e3`, `-`, `"a"`, `""`, `"a\"b"`, `"é"`, `"a\u0041"`, `null`, `true`, `{}`, `[1]`, `"`, `"\t"`, ` 1`, `1 `} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if !json.Valid(b) {
+			return // the envelope hands on only valid members
+		}
+		var want any
+		wantErr := json.Unmarshal(b, &want)
+		got, gotErr := decodeID(b)
+		if (wantErr == nil) != (gotErr == nil) || !reflect.DeepEqual(want, got) {
+			t.Fatalf("%q: json.Unmarshal %#v (%v), decodeID %#v (%v)", b, want, wantErr, got, gotErr)
+		}
+		if f, ok := want.(float64); ok && f == 0 && (1/f < 0) != (1/got.(float64) < 0) {
+			t.Fatalf("%q: the sign of zero differs", b)
+		}
+	})
+}

@@ -42,8 +42,8 @@ func (s *Server) callTool(ctx context.Context, rq *request) (resp mcp.JSONRPCMes
 	if rq.env.JSONRPC != mcp.JSONRPC_VERSION || len(rq.env.Result) > 0 {
 		return nil, false
 	}
-	var id any
-	if json.Unmarshal(rq.env.ID, &id) != nil || id == nil {
+	id, err := decodeID(rq.env.ID)
+	if err != nil || id == nil {
 		return nil, false
 	}
 	var req mcp.CallToolRequest
