@@ -224,6 +224,11 @@ func (s *Server) derivedHandler(t session.Tool) server.ToolHandlerFunc {
 			return res, nil
 		}
 		ctx = s.withReporters(ctx, req)
+		if raw := req.Params.RawArguments; args != nil && len(raw) > 0 && s.cfg.Extend == nil {
+			// args is raw's decode (no middleware of Extend's rewrote
+			// it): a forward passes raw on as it came.
+			ctx = session.WithArgumentsJSON(ctx, t.Name, raw)
+		}
 		r, err := s.cfg.Backend.Call(ctx, c, t.Session, t.Name, args)
 		if err != nil {
 			s.metrics.call("derived", "error")

@@ -340,3 +340,26 @@ func TestPeersWithoutTheCallsStream(t *testing.T) {
 		t.Errorf("%d calls fell back to a stream of their own, want 3", n)
 	}
 }
+
+// TestForwardedArgumentsAreTheClientsBytes: a forwarded call carries the
+// JSON its arguments were decoded from, as the client sent it (the owner
+// decodes it; the entry node does not encode the map again), and only for
+// the call those bytes belong to.
+func TestForwardedArgumentsAreTheClientsBytes(t *testing.T) {
+	owner, entry := twoNodes(t, newGate(), nil)
+	startOn(t, owner, entry, "todo", "t")
+	ctx := session.WithArgumentsJSON(context.Background(), "t.new.type_into", []byte(`{"text":"as sent"}`))
+	if res, err := entry.sw.Call(ctx, alice, "t", "t.new.type_into", map[string]any{"text": "as decoded"}); err != nil || res.IsError {
+		t.Fatalf("type_into: %+v %v", res, err)
+	}
+	if m, _ := owner.mgr.Model("t"); !strings.Contains(string(m), `"as sent"`) {
+		t.Fatalf("model %s: the owner did not get the client's bytes", m)
+	}
+	// Bytes kept for another tool are not this call's.
+	if res, err := entry.sw.Call(ctx, alice, "t", "t.new.clear", map[string]any{}); err != nil || res.IsError {
+		t.Fatalf("clear: %+v %v", res, err)
+	}
+	if m, _ := owner.mgr.Model("t"); strings.Contains(string(m), `"as sent"`) {
+		t.Fatalf("model %s: clear ran with type_into's arguments", m)
+	}
+}

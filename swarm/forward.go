@@ -95,8 +95,10 @@ func (s *Swarm) forward(ctx context.Context, c authz.Context, node, id, tool str
 	if err != nil {
 		return session.Result{}, err
 	}
-	var argBytes []byte
-	if args != nil {
+	// The client's own bytes when the front kept them: the owner decodes
+	// them, nothing in between does.
+	argBytes := []byte(session.ArgumentsJSON(ctx, tool))
+	if args != nil && argBytes == nil {
 		if argBytes, err = json.Marshal(args); err != nil {
 			return session.Result{}, fmt.Errorf("encoding arguments: %w", err)
 		}
