@@ -114,9 +114,9 @@ type round struct {
 // Journal is an open journal directory. It is safe for concurrent use.
 type Journal struct {
 	lastRound int // entries in the last Sync round committed
-	dir string
-	opt Options
-	log *slog.Logger
+	dir       string
+	opt       Options
+	log       *slog.Logger
 
 	mu  sync.Mutex // guards everything below
 	f   *os.File
