@@ -113,15 +113,15 @@ type round struct {
 
 // Journal is an open journal directory. It is safe for concurrent use.
 type Journal struct {
-	lastRound int // entries in the last Sync round committed
-	dir       string
-	opt       Options
-	log       *slog.Logger
+	dir string
+	opt Options
+	log *slog.Logger
 
-	mu  sync.Mutex // guards everything below
-	f   *os.File
-	gen uint64
-	end int64
+	mu        sync.Mutex // guards everything below
+	lastRound int        // entries in the last Sync round committed
+	f         *os.File
+	gen       uint64
+	end       int64
 	// alloc is the file's length, at least end: the bytes past end are
 	// preallocated zeros (see reserve). prealloc is cleared when the file
 	// system refuses to preallocate; the journal then appends.
