@@ -2,6 +2,8 @@ package mcpswarm_test
 
 import (
 	"context"
+	"errors"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -105,6 +107,29 @@ func TestForgedTrafficIsRefused(t *testing.T) {
 	}
 	if _, err := anon.AdoptSession(ctx, &forwardv1.AdoptSessionRequest{From: "node2", Snapshot: []byte(`{}`)}); status.Code(err) != codes.Unauthenticated {
 		t.Fatalf("AdoptSession without credential: %v, want Unauthenticated", err)
+	}
+	// The Calls stream, without a credential and with another cluster's:
+	// refused before it reads a call.
+	otherKey, _ := mcpswarm.GenerateClusterKey()
+	k, _ := mcpswarm.ParseClusterKey(otherKey)
+	wrong, _ := cluster.PeerCredentials(k, "node2")
+	for name, fc := range map[string]forwardv1.ForwardServiceClient{
+		"without a credential":   anon,
+		"with another cluster's": forwardv1.NewForwardServiceClient(dial(t, n1.GRPCAddr(), grpc.WithPerRPCCredentials(wrong))),
+	} {
+		st, err := fc.Calls(ctx)
+		if err == nil {
+			err = st.Send(&forwardv1.CallsRequest{Id: 1, Op: &forwardv1.CallsRequest_Call{Call: &forwardv1.CallToolRequest{
+				Caller:  &forwardv1.Caller{Principal: "alice", Authenticated: true, EntryNode: "node2", Transport: "streamable-http"},
+				Session: "fg", Tool: "fg.inc.click",
+			}}})
+			if err == nil || errors.Is(err, io.EOF) {
+				_, err = st.Recv()
+			}
+		}
+		if status.Code(err) != codes.Unauthenticated {
+			t.Fatalf("a Calls stream %s: %v, want Unauthenticated", name, err)
+		}
 	}
 	if m := textOf(alice.call("swarm_get_model", map[string]any{"id": "fg"})); !strings.Contains(m, `"count":0`) {
 		t.Fatalf("a refused forward changed the model: %s", m)

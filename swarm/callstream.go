@@ -93,7 +93,7 @@ func (c *callStreams) get(node string, cc grpc.ClientConnInterface) (*callStream
 	if cs := sl.cs; cs != nil && cs.cc == cc && !cs.ended() {
 		return cs, nil
 	}
-	if old := sl.cs; old != nil && old.cc == cc && status.Code(old.err) == codes.Unimplemented {
+	if old := sl.cs; old != nil && old.cc == cc && old.ended() && status.Code(old.err) == codes.Unimplemented {
 		sl.unserved = cc
 	}
 	if sl.unserved == cc {
