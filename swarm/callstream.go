@@ -21,6 +21,9 @@ import (
 // run: the caller makes it with a stream of its own (CallTool).
 var errNoCallStream = errors.New("no Calls stream to the peer")
 
+// maxQueuedCancels bounds the cancels waiting to be sent on one stream.
+const maxQueuedCancels = 1024
+
 // streamProgress bounds the progress events of one call waiting for its
 // caller; past it progress is dropped, never the result.
 const streamProgress = 16
@@ -61,6 +64,9 @@ type callStream struct {
 	calls map[uint64]*streamCall
 	err   error         // why the stream ended
 	done  chan struct{} // closed when the stream has ended
+	// cancels wait for the cancel sender, which runs while flushing.
+	cancels  []uint64
+	flushing bool
 }
 
 // streamCall is one call's mailbox, filled by the stream's reader.
@@ -192,16 +198,45 @@ func (cs *callStream) forget(id uint64) {
 	cs.mu.Unlock()
 }
 
-// abandon tells the owner the caller no longer waits for id. It runs on a
-// goroutine of its own: a send may wait for the stream's flow control, and
-// the caller has already been answered.
+// abandon tells the owner the caller no longer waits for id. The caller
+// returns at once: the cancel is queued and sent by the stream's one
+// cancel sender, since a send may wait for the stream's flow control (a
+// peer that stopped reading). Past maxQueuedCancels a cancel is dropped,
+// and the owner ends that call at the deadline it was sent with.
 func (cs *callStream) abandon(id uint64) {
-	cs.forget(id)
-	go func() {
+	cs.mu.Lock()
+	delete(cs.calls, id)
+	if len(cs.cancels) < maxQueuedCancels {
+		cs.cancels = append(cs.cancels, id)
+	}
+	start := !cs.flushing
+	cs.flushing = true
+	cs.mu.Unlock()
+	if start {
+		go cs.sendCancels()
+	}
+}
+
+// sendCancels sends the queued cancels until none is left.
+func (cs *callStream) sendCancels() {
+	for {
+		cs.mu.Lock()
+		ids := cs.cancels
+		cs.cancels = nil
+		if len(ids) == 0 {
+			cs.flushing = false
+			cs.mu.Unlock()
+			return
+		}
+		cs.mu.Unlock()
 		cs.sendMu.Lock()
-		defer cs.sendMu.Unlock()
-		_ = cs.stream.Send(&forwardv1.CallsRequest{Id: id, Op: &forwardv1.CallsRequest_Cancel{Cancel: true}})
-	}()
+		for _, id := range ids {
+			if cs.stream.Send(&forwardv1.CallsRequest{Id: id, Op: &forwardv1.CallsRequest_Cancel{Cancel: true}}) != nil {
+				break // the stream has ended: its calls with it
+			}
+		}
+		cs.sendMu.Unlock()
+	}
 }
 
 // forwardOnStream runs a forwarded call over node's Calls stream. It
