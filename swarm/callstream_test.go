@@ -31,8 +31,7 @@ func newGate() *gate {
 }
 
 type gateApp struct {
-	g  *gate
-	id string
+	g *gate
 }
 
 type gateModel struct {

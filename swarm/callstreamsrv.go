@@ -31,13 +31,12 @@ const (
 func (f forwardServer) Calls(stream grpc.BidiStreamingServer[forwardv1.CallsRequest, forwardv1.CallsResponse]) error {
 	cs := &callsServer{f: f, stream: stream, running: map[uint64]context.CancelFunc{}}
 	err := cs.serve(stream.Context())
-	if err != nil {
-		cs.cancelAll()
-	}
-	cs.wg.Wait()
 	if errors.Is(err, io.EOF) {
+		cs.wg.Wait() // the peer closed its side: its calls finish
 		return nil
 	}
+	cs.cancelAll()
+	cs.wg.Wait()
 	return err
 }
 
@@ -53,7 +52,8 @@ type callsServer struct {
 	wg      sync.WaitGroup
 }
 
-// serve reads the peer's messages until the stream ends.
+// serve reads the peer's messages until the stream ends, and returns why
+// (io.EOF when the peer closed its side).
 func (cs *callsServer) serve(ctx context.Context) error {
 	for {
 		req, err := cs.stream.Recv()
