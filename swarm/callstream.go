@@ -252,12 +252,8 @@ func (s *Swarm) forwardOnStream(ctx context.Context, node string, cc grpc.Client
 	if err != nil {
 		return session.Result{}, err
 	}
-	progress := session.ProgressFrom(ctx)
-	relay := func(p *forwardv1.Progress) {
-		if progress != nil {
-			progress(p.GetProgress(), p.GetTotal(), p.GetMessage())
-		}
-	}
+	progress := session.ProgressFrom(ctx) // a no-op when the caller wants none
+	relay := func(p *forwardv1.Progress) { progress(p.GetProgress(), p.GetTotal(), p.GetMessage()) }
 	for {
 		select {
 		case p := <-sc.progress:

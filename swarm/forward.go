@@ -128,9 +128,7 @@ func (s *Swarm) forward(ctx context.Context, c authz.Context, node, id, tool str
 		}
 		switch e := ev.GetEvent().(type) {
 		case *forwardv1.CallToolResponse_Progress:
-			if progress != nil {
-				progress(e.Progress.GetProgress(), e.Progress.GetTotal(), e.Progress.GetMessage())
-			}
+			progress(e.Progress.GetProgress(), e.Progress.GetTotal(), e.Progress.GetMessage())
 		case *forwardv1.CallToolResponse_Result:
 			return decodeForwardResult(node, e.Result.GetResult())
 		}
