@@ -60,7 +60,7 @@ type Options struct {
 	RoundDelay time.Duration
 	// Gather is how long a Sync round whose predecessor held several
 	// writes may wait for one more writer than that before it commits
-	// (default DefaultGather; negative: never). Under concurrent writers
+	// (default DefaultGather). Under concurrent writers
 	// it makes each fdatasync serve more of them; a lone writer, whose
 	// rounds hold one write, never waits.
 	Gather time.Duration
@@ -184,7 +184,7 @@ func Open(dir string, opt Options) (*Journal, error) {
 	if opt.RoundDelay <= 0 {
 		opt.RoundDelay = 2 * time.Millisecond
 	}
-	if opt.Gather == 0 {
+	if opt.Gather <= 0 {
 		opt.Gather = DefaultGather
 	}
 	if opt.CompactMin <= 0 {
@@ -457,7 +457,7 @@ func (j *Journal) write(rec record) error {
 // writers arriving meanwhile join rd.
 func (j *Journal) gatherLocked(rd *round) {
 	want := j.lastRound + 1
-	if j.opt.Gather < 0 || j.lastRound <= 1 || len(rd.entries) >= want {
+	if j.lastRound <= 1 || len(rd.entries) >= want {
 		return
 	}
 	rd.want, rd.full = want, make(chan struct{})

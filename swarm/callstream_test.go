@@ -26,6 +26,16 @@ type gate struct {
 	cancelled chan error // a hold ended by its context, with its error
 }
 
+// held waits until a hold has begun on the owner.
+func (g *gate) held(t *testing.T) {
+	t.Helper()
+	select {
+	case <-g.entered:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the held call never reached the owner's update")
+	}
+}
+
 func newGate() *gate {
 	return &gate{entered: make(chan string, 8), release: make(chan struct{}), cancelled: make(chan error, 8)}
 }
@@ -80,12 +90,7 @@ func twoNodes(t *testing.T, g *gate, ownerCaps []string) (owner, entry testNode)
 		"gate": func() session.App { return &gateApp{g: g} },
 	}})
 	entry = startTestNode(t, "entry", false, owner.cl.Self().GossipAddr)
-	await(t, "both nodes reach each other", func() bool {
-		_, e1 := owner.cl.PeerConn("entry")
-		_, e2 := entry.cl.PeerConn("owner")
-		m, ok := entry.cl.Member("owner")
-		return e1 == nil && e2 == nil && ok && m.Capabilities.Protocol > 0
-	})
+	awaitPeers(t, owner, entry)
 	return owner, entry
 }
 
@@ -172,7 +177,7 @@ func TestProgressAndCancelCrossTheCallsStream(t *testing.T) {
 		_, err := entry.sw.Call(hold, alice, "g", "g.hold.click", nil)
 		answered <- err
 	}()
-	<-g.entered
+	g.held(t)
 	cancel()
 	if err := <-answered; !errors.Is(err, context.Canceled) {
 		t.Fatalf("a cancelled forwarded call answered %v", err)
@@ -247,7 +252,7 @@ func TestCallsStreamRefusesWhatAPeerMustNotAsk(t *testing.T) {
 		t.Fatal(err)
 	}
 	call(2, "alice", "g1", "g1.hold.click")
-	<-g.entered
+	g.held(t)
 	call(2, "alice", "g1", "g1.step.click")
 	call(3, "alice", "g2", "g2.step.click")
 	recv(3)
@@ -289,7 +294,7 @@ func TestOwnerGoneMidCallOnTheCallsStream(t *testing.T) {
 		_, err := entry.sw.Call(context.Background(), alice, "g", "g.hold.click", nil)
 		answered <- err
 	}()
-	<-g.entered
+	g.held(t)
 	owner.srv.Stop()
 	select {
 	case err := <-answered:
@@ -320,12 +325,7 @@ func TestPeersWithoutTheCallsStream(t *testing.T) {
 
 	old := startTestNode(t, "old", true)
 	cur := startTestNode(t, "cur", false, old.cl.Self().GossipAddr)
-	await(t, "both nodes reach each other", func() bool {
-		_, e1 := old.cl.PeerConn("cur")
-		_, e2 := cur.cl.PeerConn("old")
-		m, ok := cur.cl.Member("old")
-		return e1 == nil && e2 == nil && ok && m.Capabilities.Has(cluster.CapCallStream)
-	})
+	awaitPeers(t, old, cur)
 	startOn(t, old, cur, "counter", "b")
 	for range 3 {
 		if res, err := cur.sw.Call(context.Background(), alice, "b", "b.inc.click", nil); err != nil || res.IsError {

@@ -29,11 +29,7 @@ func cpuTime(tb testing.TB) time.Duration {
 func BenchmarkForwardedClick(b *testing.B) {
 	a := startTestNode(b, "a", false)
 	nb := startTestNode(b, "b", false, a.cl.Self().GossipAddr)
-	await(b, "both nodes reach each other", func() bool {
-		_, e1 := a.cl.PeerConn("b")
-		_, e2 := nb.cl.PeerConn("a")
-		return e1 == nil && e2 == nil
-	})
+	awaitPeers(b, a, nb)
 	ctx := context.Background()
 	alice := authz.Context{Principal: authz.Principal{Subject: "alice", Authenticated: true}, Transport: authz.TransportStreamableHTTP}
 	const sessions = 16

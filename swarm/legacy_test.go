@@ -114,6 +114,18 @@ func startTestNodeWith(t testing.TB, name string, opt nodeOptions, join ...strin
 	return testNode{sw: sw, mgr: mgr, cl: cl, srv: srv}
 }
 
+// awaitPeers waits until a and b each reach the other: each knows the
+// other as a member (with the capabilities it advertises) and holds a
+// connection to it.
+func awaitPeers(t testing.TB, a, b testNode) {
+	t.Helper()
+	await(t, "both nodes reach each other", func() bool {
+		_, e1 := a.cl.PeerConn(b.cl.Self().Name)
+		_, e2 := b.cl.PeerConn(a.cl.Self().Name)
+		return e1 == nil && e2 == nil
+	})
+}
+
 func await(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
@@ -133,11 +145,7 @@ func await(t testing.TB, what string, cond func() bool) {
 func TestMixedVersionsForwardBothWays(t *testing.T) {
 	old := startTestNode(t, "old", true)
 	cur := startTestNode(t, "cur", false, old.cl.Self().GossipAddr)
-	await(t, "both nodes reach each other", func() bool {
-		_, e1 := old.cl.PeerConn("cur")
-		_, e2 := cur.cl.PeerConn("old")
-		return e1 == nil && e2 == nil
-	})
+	awaitPeers(t, old, cur)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	alice := authz.Context{Principal: authz.Principal{Subject: "alice", Authenticated: true}, Transport: authz.TransportStreamableHTTP}

@@ -55,11 +55,7 @@ func BenchmarkToolSetWait(b *testing.B) {
 	b.Run("one-peer", func(b *testing.B) {
 		a := startTestNode(b, "a", false)
 		p := startTestNode(b, "p", false, a.cl.Self().GossipAddr)
-		await(b, "both nodes reach each other", func() bool {
-			_, e1 := a.cl.PeerConn("p")
-			_, e2 := p.cl.PeerConn("a")
-			return e1 == nil && e2 == nil
-		})
+		awaitPeers(b, a, p)
 		run(b, a)
 	})
 }
