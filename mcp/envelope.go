@@ -303,15 +303,10 @@ func scanID(raw []byte) (any, bool) {
 	}
 	if raw[0] == '"' {
 		if len(raw) < 2 || raw[len(raw)-1] != '"' {
-			return nil, false
+			return nil, false // not a bare string (trailing space)
 		}
-		s := raw[1 : len(raw)-1]
-		for _, c := range s {
-			if c == '\\' || c == '"' || c < 0x20 || c >= 0x80 {
-				return nil, false
-			}
-		}
-		return string(s), true
+		var s string
+		return s, plainString(raw, &s) // valid JSON: only escapes need json.Unmarshal
 	}
 	digits := raw
 	neg := raw[0] == '-'
