@@ -60,7 +60,7 @@ func TestAGatheringRoundCommitsOnceItsWritersHaveJoined(t *testing.T) {
 	}
 	defer j.Close()
 	j.mu.Lock()
-	j.lastRound = 3 // as if the last round had held three writes
+	j.gather.committed(3, false) // as if the last round had held three writes
 	j.mu.Unlock()
 	done := make(chan struct{})
 	go func() { putAll(t, j, "a", "b", "c", "d"); close(done) }()
@@ -90,7 +90,7 @@ func TestAGatheringRoundWaitsForGatherThenCommits(t *testing.T) {
 	}
 	defer j.Close()
 	j.mu.Lock()
-	j.lastRound = 3
+	j.gather.committed(3, false)
 	j.mu.Unlock()
 	began := time.Now()
 	if err := j.Put("only", []byte("v")); err != nil {

@@ -58,11 +58,11 @@ type Options struct {
 	// fsyncs them (default 2 ms). Fewer fsyncs leave write(2) fewer
 	// chances to wait for pages under writeback.
 	RoundDelay time.Duration
-	// Gather is how long a Sync round whose predecessor held several
-	// writes may wait for one more writer than that before it commits
-	// (default DefaultGather). Under concurrent writers
-	// it makes each fdatasync serve more of them; a lone writer, whose
-	// rounds hold one write, never waits.
+	// Gather is how long a Sync round whose predecessors held several
+	// writes may wait for writers to join it before it commits (default
+	// DefaultGather; see gathering for how many it waits for). Under
+	// concurrent writers it makes each fdatasync serve more of them; a
+	// lone writer, whose rounds hold one write, never waits.
 	Gather time.Duration
 	// CompactMin is the file size below which the journal is never
 	// compacted (default 4 MiB); above it, the file is compacted once it
@@ -106,9 +106,11 @@ type round struct {
 	// the leader of the round before sends once, the first writer to
 	// receive commits for all.
 	lead chan struct{}
-	// full is closed when the round holds want entries (gatherLocked).
-	full chan struct{}
-	want int
+	// full is closed when the round holds want entries (gatherLocked);
+	// timedOut records that Gather ended the wait short of them.
+	full     chan struct{}
+	want     int
+	timedOut bool
 }
 
 // Journal is an open journal directory. It is safe for concurrent use.
@@ -117,11 +119,11 @@ type Journal struct {
 	opt Options
 	log *slog.Logger
 
-	mu        sync.Mutex // guards everything below
-	lastRound int        // entries in the last Sync round committed
-	f         *os.File
-	gen       uint64
-	end       int64
+	mu     sync.Mutex // guards everything below
+	gather gathering  // how long Sync rounds wait for writers
+	f      *os.File
+	gen    uint64
+	end    int64
 	// alloc is the file's length, at least end: the bytes past end are
 	// preallocated zeros (see reserve). prealloc is cleared when the file
 	// system refuses to preallocate; the journal then appends.
@@ -449,15 +451,14 @@ func (j *Journal) write(rec record) error {
 	return rd.err
 }
 
-// gatherLocked waits, up to Options.Gather, for rd to hold one write
-// more than the last round held, when that round held more than one: the
-// group commit's rounds then grow to what the writers' concurrency allows
-// (PostgreSQL's commit_delay, with its siblings judged by the last round).
-// Called and returns with mu held; the commit is not in progress, so
-// writers arriving meanwhile join rd.
+// gatherLocked waits, up to Options.Gather, for rd to hold the writes
+// j.gather asks for (none for a lone writer; see gathering), so one
+// fdatasync serves as many writers as their concurrency allows. Called
+// and returns with mu held; the commit is not in progress, so writers
+// arriving meanwhile join rd.
 func (j *Journal) gatherLocked(rd *round) {
-	want := j.lastRound + 1
-	if j.lastRound <= 1 || len(rd.entries) >= want {
+	want := j.gather.want(len(rd.entries))
+	if want == 0 {
 		return
 	}
 	rd.want, rd.full = want, make(chan struct{})
@@ -471,6 +472,7 @@ func (j *Journal) gatherLocked(rd *round) {
 	t.Stop()
 	j.mu.Lock()
 	rd.full = nil
+	rd.timedOut = len(rd.entries) < want
 }
 
 // leadLocked commits the gathered round as its group's leader, then hands
@@ -479,7 +481,7 @@ func (j *Journal) gatherLocked(rd *round) {
 func (j *Journal) leadLocked() {
 	rd := j.next
 	j.next = nil
-	j.lastRound = len(rd.entries)
+	j.gather.committed(len(rd.entries), rd.timedOut)
 	j.mu.Unlock()
 	j.commit(rd)
 	j.mu.Lock()
