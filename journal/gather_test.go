@@ -23,6 +23,19 @@ func putAll(t *testing.T, j *Journal, keys ...string) {
 	wg.Wait()
 }
 
+// finishes runs fn and fails the test with what if fn has not returned
+// within 30 s (a wait the journal should not have made).
+func finishes(t *testing.T, what string, fn func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { defer close(done); fn() }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal(what)
+	}
+}
+
 // A writer alone never waits to gather: its rounds hold one write, so
 // even an hour's Gather costs it nothing.
 func TestALoneWriterNeverWaitsToGather(t *testing.T) {
@@ -31,20 +44,13 @@ func TestALoneWriterNeverWaitsToGather(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer j.Close()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
+	finishes(t, "a lone writer waited to gather", func() {
 		for i := range 20 {
 			if err := j.Put(fmt.Sprintf("k%d", i), []byte("v")); err != nil {
 				t.Error(err)
 			}
 		}
-	}()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		t.Fatal("a lone writer waited to gather")
-	}
+	})
 	if st := j.Stats(); st.Rounds != 20 || st.Records != 20 {
 		t.Fatalf("%d records in %d rounds, want one round each", st.Records, st.Rounds)
 	}
@@ -62,13 +68,7 @@ func TestAGatheringRoundCommitsOnceItsWritersHaveJoined(t *testing.T) {
 	j.mu.Lock()
 	j.gather.committed(3, false) // as if the last round had held three writes
 	j.mu.Unlock()
-	done := make(chan struct{})
-	go func() { putAll(t, j, "a", "b", "c", "d"); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		t.Fatal("a round that had its writers kept waiting")
-	}
+	finishes(t, "a round that had its writers kept waiting", func() { putAll(t, j, "a", "b", "c", "d") })
 	if st := j.Stats(); st.Rounds != 1 || st.Records != 4 {
 		t.Fatalf("%d records in %d rounds, want 4 in 1", st.Records, st.Rounds)
 	}

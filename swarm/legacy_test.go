@@ -114,9 +114,9 @@ func startTestNodeWith(t testing.TB, name string, opt nodeOptions, join ...strin
 	return testNode{sw: sw, mgr: mgr, cl: cl, srv: srv}
 }
 
-// awaitPeers waits until a and b each reach the other: each knows the
-// other as a member (with the capabilities it advertises) and holds a
-// connection to it.
+// awaitPeers waits until a and b each hold a connection to the other. A
+// node connects only to a member it knows, so each then knows the other's
+// capabilities too.
 func awaitPeers(t testing.TB, a, b testNode) {
 	t.Helper()
 	await(t, "both nodes reach each other", func() bool {
