@@ -286,24 +286,28 @@ func (a *actor) warnOnce(key, msg string, attrs ...any) {
 	a.mgr.log.Warn(msg, append([]any{"session", a.info.ID}, attrs...)...)
 }
 
-// enqueue queues r, starting a goroutine to run the queue when none does.
-// It never blocks: a full queue is ErrBusy, a stopping session
+// enqueue queues r, starting a goroutine to run the queue when none does,
+// or, when here and none does, reporting that the caller is to run it
+// (drainFor). It never blocks: a full queue is ErrBusy, a stopping session
 // ErrNotRunning.
-func (a *actor) enqueue(r *request) error {
+func (a *actor) enqueue(r *request, here bool) (runHere bool, err error) {
 	a.qmu.Lock()
 	defer a.qmu.Unlock()
 	switch {
 	case a.stopping:
-		return fmt.Errorf("session `%s`: %w", a.info.ID, ErrNotRunning)
+		return false, fmt.Errorf("session `%s`: %w", a.info.ID, ErrNotRunning)
 	case len(a.queue) >= a.mgr.cfg.Mailbox:
-		return fmt.Errorf("session `%s` has %d calls waiting: %w", a.info.ID, a.mgr.cfg.Mailbox, ErrBusy)
+		return false, fmt.Errorf("session `%s` has %d calls waiting: %w", a.info.ID, a.mgr.cfg.Mailbox, ErrBusy)
 	}
 	a.queue = append(a.queue, r)
 	if !a.draining {
 		a.draining = true
+		if here {
+			return true, nil
+		}
 		a.mgr.workers.run(a)
 	}
-	return nil
+	return false, nil
 }
 
 // begin lets calls run once the session's first state is saved: calls
@@ -352,7 +356,12 @@ func (a *actor) exit(waiting []*request) {
 // drain runs the queued calls in order, one at a time, and returns when
 // the queue is empty; a stop wins over queued work. One drain runs at a
 // time (draining), on a worker (workers.run).
-func (a *actor) drain() {
+func (a *actor) drain() { a.drainFor(nil) }
+
+// drainFor is drain, run by the caller of own when enqueue said so
+// (RunHere): it returns once own is answered, handing the calls queued
+// behind it, or a stop, to a worker.
+func (a *actor) drainFor(own *request) {
 	for {
 		a.qmu.Lock()
 		if a.stopping {
@@ -382,6 +391,18 @@ func (a *actor) drain() {
 		a.mgr.emit(evs[:n]...)
 		r.reply <- rep // its state is saved
 		a.mgr.emit(evs[n:]...)
+		if r != own {
+			continue
+		}
+		a.qmu.Lock()
+		if len(a.queue) == 0 && !a.stopping {
+			a.queue, a.draining = nil, false
+			a.qmu.Unlock()
+			return
+		}
+		a.qmu.Unlock()
+		a.mgr.workers.run(a) // still draining: the worker goes on
+		return
 	}
 }
 
