@@ -63,6 +63,10 @@ func (a *gateApp) UpdateContext(ctx context.Context, m session.Model, msg sessio
 			report(float64(i+1), 3, fmt.Sprintf("step %d", i+1))
 		}
 		gm.Steps++
+	case "stuck": // an update that ignores its context
+		a.g.entered <- "stuck"
+		<-a.g.release
+		gm.Steps++
 	case "hold":
 		a.g.entered <- "held"
 		select {
@@ -77,7 +81,7 @@ func (a *gateApp) UpdateContext(ctx context.Context, m session.Model, msg sessio
 }
 
 func (a *gateApp) View(session.Model) session.Node {
-	return session.Column{Items: []session.Node{session.Button{ID: "step", OnClick: "step"}, session.Button{ID: "hold", OnClick: "hold"}}}
+	return session.Column{Items: []session.Node{session.Button{ID: "step", OnClick: "step"}, session.Button{ID: "hold", OnClick: "hold"}, session.Button{ID: "stuck", OnClick: "stuck"}}}
 }
 
 var alice = authz.Context{Principal: authz.Principal{Subject: "alice", Authenticated: true}, Transport: authz.TransportStreamableHTTP, Node: "entry"}
@@ -195,6 +199,47 @@ func TestProgressAndCancelCrossTheCallsStream(t *testing.T) {
 	}
 	if m, _ := owner.mgr.Model("g"); !strings.Contains(string(m), `"steps":2`) {
 		t.Errorf("model %s, want the two steps and not the cancelled hold", m)
+	}
+	if n := entry.sw.streams.opened.Load(); n != 1 {
+		t.Errorf("%d streams opened, want 1", n)
+	}
+}
+
+// TestAForwardedCallStuckInItsUpdateHoldsOnlyItself: the owner runs an
+// idle session's update on the goroutine that read the call, yet a call
+// whose update never returns still answers its client at the client's
+// deadline ("may have applied"), other sessions' calls on the same stream
+// go on meanwhile, and the session answers again once the update ends.
+func TestAForwardedCallStuckInItsUpdateHoldsOnlyItself(t *testing.T) {
+	g := newGate()
+	owner, entry := twoNodes(t, g, nil)
+	startOn(t, owner, entry, "gate", "g", "h")
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	answered := make(chan error, 1)
+	go func() {
+		_, err := entry.sw.Call(ctx, alice, "g", "g.stuck.click", nil)
+		answered <- err
+	}()
+	g.held(t)
+	select {
+	case err := <-answered:
+		if !errors.Is(err, ErrMayHaveApplied) {
+			t.Fatalf("a stuck forwarded call answered %v, want one that may have applied", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("a stuck forwarded call never answered its client")
+	}
+	if res, err := entry.sw.Call(context.Background(), alice, "h", "h.step.click", nil); err != nil || res.IsError {
+		t.Fatalf("another session's call while g is stuck: %+v %v", res, err)
+	}
+	close(g.release)
+	await(t, "g's stuck update applied", func() bool {
+		m, _ := owner.mgr.Model("g")
+		return strings.Contains(string(m), `"steps":1`)
+	})
+	if res, err := entry.sw.Call(context.Background(), alice, "g", "g.step.click", nil); err != nil || res.IsError {
+		t.Fatalf("g after its stuck update: %+v %v", res, err)
 	}
 	if n := entry.sw.streams.opened.Load(); n != 1 {
 		t.Errorf("%d streams opened, want 1", n)
