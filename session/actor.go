@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -104,6 +105,11 @@ func (a *actor) render(m Model) (r rendered, err error) {
 	w, err := widgetsDoc(r.view, len(a.resources[ResourceWidgets])) // a.resources: written on this goroutine only
 	if err != nil {
 		return r, fmt.Errorf("encoding widgets: %w", err)
+	}
+	if cap(w) > max(len(w)+len(w)/4, 256) {
+		// Kept until the next render (an idle session's for its life): a
+		// first render's buffer grew from its guess, up to twice the size.
+		w = bytes.Clone(w)
 	}
 	r.resources[ResourceWidgets] = w
 	return r, nil
