@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -406,4 +407,54 @@ func TestForwardedArgumentsAreTheClientsBytes(t *testing.T) {
 	if m, _ := owner.mgr.Model("t"); strings.Contains(string(m), `"as sent"`) {
 		t.Fatalf("model %s: clear ran with type_into's arguments", m)
 	}
+}
+
+// TestABurstOfForwardedCallsLeavesNoGoroutinesBehind: the owner runs
+// concurrent forwarded calls on goroutines that park afterwards, ready to
+// read the next; once the burst is over they linger out, so the nodes
+// come back to the goroutines they had before it (the soak's check).
+func TestABurstOfForwardedCallsLeavesNoGoroutinesBehind(t *testing.T) {
+	g := newGate()
+	owner, entry := twoNodes(t, g, nil)
+	const n = 8
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("g%d", i)
+	}
+	startOn(t, owner, entry, "gate", ids...)
+	// The stream is opened and every session has run a call once.
+	for _, id := range ids {
+		if res, err := entry.sw.Call(context.Background(), alice, id, id+".step.click", nil); err != nil || res.IsError {
+			t.Fatalf("%s: %+v %v", id, res, err)
+		}
+	}
+	await(t, "the nodes at rest after the first calls", func() bool { return goroutinesSettled() })
+	before := runtime.NumGoroutine()
+	var wg sync.WaitGroup
+	for _, id := range ids {
+		wg.Go(func() {
+			if res, err := entry.sw.Call(context.Background(), alice, id, id+".hold.click", nil); err != nil || res.IsError {
+				t.Errorf("%s: %+v %v", id, res, err)
+			}
+		})
+	}
+	for range n {
+		g.held(t)
+	}
+	if during := runtime.NumGoroutine(); during < before+n {
+		t.Fatalf("%d goroutines with %d calls held, %d before: the burst ran on none of its own", during, n, before)
+	}
+	close(g.release)
+	wg.Wait()
+	await(t, fmt.Sprintf("no more than the %d goroutines of before the burst", before), func() bool {
+		return runtime.NumGoroutine() <= before
+	})
+}
+
+// goroutinesSettled reports whether the goroutine count holds still over
+// a second (parked workers and readers have lingered out).
+func goroutinesSettled() bool {
+	n := runtime.NumGoroutine()
+	time.Sleep(time.Second)
+	return runtime.NumGoroutine() == n
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"slices"
 	"sync"
 	"time"
 
@@ -24,8 +25,12 @@ const (
 )
 
 // maxParkedReaders bounds the goroutines one Calls stream keeps parked
-// between calls (each holds its grown stack while the stream lasts).
-const maxParkedReaders = 16
+// between calls (each holds its grown stack), and readerLinger how long
+// one stays parked with no call to read.
+const (
+	maxParkedReaders = 16
+	readerLinger     = 250 * time.Millisecond
+)
 
 // Calls runs the tool calls a peer forwards over one long-lived stream.
 // Each call runs on a goroutine of its own, as CallTool's handler would;
@@ -35,8 +40,8 @@ const maxParkedReaders = 16
 // does.
 func (f forwardServer) Calls(stream grpc.BidiStreamingServer[forwardv1.CallsRequest, forwardv1.CallsResponse]) error {
 	cs := &callsServer{f: f, stream: stream, running: map[uint64]context.CancelFunc{}, ended: make(chan error, 1)}
-	cs.read(stream.Context())
-	err := <-cs.ended // from this goroutine's read, or a successor's
+	go cs.read(stream.Context()) // its readers come and go; this goroutine waits for the end
+	err := <-cs.ended
 	if errors.Is(err, io.EOF) {
 		cs.wg.Wait() // the peer closed its side: its calls finish
 		return nil
@@ -123,8 +128,10 @@ func (cs *callsServer) handOff(ctx context.Context) {
 }
 
 // park waits, after a call, until the goroutine is made the reader again
-// (true), or the stream has ended or enough others are parked (false:
-// the goroutine ends).
+// (true), or the stream has ended, enough others are parked or it has
+// waited readerLinger (false: the goroutine ends). The linger gives back
+// what a burst of concurrent calls left parked, as the session workers
+// do, so a node at rest keeps no more goroutines than before the burst.
 func (cs *callsServer) park(turn chan bool) bool {
 	cs.readersMu.Lock()
 	if cs.readersDone || len(cs.parked) >= maxParkedReaders {
@@ -133,7 +140,21 @@ func (cs *callsServer) park(turn chan bool) bool {
 	}
 	cs.parked = append(cs.parked, turn)
 	cs.readersMu.Unlock()
-	return <-turn
+	t := time.NewTimer(readerLinger)
+	defer t.Stop()
+	select {
+	case read := <-turn:
+		return read
+	case <-t.C:
+	}
+	cs.readersMu.Lock()
+	if i := slices.Index(cs.parked, turn); i >= 0 {
+		cs.parked = slices.Delete(cs.parked, i, i+1)
+		cs.readersMu.Unlock()
+		return false
+	}
+	cs.readersMu.Unlock()
+	return <-turn // taken just as it timed out: its turn is on the way
 }
 
 // releaseReaders ends the parked goroutines, and any that would park
