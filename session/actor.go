@@ -292,28 +292,24 @@ func (a *actor) warnOnce(key, msg string, attrs ...any) {
 	a.mgr.log.Warn(msg, append([]any{"session", a.info.ID}, attrs...)...)
 }
 
-// enqueue queues r, starting a goroutine to run the queue when none does,
-// or, when here and none does, reporting that the caller is to run it
-// (drainFor). It never blocks: a full queue is ErrBusy, a stopping session
+// enqueue queues r, starting a goroutine to run the queue when none does.
+// It never blocks: a full queue is ErrBusy, a stopping session
 // ErrNotRunning.
-func (a *actor) enqueue(r *request, here bool) (runHere bool, err error) {
+func (a *actor) enqueue(r *request) error {
 	a.qmu.Lock()
 	defer a.qmu.Unlock()
 	switch {
 	case a.stopping:
-		return false, fmt.Errorf("session `%s`: %w", a.info.ID, ErrNotRunning)
+		return fmt.Errorf("session `%s`: %w", a.info.ID, ErrNotRunning)
 	case len(a.queue) >= a.mgr.cfg.Mailbox:
-		return false, fmt.Errorf("session `%s` has %d calls waiting: %w", a.info.ID, a.mgr.cfg.Mailbox, ErrBusy)
+		return fmt.Errorf("session `%s` has %d calls waiting: %w", a.info.ID, a.mgr.cfg.Mailbox, ErrBusy)
 	}
 	a.queue = append(a.queue, r)
 	if !a.draining {
 		a.draining = true
-		if here {
-			return true, nil
-		}
 		a.mgr.workers.run(a)
 	}
-	return false, nil
+	return nil
 }
 
 // begin lets calls run once the session's first state is saved: calls
@@ -362,12 +358,7 @@ func (a *actor) exit(waiting []*request) {
 // drain runs the queued calls in order, one at a time, and returns when
 // the queue is empty; a stop wins over queued work. One drain runs at a
 // time (draining), on a worker (workers.run).
-func (a *actor) drain() { a.drainFor(nil) }
-
-// drainFor is drain, run by the caller of own when enqueue said so
-// (RunHere): it returns once own is answered, handing the calls queued
-// behind it, or a stop, to a worker.
-func (a *actor) drainFor(own *request) {
+func (a *actor) drain() {
 	for {
 		a.qmu.Lock()
 		if a.stopping {
@@ -397,18 +388,6 @@ func (a *actor) drainFor(own *request) {
 		a.mgr.emit(evs[:n]...)
 		r.reply <- rep // its state is saved
 		a.mgr.emit(evs[n:]...)
-		if r != own {
-			continue
-		}
-		a.qmu.Lock()
-		if len(a.queue) == 0 && !a.stopping {
-			a.queue, a.draining = nil, false
-			a.qmu.Unlock()
-			return
-		}
-		a.qmu.Unlock()
-		a.mgr.workers.run(a) // still draining: the worker goes on
-		return
 	}
 }
 

@@ -481,16 +481,9 @@ func (m *Manager) newRequest(ctx context.Context) *request {
 // the pool only once its answer was read: a caller that gave up leaves it
 // to the session, which may still answer into its channel.
 func (m *Manager) send(ctx context.Context, a *actor, r *request) (Result, bool, error) {
-	here, err := a.enqueue(r, runsHere(ctx))
-	if err != nil {
+	if err := a.enqueue(r); err != nil {
 		m.recycle(r)
 		return Result{}, false, err
-	}
-	if here {
-		a.drainFor(r)
-		rep := <-r.reply // answered by drainFor, or by the stop it met
-		m.recycle(r)
-		return rep.res, rep.fault, rep.err
 	}
 	r.timer.Reset(m.cfg.CallTimeout)
 	select {

@@ -72,14 +72,7 @@ func TestIdleSessionsHoldNoGoroutine(t *testing.T) {
 // The queue keeps what the actor goroutine guaranteed: one update at a
 // time per session, in order, every acknowledged call applied, and a stop
 // answering whatever still waits (ErrNotRunning) without hanging a caller.
-// The same holds when callers run the queue themselves (RunHere) beside
-// callers that leave it to a worker.
 func TestQueueRunsOneAtATimeAndStopsCleanly(t *testing.T) {
-	t.Run("workers", func(t *testing.T) { queueRunsOneAtATime(t, func(int) bool { return false }) })
-	t.Run("callers run it too", func(t *testing.T) { queueRunsOneAtATime(t, func(c int) bool { return c%2 == 1 }) })
-}
-
-func queueRunsOneAtATime(t *testing.T, runHere func(caller int) bool) {
 	var overlap atomic.Bool
 	m := newOverlapManager(t, &overlap, 1000)
 	ctx := context.Background()
@@ -92,15 +85,11 @@ func queueRunsOneAtATime(t *testing.T, runHere func(caller int) bool) {
 	var acked [sessions]atomic.Int64
 	var wg sync.WaitGroup
 	for c := range callers {
-		cctx := ctx
-		if runHere(c) {
-			cctx = RunHere(ctx)
-		}
 		wg.Go(func() {
 			for k := range calls {
 				s := (c + k) % sessions
 				id := fmt.Sprintf("s%d", s)
-				res, err := m.Call(cctx, id, id+".inc.click", nil)
+				res, err := m.Call(ctx, id, id+".inc.click", nil)
 				switch {
 				case err == nil && !res.IsError:
 					acked[s].Add(1)

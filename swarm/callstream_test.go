@@ -206,10 +206,9 @@ func TestProgressAndCancelCrossTheCallsStream(t *testing.T) {
 	}
 }
 
-// TestAForwardedCallStuckInItsUpdateHoldsOnlyItself: the owner runs an
-// idle session's update on the goroutine that read the call, yet a call
-// whose update never returns still answers its client at the client's
-// deadline ("may have applied"), other sessions' calls on the same stream
+// TestAForwardedCallStuckInItsUpdateHoldsOnlyItself: the owner runs each
+// call on the goroutine that read it, yet a call whose update never
+// returns still answers its client at the client's deadline ("may have applied"), other sessions' calls on the same stream
 // go on meanwhile, and the session answers again once the update ends.
 func TestAForwardedCallStuckInItsUpdateHoldsOnlyItself(t *testing.T) {
 	g := newGate()

@@ -13,7 +13,6 @@ import (
 	"google.golang.org/grpc/status"
 
 	forwardv1 "github.com/mcpswarm/mcpswarm/proto/mcpswarm/forward/v1"
-	"github.com/mcpswarm/mcpswarm/session"
 )
 
 // Bounds of a Calls stream a peer opened: the calls it may have running at
@@ -195,13 +194,10 @@ func (cs *callsServer) admit(ctx context.Context, id uint64, timeoutMs int64) (c
 	return cctx, cancel, true
 }
 
-// run runs admitted call id and answers it. The session's update runs on
-// this goroutine when the session is idle (session.RunHere): the entry
-// node bounds the caller's wait with the client's deadline, and a call
-// stuck in its update holds only its own slot of maxStreamCalls.
+// run runs admitted call id and answers it.
 func (cs *callsServer) run(ctx context.Context, cancel context.CancelFunc, id uint64, req *forwardv1.CallToolRequest) {
 	defer cs.wg.Done()
-	err := cs.f.callTool(session.RunHere(ctx), req, func(ev *forwardv1.CallToolResponse) error {
+	err := cs.f.callTool(ctx, req, func(ev *forwardv1.CallToolResponse) error {
 		out := &forwardv1.CallsResponse{Id: id}
 		switch e := ev.GetEvent().(type) {
 		case *forwardv1.CallToolResponse_Progress:
