@@ -112,3 +112,40 @@ func TestIdlePartitionsGiveBackTheirArena(t *testing.T) {
 		t.Fatalf("after the next idle tick: arena %d, live %d, garbage %d", arena(), tb.live, tb.garbage)
 	}
 }
+
+// Survivors of more than one block are tidied into blocks sized to what
+// is left to copy, not into full blocks after the first: an idle table
+// larger than a block keeps its live bytes and at most an entry's worth of
+// slack a block, not up to a block's worth of empty tail.
+func TestIdleTidyFitsEveryBlockToTheSurvivors(t *testing.T) {
+	m := New(Origin{Name: "a", Epoch: 1}, Config{})
+	value := make([]byte, 300)
+	for i := range 1500 {
+		if _, err := m.Put(fmt.Sprintf("tools-%04d", i), value); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 1500; i += 3 {
+		m.Remove(fmt.Sprintf("tools-%04d", i))
+	}
+	m.Tick()
+	m.Tick()
+	tb := m.parts["a"].entries
+	if len(tb.blocks) < 3 {
+		t.Fatalf("the survivors fit in %d blocks: the test covers nothing", len(tb.blocks))
+	}
+	capacity := 0
+	for _, b := range tb.blocks {
+		capacity += cap(b)
+	}
+	entry := encodedSize("tools-0000", value, 1<<20)
+	if slack := capacity - tb.live; tb.garbage != 0 || slack < 0 || slack > len(tb.blocks)*entry {
+		t.Fatalf("after an idle tick: %d blocks holding %d bytes for %d live (garbage %d); want at most %d bytes of slack a block",
+			len(tb.blocks), capacity, tb.live, tb.garbage, entry)
+	}
+	for i := 1; i < 1500; i += 3 {
+		if e, ok := m.Get(m.Self(), fmt.Sprintf("tools-%04d", i)); !ok || len(e.Value) != len(value) {
+			t.Fatalf("tools-%04d lost in the tidy", i)
+		}
+	}
+}

@@ -310,15 +310,14 @@ func (t *table) tidy() {
 	t.written = false
 }
 
-// compact copies the live small entries into fresh blocks; with exact the
-// first block is sized to them (up to blockSize) rather than blockSize.
+// compact copies the live small entries into fresh blocks; with exact each
+// block is sized to the live bytes still to copy (up to blockSize) rather
+// than blockSize, so an idle table holds its live bytes and at most an
+// entry's worth of slack a block.
 func (t *table) compact(exact bool) {
 	old := t.blocks
-	want := t.live
+	left := t.live
 	t.blocks, t.live, t.garbage = nil, 0, 0
-	if exact && want > 0 {
-		t.blocks = [][]byte{make([]byte, 0, min(want, blockSize))}
-	}
 	for i, c := range t.ctrl {
 		if c == 0 || t.slots[i]&largeBit != 0 {
 			continue
@@ -326,6 +325,11 @@ func (t *table) compact(exact bool) {
 		ref := t.slots[i]
 		blk := old[ref>>16]
 		k, v, s := decodeEntry(blk[ref&0xffff:])
+		size := encodedSize(unsafeString(k), v, s)
+		if exact && !t.roomInLastBlock(size) {
+			t.blocks = append(t.blocks, make([]byte, 0, min(max(left, size), blockSize)))
+		}
+		left -= size
 		t.slots[i] = t.store(unsafeString(k), v, s)
 	}
 }
