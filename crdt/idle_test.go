@@ -69,9 +69,13 @@ func TestDeltaLogsExpireByAge(t *testing.T) {
 // A partition nobody wrote for a whole tick is compacted at the next one
 // into blocks sized to its live entries: after a burst of short-lived
 // entries (sessions, tools), an idle node keeps the survivors' bytes, not
-// the burst's. One still being written is left to the usual thresholds.
+// the burst's. The map's own partition waits for its delta log to expire
+// first, since the logged puts are arena bytes: compacting earlier would
+// keep the old blocks alive beside the new ones. One still being written
+// is left to the usual thresholds.
 func TestIdlePartitionsGiveBackTheirArena(t *testing.T) {
-	m := New(Origin{Name: "a", Epoch: 1}, Config{})
+	cfg := Config{LogMaxTicks: 3}
+	m := New(Origin{Name: "a", Epoch: 1}, cfg)
 	value := make([]byte, 200)
 	for i := range 2000 {
 		if _, err := m.Put(fmt.Sprintf("session-%04d", i), value); err != nil {
@@ -88,9 +92,15 @@ func TestIdlePartitionsGiveBackTheirArena(t *testing.T) {
 		return capacity
 	}
 	live := m.parts["a"].entries.live
-	m.Tick() // written since the last tick: left alone
-	if got := arena(); got < 64<<10 {
-		t.Fatalf("a partition written in the last tick was compacted (arena %d bytes)", got)
+	first := &m.parts["a"].entries.blocks[0][0]
+	for tick := 1; tick <= int(cfg.LogMaxTicks); tick++ {
+		m.Tick() // the burst is logged until tick LogMaxTicks: left alone
+		if got := arena(); got < 64<<10 || &m.parts["a"].entries.blocks[0][0] != first {
+			t.Fatalf("tick %d: the partition was compacted while its log still held the burst (arena %d bytes)", tick, got)
+		}
+	}
+	if n := len(m.parts["a"].log.deltas); n != 0 {
+		t.Fatalf("after %d ticks the log still holds %d deltas", cfg.LogMaxTicks, n)
 	}
 	m.Tick()
 	tb := m.parts["a"].entries
@@ -106,10 +116,42 @@ func TestIdlePartitionsGiveBackTheirArena(t *testing.T) {
 	if _, err := m.Put("session-x", value); err != nil {
 		t.Fatal(err)
 	}
-	m.Tick()
-	m.Tick()
+	for range cfg.LogMaxTicks + 1 {
+		m.Tick()
+	}
 	if tb := m.parts["a"].entries; tb.garbage != 0 || arena() != tb.live {
-		t.Fatalf("after the next idle tick: arena %d, live %d, garbage %d", arena(), tb.live, tb.garbage)
+		t.Fatalf("after the next idle spell: arena %d, live %d, garbage %d", arena(), tb.live, tb.garbage)
+	}
+}
+
+// Another origin's partition logs copies, not arena bytes, so it is
+// compacted as soon as it has been idle for a tick, log or no log.
+func TestOtherOriginsPartitionsTidyWithoutWaitingForTheLog(t *testing.T) {
+	a := New(Origin{Name: "a", Epoch: 1}, Config{})
+	b := New(Origin{Name: "b", Epoch: 1}, Config{})
+	value := make([]byte, 200)
+	for i := range 500 {
+		d, err := a.Put(fmt.Sprintf("session-%04d", i), value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Apply(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.Tick()
+	b.Tick()
+	p := b.parts["a"]
+	if len(p.log.deltas) == 0 {
+		t.Fatal("b's copy of a's log expired: the test covers nothing")
+	}
+	capacity := 0
+	for _, blk := range p.entries.blocks {
+		capacity += cap(blk)
+	}
+	entry := encodedSize("session-0000", value, 1000)
+	if slack := capacity - p.entries.live; p.entries.garbage != 0 || slack < 0 || slack > len(p.entries.blocks)*entry {
+		t.Fatalf("b's partition of a after an idle tick: arena %d bytes in %d blocks for %d live", capacity, len(p.entries.blocks), p.entries.live)
 	}
 }
 
@@ -128,8 +170,9 @@ func TestIdleTidyFitsEveryBlockToTheSurvivors(t *testing.T) {
 	for i := 0; i < 1500; i += 3 {
 		m.Remove(fmt.Sprintf("tools-%04d", i))
 	}
-	m.Tick()
-	m.Tick()
+	for range DefaultConfig().LogMaxTicks + 1 {
+		m.Tick()
+	}
 	tb := m.parts["a"].entries
 	if len(tb.blocks) < 3 {
 		t.Fatalf("the survivors fit in %d blocks: the test covers nothing", len(tb.blocks))

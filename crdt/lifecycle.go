@@ -107,6 +107,12 @@ func (m *Map) Dropped(o Origin) bool { return m.isDropped(o) }
 // epochs and the delta logs older than Config.LogMaxTicks, and compacts
 // the partitions nobody wrote since the previous tick (an idle node gives
 // back the arena's dead bytes and slack).
+//
+// The map's own partition waits until its log has expired too: its logged
+// puts are arena bytes (appendShared), so compacting while the log holds
+// them keeps the old blocks alive beside the new ones for up to
+// LogMaxTicks, which doubled an idle node's arena after a burst instead of
+// shrinking it. Other partitions' logs hold copies and never wait.
 func (m *Map) Tick() {
 	m.now++
 	for name, mk := range m.dropped {
@@ -117,6 +123,9 @@ func (m *Map) Tick() {
 	for _, p := range m.parts {
 		if m.now >= m.cfg.LogMaxTicks {
 			p.log.expire(m.now - m.cfg.LogMaxTicks)
+		}
+		if p.origin == m.self && len(p.log.deltas) > 0 {
+			continue
 		}
 		p.entries.tidy()
 	}
