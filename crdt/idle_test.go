@@ -85,12 +85,7 @@ func TestIdlePartitionsGiveBackTheirArena(t *testing.T) {
 	for i := 10; i < 2000; i++ {
 		m.Remove(fmt.Sprintf("session-%04d", i))
 	}
-	arena := func() (capacity int) {
-		for _, b := range m.parts["a"].entries.blocks {
-			capacity += cap(b)
-		}
-		return capacity
-	}
+	arena := func() int { return arenaBytes(m.parts["a"].entries) }
 	live := m.parts["a"].entries.live
 	first := &m.parts["a"].entries.blocks[0][0]
 	for tick := 1; tick <= int(cfg.LogMaxTicks); tick++ {
@@ -145,14 +140,7 @@ func TestOtherOriginsPartitionsTidyWithoutWaitingForTheLog(t *testing.T) {
 	if len(p.log.deltas) == 0 {
 		t.Fatal("b's copy of a's log expired: the test covers nothing")
 	}
-	capacity := 0
-	for _, blk := range p.entries.blocks {
-		capacity += cap(blk)
-	}
-	entry := encodedSize("session-0000", value, 1000)
-	if slack := capacity - p.entries.live; p.entries.garbage != 0 || slack < 0 || slack > len(p.entries.blocks)*entry {
-		t.Fatalf("b's partition of a after an idle tick: arena %d bytes in %d blocks for %d live", capacity, len(p.entries.blocks), p.entries.live)
-	}
+	requireFitted(t, p.entries, encodedSize("session-0000", value, 1000))
 }
 
 // Survivors of more than one block are tidied into blocks sized to what
@@ -177,18 +165,30 @@ func TestIdleTidyFitsEveryBlockToTheSurvivors(t *testing.T) {
 	if len(tb.blocks) < 3 {
 		t.Fatalf("the survivors fit in %d blocks: the test covers nothing", len(tb.blocks))
 	}
-	capacity := 0
-	for _, b := range tb.blocks {
-		capacity += cap(b)
-	}
-	entry := encodedSize("tools-0000", value, 1<<20)
-	if slack := capacity - tb.live; tb.garbage != 0 || slack < 0 || slack > len(tb.blocks)*entry {
-		t.Fatalf("after an idle tick: %d blocks holding %d bytes for %d live (garbage %d); want at most %d bytes of slack a block",
-			len(tb.blocks), capacity, tb.live, tb.garbage, entry)
-	}
+	requireFitted(t, tb, encodedSize("tools-0000", value, 1<<20))
 	for i := 1; i < 1500; i += 3 {
 		if e, ok := m.Get(m.Self(), fmt.Sprintf("tools-%04d", i)); !ok || len(e.Value) != len(value) {
 			t.Fatalf("tools-%04d lost in the tidy", i)
 		}
+	}
+}
+
+// arenaBytes is the capacity of a table's small-entry blocks.
+func arenaBytes(tb *table) (capacity int) {
+	for _, b := range tb.blocks {
+		capacity += cap(b)
+	}
+	return capacity
+}
+
+// requireFitted fails unless tb holds no garbage and its blocks hold its
+// live bytes with at most one entry's worth of slack each (an entry never
+// straddles two blocks).
+func requireFitted(t *testing.T, tb *table, entry int) {
+	t.Helper()
+	capacity := arenaBytes(tb)
+	if slack := capacity - tb.live; tb.garbage != 0 || slack < 0 || slack > len(tb.blocks)*entry {
+		t.Fatalf("after an idle tick: %d blocks holding %d bytes for %d live (garbage %d); want at most %d bytes of slack a block",
+			len(tb.blocks), capacity, tb.live, tb.garbage, entry)
 	}
 }
