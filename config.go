@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/mcpswarm/mcpswarm/crdt"
-	"github.com/mcpswarm/mcpswarm/journal"
 	"github.com/mcpswarm/mcpswarm/swarm"
 )
 
@@ -36,11 +35,17 @@ type Config struct {
 	DNSServer string
 	// DataDir holds the node's bbolt file and its session snapshot journal.
 	DataDir string
-	// Durability says when a call that changed a session is answered:
-	// journal.Sync (after an fsync'd group commit: survives power loss) or
-	// journal.Process (after write(2): survives kill -9 of the process, not
-	// a crash of the machine). Zero means journal.Sync.
-	Durability journal.Mode
+	// Durability says when a call that changed a session is answered (see
+	// Durability's modes). Zero means DurabilityReplica when
+	// SessionReplicas is at least 1, DurabilitySync otherwise.
+	Durability Durability
+	// SessionReplicas is how many standbys each session has on other
+	// nodes (R): they hold its state and one takes it over when its owner
+	// dies. 0 keeps a single copy on the owner.
+	SessionReplicas int
+	// Zone is this node's failure domain (a Kubernetes topology zone);
+	// standbys are spread across zones first. Empty when unknown.
+	Zone string
 	// PolicyFile is the operator's authorization policy (YAML).
 	PolicyFile string
 	// Dev selects the built-in development policy (allow all) and, without a
@@ -99,13 +104,17 @@ func DefaultConfig() Config {
 		DeadGrace:       30 * time.Second,
 		Keepalive:       15 * time.Second,
 		MaxBodyBytes:    4 << 20,
-		Durability:      journal.Sync,
+		SessionReplicas: 1,
 		HTTP:            DefaultHTTPLimits(),
 		Widgets:         DefaultWidgetLimits(),
 		GRPC:            DefaultGRPCLimits(),
 		MaxRevocations:  swarm.DefaultMaxRevocations,
 	}
 }
+
+// maxSessionReplicas bounds --session-replicas: every standby is one more
+// peer round trip and one more copy per write.
+const maxSessionReplicas = 4
 
 // FieldError is a configuration error that names the setting at fault, so
 // the operator sees one line saying which flag to fix and why.
@@ -155,7 +164,16 @@ func (c *Config) Validate() error {
 		return fieldErr("cluster-key-file", "joining a cluster needs the cluster key (write one with `mcpswarm keygen`), or --dev on loopback")
 	}
 	if c.Durability != 0 && !c.Durability.Valid() {
-		return fieldErr("durability", "must be sync or process")
+		return fieldErr("durability", "must be sync, process or replica")
+	}
+	if c.SessionReplicas < 0 || c.SessionReplicas > maxSessionReplicas {
+		return fieldErr("session-replicas", "must be between 0 and %d, got %d", maxSessionReplicas, c.SessionReplicas)
+	}
+	if c.Durability == DurabilityReplica && c.SessionReplicas == 0 {
+		return fieldErr("durability", "replica needs --session-replicas of at least 1")
+	}
+	if c.Zone != "" && !crdt.ValidName(c.Zone) {
+		return fieldErr("zone", "%q is not a valid zone (1-64 of A-Z a-z 0-9 . _ -)", c.Zone)
 	}
 	if c.ShutdownTimeout <= 0 {
 		return fieldErr("shutdown-timeout", "must be positive")

@@ -70,8 +70,8 @@ func newGRPCGate(limits GRPCLimits, clusterKey []byte, admin adminGuard, log *sl
 func (g *grpcGate) tap(ctx context.Context, info *tap.Info) (context.Context, error) {
 	m := info.FullMethodName
 	switch {
-	case strings.HasPrefix(m, "/mcpswarm.peer.v1."), strings.HasPrefix(m, "/mcpswarm.forward.v1."):
-		// Replication and forwarding: cluster members only.
+	case strings.HasPrefix(m, "/mcpswarm.peer.v1."), strings.HasPrefix(m, "/mcpswarm.forward.v1."), strings.HasPrefix(m, "/mcpswarm.standby.v1."):
+		// Replication, forwarding and standby copies: cluster members only.
 		if !g.peerOK(info.Header) {
 			return nil, g.refuse(ctx, m, "peer_credential", status.Error(codes.Unauthenticated, "peer API needs the peer credential derived from the cluster key"))
 		}

@@ -90,6 +90,9 @@ type Node struct {
 	// snapshots is set once the sessions start; the metrics scrape may
 	// read it while the node starts or stops.
 	snapshots atomic.Pointer[snapshotStore]
+	// replicas holds standby copies for other owners and ships this
+	// node's sessions to theirs (replicas.go).
+	replicas *replicas
 	swarm     *swarm.Swarm
 	front     *mcp.Server
 	journal   *ui.Journal
@@ -239,6 +242,16 @@ func (n *Node) LocalSessions() []string {
 	return ids
 }
 
+// SessionStandbys lists the standbys that hold the newest snapshot of
+// session id, a session this node owns (none for another node's session,
+// or with --session-replicas 0).
+func (n *Node) SessionStandbys(id string) []string {
+	if n.replicas == nil {
+		return nil
+	}
+	return n.replicas.InSync(id)
+}
+
 // AliveMembers counts the members this node sees alive (itself included).
 func (n *Node) AliveMembers() int {
 	if n.cluster == nil {
@@ -284,6 +297,10 @@ func (n *Node) Kill() {
 	if n.sessions != nil {
 		_ = n.sessions.Close(context.Background())
 		_ = n.snapshots.Load().close()
+	}
+	if n.replicas != nil {
+		_ = n.replicas.close()
+		n.replicas = nil
 	}
 	if n.cluster != nil {
 		n.cluster.Kill()

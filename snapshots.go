@@ -29,6 +29,9 @@ const legacyBucket = "snapshots"
 type snapshotStore struct {
 	j   *journal.Journal
 	log *slog.Logger
+	// rep ships each saved snapshot to the session's standbys before Save
+	// returns; nil keeps the one copy.
+	rep *replicas
 	// bufs holds encoding buffers (*[]byte): the journal copies a value
 	// before Put returns, so a snapshot's bytes are dead once saved (a
 	// fresh buffer per click was 5% of a click's allocated bytes).
@@ -101,6 +104,9 @@ func (s *snapshotStore) Save(snap session.Snapshot) error {
 	b, err := snap.AppendJSON((*bp)[:0])
 	if err == nil {
 		err = s.j.Put(snap.Info.ID, b)
+		if err == nil && s.rep != nil {
+			err = s.rep.replicate(snap.Info.ID, snap.Info.Handoff, b, s.j)
+		}
 	} else {
 		err = fmt.Errorf("encoding snapshot of %s: %w", snap.Info.ID, err)
 	}
@@ -112,7 +118,12 @@ func (s *snapshotStore) Save(snap session.Snapshot) error {
 }
 
 // Delete implements session.Store.
-func (s *snapshotStore) Delete(id string) error { return s.j.Delete(id) }
+func (s *snapshotStore) Delete(id string) error {
+	if s.rep != nil {
+		s.rep.forget(id)
+	}
+	return s.j.Delete(id)
+}
 
 // Load implements session.Store. A snapshot that does not decode is
 // logged and skipped, so one bad entry does not keep the others down.
@@ -125,6 +136,9 @@ func (s *snapshotStore) Load() ([]session.Snapshot, error) {
 			return nil
 		}
 		out = append(out, snap)
+		if s.rep != nil {
+			s.rep.prime(key, snap.Info.Handoff, value)
+		}
 		return nil
 	})
 	return out, err

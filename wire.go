@@ -126,6 +126,7 @@ func (n *Node) newCluster(context.Context) error {
 	cc.Version = n.cfg.Version
 	cc.MaxMessageBytes = n.cfg.GRPC.MaxMessageBytes
 	cc.DeadGrace = n.cfg.DeadGrace
+	cc.Zone = n.cfg.Zone
 	if n.cfg.TLS.Enabled() {
 		cc.TLS = n.tlsClient
 	}
@@ -156,11 +157,30 @@ func advertised(bind, host string) string {
 // than after failure detection.
 func (n *Node) leaveCluster(ctx context.Context) error { return n.cluster.Stop(ctx) }
 
-func (n *Node) startSessions(ctx context.Context) error {
-	snaps, err := openSnapshotStore(n.cfg.DataDir, n.cfg.Durability, n.storage, n.log.With("component", "snapshots"))
+func (n *Node) startSessions(ctx context.Context) (err error) {
+	mode := n.cfg.Durability.effective(n.cfg.SessionReplicas)
+	snaps, err := openSnapshotStore(n.cfg.DataDir, mode.journalMode(), n.storage, n.log.With("component", "snapshots"))
 	if err != nil {
 		return &FieldError{Flag: "data-dir", Err: err}
 	}
+	// Every node holds standby copies for others whatever its own mode;
+	// only in replica mode does it ship its own sessions' snapshots.
+	shipTo := 0
+	if mode == DurabilityReplica {
+		shipTo = n.cfg.SessionReplicas
+	}
+	rep, err := openReplicas(n.cfg.DataDir, n.cluster, shipTo, n.metrics, n.log.With("component", "standby"))
+	if err != nil {
+		_ = snaps.close()
+		return &FieldError{Flag: "data-dir", Err: err}
+	}
+	n.replicas, snaps.rep = rep, rep
+	defer func() {
+		if err != nil {
+			_ = rep.close()
+			n.replicas = nil
+		}
+	}()
 	n.snapshots.Store(snaps)
 	reg := session.NewRegistry()
 	if err := apps.RegisterWith(reg, n.cfg.Widgets.appBounds()); err != nil {
@@ -211,6 +231,11 @@ func (n *Node) stopSessions(ctx context.Context) error {
 	if cerr := n.snapshots.Load().close(); cerr != nil {
 		err = errors.Join(err, fmt.Errorf("closing the snapshot journal: %w", cerr))
 	}
+	if n.replicas != nil {
+		if cerr := n.replicas.close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("closing the standby journal: %w", cerr))
+		}
+	}
 	return err
 }
 
@@ -227,11 +252,12 @@ func (n *Node) buildFront(ctx context.Context) (err error) {
 		return err
 	}
 	sw, err := swarm.New(swarm.Config{Cluster: n.cluster, Manager: n.sessions, Logger: n.log.With("component", "swarm"),
-		Registerer: n.metrics, MaxRevocations: n.cfg.MaxRevocations, IDSerial: idSerial})
+		Registerer: n.metrics, MaxRevocations: n.cfg.MaxRevocations, IDSerial: idSerial, Standbys: n.replicas})
 	if err != nil {
 		return err
 	}
 	n.swarm = sw
+	n.replicas.attach(n.sessions, sw)
 	// The web UI's action journal is a registry too, declared before the
 	// cluster starts; the front's backend journals agent calls into it.
 	if n.journal, err = ui.NewJournal(n.cluster, n.cfg.Name, n.log.With("component", "ui")); err != nil {

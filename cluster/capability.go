@@ -37,11 +37,17 @@ const (
 	// so a peer forwards its tool calls to it over one long-lived stream
 	// rather than a stream per call.
 	CapCallStream = "call-stream"
+	// CapStandby: the node serves mcpswarm.standby.v1, so an owner may
+	// place a session's standby on it.
+	CapStandby = "standby"
+	// zonePrefix starts the capability name that carries a node's zone
+	// ("zone=eu-west-1a"), which standby placement spreads copies across.
+	zonePrefix = "zone="
 )
 
 // DefaultCapabilities is what this code supports.
 func DefaultCapabilities() []string {
-	return []string{CapCallStream, CapHandoffGen, CapRevocationKeys, CapSerialIDs, CapStreamRefs}
+	return []string{CapCallStream, CapHandoffGen, CapRevocationKeys, CapSerialIDs, CapStandby, CapStreamRefs}
 }
 
 // Capabilities is a member's advertised protocol version and capability
@@ -123,13 +129,27 @@ func splitCapabilities(s string) (string, Capabilities) {
 // ownCapabilities is what this node advertises: cfg's list, or all of
 // DefaultCapabilities when it sets none.
 func ownCapabilities(cfg Config) Capabilities {
-	if cfg.Capabilities == nil {
-		return NewCapabilities(PeerProtocol, DefaultCapabilities()...)
+	names := cfg.Capabilities
+	if names == nil {
+		names = DefaultCapabilities()
 	}
-	if len(cfg.Capabilities) == 0 {
+	if cfg.Zone != "" {
+		names = append(slices.Clip(names), zonePrefix+cfg.Zone)
+	}
+	if len(names) == 0 {
 		return Capabilities{}
 	}
-	return NewCapabilities(PeerProtocol, cfg.Capabilities...)
+	return NewCapabilities(PeerProtocol, names...)
+}
+
+// Zone is the zone the member advertised (its --zone), or "".
+func (c Capabilities) Zone() string {
+	for _, n := range c.Names() {
+		if z, ok := strings.CutPrefix(n, zonePrefix); ok {
+			return z
+		}
+	}
+	return ""
 }
 
 // usesRefs reports whether req names anything by a stream ref.

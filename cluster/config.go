@@ -48,6 +48,10 @@ type Config struct {
 	Storage Storage
 	// Version is this node's software version, carried in the metadata.
 	Version string
+	// Zone is this node's failure domain (a Kubernetes topology zone),
+	// advertised to peers for standby placement; empty when unknown. It
+	// must not contain commas, colons or spaces.
+	Zone string
 	// Capabilities lists the peer capabilities this node advertises (see
 	// capability.go); nil means all of DefaultCapabilities, an empty list
 	// a protocol-1 node (tests use it to run a previous-version peer).
@@ -276,6 +280,9 @@ func (c Config) withDefaults() (Config, error) {
 	var errs []error
 	if !crdt.ValidName(c.Name) {
 		errs = append(errs, fmt.Errorf("name %q must be 1 to 64 of [A-Za-z0-9._-]", c.Name))
+	}
+	if c.Zone != "" && !crdt.ValidName(c.Zone) {
+		errs = append(errs, fmt.Errorf("zone %q must be 1 to 64 of [A-Za-z0-9._-]", c.Zone))
 	}
 	if len(c.Key) != 32 {
 		errs = append(errs, fmt.Errorf("cluster key must be 32 bytes, got %d", len(c.Key)))

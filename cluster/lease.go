@@ -310,3 +310,41 @@ func (r *replicator) awaitLapse(ctx context.Context, reg string, seq uint64) err
 		return fmt.Errorf("waiting for lagging peers' leases to lapse: %w", ctx.Err())
 	}
 }
+
+// InMajority reports whether this node hears, within the lease, from a
+// strict majority of itself and the members it must hear from (as InSync
+// counts them); otherwise it returns a *BehindError naming the members it
+// does not hear. It asks less than InSync, nothing about catching up: it is
+// the rule by which a node that lost a peer may still answer on its own,
+// knowing that a node cut off from the majority cannot. A member whose
+// process is gone (its gRPC port refused a connection while this node's
+// lease on it ran) counts for neither side: it runs nothing.
+func (c *Cluster) InMajority() error {
+	now := c.cfg.Clock.Now()
+	l := c.repl.leases
+	members := c.Members()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	total, fresh := 1, 1
+	var missing []string
+	for _, m := range members {
+		at, heard := l.heard[m.Origin]
+		if m.Self || !heard || !l.linked[m.Origin] || m.State == StateLeft {
+			continue
+		}
+		if diedAt, ok := l.gone[m.Origin]; ok && !at.Add(c.cfg.Lease).Before(diedAt) {
+			continue
+		}
+		total++
+		live := m.State == StateAlive || m.State == StateDraining
+		if live && now.Sub(at) <= c.cfg.Lease && !l.hidden[m.Origin] {
+			fresh++
+		} else {
+			missing = append(missing, m.Name)
+		}
+	}
+	if 2*fresh > total {
+		return nil
+	}
+	return &BehindError{Members: missing, Retry: heartbeatEvery(c.cfg)}
+}

@@ -154,6 +154,10 @@ type Journal struct {
 	kick coalesce.Signal
 	stop chan struct{}
 	done chan struct{}
+	// flushing orders Process mode's fsyncs (the background round and
+	// Sync), so a Sync that finds nothing dirty knows an fsync in
+	// progress has finished.
+	flushing sync.Mutex
 }
 
 const suffix = ".log"
@@ -588,8 +592,27 @@ func (j *Journal) run() {
 	})
 }
 
+// Sync returns once everything written before it is on disk. In Sync mode
+// every write already is; in Process mode it fsyncs now rather than at the
+// next background round, for a caller that must answer with Sync
+// durability this once (a replicated write whose standbys did not answer).
+func (j *Journal) Sync() error {
+	if j.opt.Mode != Process {
+		return nil
+	}
+	j.flush()
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.failed != nil {
+		return fmt.Errorf("journal %s refuses writes after an earlier failure: %w", j.dir, j.failed)
+	}
+	return nil
+}
+
 // flush fsyncs what Process writes appended since the last round.
 func (j *Journal) flush() {
+	j.flushing.Lock()
+	defer j.flushing.Unlock()
 	j.mu.Lock()
 	dirty, f := j.dirty, j.f
 	j.dirty = false

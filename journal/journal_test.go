@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -252,5 +253,32 @@ func TestInterruptedCompaction(t *testing.T) {
 	des, _ := os.ReadDir(dir)
 	if len(des) != 1 || des[0].Name() != segmentName(2) {
 		t.Fatalf("files left: %v", des)
+	}
+}
+
+// A Process-mode caller that must answer with Sync durability this once
+// (a replicated write no standby acknowledged) gets its fsync at once, not
+// at the next background round.
+func TestSyncFsyncsProcessWritesAtOnce(t *testing.T) {
+	j, err := Open(t.TempDir(), Options{Mode: Process, RoundDelay: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	if err := j.Put("a", []byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	before := j.Stats().Rounds
+	if err := j.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if got := j.Stats().Rounds; got != before+1 {
+		t.Fatalf("Sync made %d fsync rounds, want 1", got-before)
+	}
+	if err := j.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if got := j.Stats().Rounds; got != before+1 {
+		t.Fatalf("a Sync with nothing written fsynced again (%d rounds)", got-before)
 	}
 }

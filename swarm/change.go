@@ -47,6 +47,7 @@ func (s *Swarm) onSessionChange(ch crdt.Change) {
 		s.mu.Lock()
 		if s.sessions.Hidden(ch.Origin) {
 			s.unavailable[ch.Key] = rec
+			s.failKick.Kick()
 		} else {
 			delete(s.unavailable, ch.Key)
 		}
@@ -82,6 +83,9 @@ func (s *Swarm) emitRevisions(id string, rec sessionRecord, oldRaw []byte) {
 func (s *Swarm) resolveDuplicate(id string, remote sessionRecord, remoteOrigin crdt.Origin) {
 	local, ok := s.mgr.Get(id)
 	if !ok {
+		return
+	}
+	if s.demoteIfSuperseded(id, local, remote) {
 		return
 	}
 	// A handoff is an ordered transfer: a sender's record (an earlier

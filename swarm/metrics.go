@@ -14,6 +14,8 @@ type metrics struct {
 	ackWait  *prometheus.HistogramVec
 	// sessionAckWait is ackWait for session starts and tool-set changes.
 	sessionAckWait *prometheus.HistogramVec
+	// promotions counts standby copies this node took over (failover.go).
+	promotions prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer, s *Swarm) (*metrics, error) {
@@ -35,6 +37,10 @@ func newMetrics(reg prometheus.Registerer, s *Swarm) (*metrics, error) {
 			Help:    "Time a change to connection state waited for every live peer to apply it, by outcome (acked, lagging).",
 			Buckets: prometheus.ExponentialBuckets(0.0002, 2, 16),
 		}, []string{"outcome"}),
+		promotions: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "mcpswarm_swarm_failovers_total",
+			Help: "Sessions this node took over as their standby after their owner died.",
+		}),
 		sessionAckWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "mcpswarm_swarm_session_ack_seconds",
 			Help:    "Time a session start or tool-set change waited for every live peer to apply it, by registry (sessions, tools) and outcome (acked, lagging).",
@@ -59,7 +65,7 @@ func newMetrics(reg prometheus.Registerer, s *Swarm) (*metrics, error) {
 			Help: "Connection records in this node's replica (every node's, revocations included).",
 		}, func() float64 { return float64(s.conns.reg.Len()) }),
 	}
-	for _, c := range append(gauges, m.forwards, m.latency, m.ackWait, m.sessionAckWait) {
+	for _, c := range append(gauges, m.forwards, m.latency, m.ackWait, m.sessionAckWait, m.promotions) {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -32,6 +32,10 @@ type sessionRecord struct {
 	// MovedTo, set on a sender's forwarding record after a handoff, names
 	// the adopter: calls that still find this record go there.
 	MovedTo string `json:"moved_to,omitempty"`
+	// Standbys are the nodes holding the owner's newest snapshot of the
+	// session, in placement order: when the owner dies, the first of them
+	// alive takes the session over under Handoff+1.
+	Standbys []string `json:"standbys,omitempty"`
 }
 
 func (r sessionRecord) info(id string) session.Info {

@@ -72,6 +72,10 @@ type Config struct {
 	// refuses the connection (Conns.CanServe) until it has caught up by
 	// anti-entropy.
 	AckTimeout time.Duration
+	// Standbys, when set, is this node's side of session replication:
+	// its sessions' in-sync standbys go into their records, and the
+	// copies it holds are promoted when their owner dies (failover.go).
+	Standbys Standbys
 }
 
 // Swarm is the cluster-wide view and router for one node.
@@ -131,6 +135,11 @@ type Swarm struct {
 
 	stopMgr     func()
 	stopMembers func()
+
+	// standbys is Config.Standbys; failKick wakes the failover loop.
+	standbys Standbys
+	failKick coalesce.Signal
+	failDone chan struct{}
 }
 
 // New declares the swarm's registries and adds the forward service to the
@@ -153,6 +162,8 @@ func New(cfg Config) (*Swarm, error) {
 		idx:         newIndex(),
 		kick:        coalesce.NewSignal(),
 		callsLimit:  maxStreamCalls,
+		standbys:    cfg.Standbys,
+		failKick:    coalesce.NewSignal(),
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -208,9 +219,11 @@ func New(cfg Config) (*Swarm, error) {
 // local session events.
 func (s *Swarm) StartPublishing(context.Context) error {
 	ctx, cancel := context.WithCancel(context.Background())
-	s.stopLoop, s.loopDone = cancel, make(chan struct{})
+	s.stopLoop, s.loopDone, s.failDone = cancel, make(chan struct{}), make(chan struct{})
 	s.conns.restore()
 	go s.publishLoop(ctx)
+	go s.failoverLoop(ctx)
+	s.failKick.Kick() // owners that died while this node was down
 	s.stopMgr = s.mgr.Subscribe(s.onLocalEvent)
 	s.stopMembers = s.cl.WatchMembers(func(cluster.Member) { s.emit(mcp.Event{Kind: mcp.MembersChanged}) })
 	own := s.cl.Origin()
@@ -255,6 +268,7 @@ func (s *Swarm) StopPublishing() {
 	if s.stopLoop != nil {
 		s.stopLoop()
 		<-s.loopDone
+		<-s.failDone
 		s.stopLoop = nil
 	}
 }
@@ -268,6 +282,9 @@ func (s *Swarm) Conns() *Conns { return s.conns }
 // record is the sessions-registry record of a local session.
 func (s *Swarm) record(info session.Info) sessionRecord {
 	rec := sessionRecord{App: info.App, Principal: info.Principal, Created: info.Created, Status: info.Status, Node: s.self, Handoff: info.Handoff}
+	if s.standbys != nil {
+		rec.Standbys = s.standbys.InSync(info.ID)
+	}
 	s.mu.Lock()
 	if r := s.rev[info.ID]; len(r) > 0 {
 		rec.Rev = make(map[string]uint64, len(r))

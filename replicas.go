@@ -1,0 +1,257 @@
+package mcpswarm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
+
+	"github.com/mcpswarm/mcpswarm/cluster"
+	"github.com/mcpswarm/mcpswarm/internal/coalesce"
+	"github.com/mcpswarm/mcpswarm/journal"
+	standbyv1 "github.com/mcpswarm/mcpswarm/proto/mcpswarm/standby/v1"
+	"github.com/mcpswarm/mcpswarm/session"
+	"github.com/mcpswarm/mcpswarm/standby"
+	"github.com/mcpswarm/mcpswarm/swarm"
+)
+
+// standbyDir is where a node keeps the copies it holds for other owners,
+// under the data dir, apart from its own sessions' journal.
+const standbyDir = "standby"
+
+// ErrFenced is the cause of a write refused because the owner could reach
+// neither its standbys nor a majority of the cluster: it may be the one
+// cut off, so it must not answer on its own. The call may be retried.
+var ErrFenced = errors.New("the owner is cut off from its standbys and from the cluster's majority")
+
+// ErrDemoted is the cause of a write refused because a standby holds the
+// session under a later ownership epoch: another node took it over.
+var ErrDemoted = errors.New("another node took this session over")
+
+// replicas is the node's side of session standbys: the copies it holds for
+// other owners (holder), and the shipping of its own sessions' snapshots
+// to their standbys (ship, nil when the node keeps one copy).
+type replicas struct {
+	holder *standby.Holder
+	ship   *standby.Shipper
+	// quorum reports whether this node is in the cluster's majority and
+	// caught up (cluster.InSync): the rule that lets an owner answer a
+	// write none of its standbys acknowledged.
+	quorum func() error
+	log    *slog.Logger
+	// mgr and sw are set once they exist; demote and republish use them.
+	mu  sync.Mutex
+	mgr *session.Manager
+	sw  *swarm.Swarm
+
+	degraded prometheus.Counter
+	kick     coalesce.Signal
+	stop     chan struct{}
+	done     chan struct{}
+}
+
+// openReplicas opens the standby journal under dataDir and, with
+// replicas > 0, the shipper of this node's own sessions.
+func openReplicas(dataDir string, c *cluster.Cluster, n int, reg prometheus.Registerer, log *slog.Logger) (*replicas, error) {
+	h, err := standby.OpenHolder(filepath.Join(dataDir, standbyDir), log)
+	if err != nil {
+		return nil, err
+	}
+	r := &replicas{holder: h, quorum: c.InMajority, log: log, kick: coalesce.NewSignal(), stop: make(chan struct{}), done: make(chan struct{})}
+	if n > 0 {
+		r.ship = standby.NewShipper(standby.ShipperConfig{Replicas: n, Peers: clusterPeers{c}, Logger: log, OnChange: r.republish})
+	}
+	r.degraded = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "mcpswarm_standby_unreplicated_writes_total",
+		Help: "Writes to sessions that have standbys answered on the owner's own durability (fsync) because a standby did not acknowledge in time.",
+	})
+	held := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "mcpswarm_standby_copies",
+		Help: "Session copies this node holds as a standby for other owners.",
+	}, func() float64 { return float64(len(h.Copies())) })
+	for _, m := range []prometheus.Collector{r.degraded, held} {
+		if err := reg.Register(m); err != nil {
+			_ = h.Close()
+			return nil, fmt.Errorf("registering standby metrics: %w", err)
+		}
+	}
+	c.AddService(func(s grpc.ServiceRegistrar) {
+		standbyv1.RegisterStandbyServiceServer(s, standby.NewService(h, cluster.PeerName))
+	})
+	// Membership changes move placements: ship again where a standby
+	// left or a better one came (coalesced, so a rolling restart's
+	// burst of changes ships once).
+	go func() {
+		defer close(r.done)
+		coalesce.Run(r.stop, r.kick, 50*time.Millisecond, func() {
+			if r.ship != nil {
+				r.ship.Rebalance(context.Background())
+			}
+		})
+	}()
+	c.WatchMembers(func(cluster.Member) { r.kick.Kick() })
+	return r, nil
+}
+
+// attach hands r the session manager and swarm once they exist.
+func (r *replicas) attach(mgr *session.Manager, sw *swarm.Swarm) {
+	r.mu.Lock()
+	r.mgr, r.sw = mgr, sw
+	r.mu.Unlock()
+}
+
+// republish makes the swarm publish session id's record again, with its
+// in-sync standbys as they are now.
+func (r *replicas) republish(id string) {
+	r.mu.Lock()
+	sw := r.sw
+	r.mu.Unlock()
+	if sw != nil {
+		sw.StandbysChanged(id)
+	}
+}
+
+// replicate ships a saved snapshot (b, already written to the owner's
+// journal j) to the session's standbys and decides how the write is
+// answered: when every placed standby holds it; on the owner's own fsync
+// when none is placed (a lone node) or one missed it while this node is
+// in the majority; refused when it is not (fenced) or when a standby holds
+// a later epoch (demoted).
+func (r *replicas) replicate(id string, epoch uint64, b []byte, j *journal.Journal) error {
+	if r.ship == nil {
+		return nil
+	}
+	out := r.ship.Ship(context.Background(), id, epoch, b)
+	switch {
+	case out.Stale != nil:
+		r.demote(id)
+		return fmt.Errorf("session %s: %w (%v); the update was not applied here: call again, it reaches the new owner", id, ErrDemoted, out.Stale)
+	case out.Replicated():
+		return nil
+	case len(out.Placed) > 0:
+		if err := r.quorum(); err != nil {
+			return fmt.Errorf("session %s: %w (%v); the update may have reached a standby: read the session before you retry", id, ErrFenced, err)
+		}
+		r.degraded.Inc()
+	}
+	return j.Sync()
+}
+
+// demote stops this node's copy of a session another node took over. It
+// runs apart from the session's goroutine, which called replicate and
+// must return before the session can stop.
+func (r *replicas) demote(id string) {
+	r.mu.Lock()
+	mgr := r.mgr
+	r.mu.Unlock()
+	if mgr == nil {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := mgr.Stop(ctx, id); err != nil && !errors.Is(err, session.ErrNotRunning) {
+			r.log.Warn("stopping a session another node took over", "session", id, "err", err)
+			return
+		}
+		r.log.Warn("demoted: another node owns this session under a later epoch; stopped the local copy", "session", id)
+	}()
+}
+
+// forget releases a stopped session's standbys.
+func (r *replicas) forget(id string) {
+	if r.ship != nil {
+		r.ship.Forget(id)
+	}
+}
+
+// prime records a restored session's snapshot, so the next rebalance
+// ships it to its standbys without waiting for an update.
+func (r *replicas) prime(id string, epoch uint64, b []byte) {
+	if r.ship != nil {
+		r.ship.Prime(id, epoch, b)
+		r.kick.Kick()
+	}
+}
+
+func (r *replicas) close() error {
+	close(r.stop)
+	<-r.done
+	return r.holder.Close()
+}
+
+// The swarm's view of the standbys (swarm.Standbys).
+
+// InSync implements swarm.Standbys.
+func (r *replicas) InSync(id string) []string {
+	if r.ship == nil {
+		return nil
+	}
+	st, _ := r.ship.Status(id)
+	return st.InSync
+}
+
+// Held implements swarm.Standbys.
+func (r *replicas) Held(id string) (owner string, epoch uint64, ok bool) {
+	c, ok := r.holder.Get(id)
+	return c.Owner, c.Epoch, ok
+}
+
+// Promote implements swarm.Standbys.
+func (r *replicas) Promote(id string) (session.Snapshot, func(), error) {
+	c, err := r.holder.Promote(id)
+	if err != nil {
+		return session.Snapshot{}, nil, err
+	}
+	var snap session.Snapshot
+	if err := json.Unmarshal(c.Snapshot, &snap); err != nil {
+		r.holder.Unpromote(c)
+		return session.Snapshot{}, nil, fmt.Errorf("decoding the standby copy of %s: %w", id, err)
+	}
+	snap.Info.Handoff = c.Epoch + 1
+	return snap, func() { r.holder.Unpromote(c) }, nil
+}
+
+// Promoted implements swarm.Standbys.
+func (r *replicas) Promoted(id string) {
+	if err := r.holder.Forget(id); err != nil {
+		r.log.Warn("dropping a promoted standby copy", "session", id, "err", err)
+	}
+}
+
+var _ swarm.Standbys = (*replicas)(nil)
+
+// clusterPeers is the cluster as a standby.Shipper sees it.
+type clusterPeers struct{ c *cluster.Cluster }
+
+func (p clusterPeers) Self() standby.Candidate {
+	m := p.c.Self()
+	return standby.Candidate{Name: m.Name, Zone: m.Capabilities.Zone()}
+}
+
+// Candidates are the alive members that serve the standby service:
+// neither draining nor suspect, nor a node of a release without it.
+func (p clusterPeers) Candidates() []standby.Candidate {
+	var out []standby.Candidate
+	for _, m := range p.c.Members() {
+		if m.State == cluster.StateAlive && m.Capabilities.Has(cluster.CapStandby) {
+			out = append(out, standby.Candidate{Name: m.Name, Zone: m.Capabilities.Zone()})
+		}
+	}
+	return out
+}
+
+func (p clusterPeers) Client(node string) (standbyv1.StandbyServiceClient, error) {
+	cc, err := p.c.PeerConn(node)
+	if err != nil {
+		return nil, err
+	}
+	return standbyv1.NewStandbyServiceClient(cc), nil
+}

@@ -1,0 +1,177 @@
+package swarm
+
+import (
+	"context"
+	"time"
+
+	"github.com/mcpswarm/mcpswarm/cluster"
+	"github.com/mcpswarm/mcpswarm/session"
+)
+
+// Standbys is the node's side of session replication, as the swarm needs
+// it: the standbys of its own sessions (published in their records) and
+// the copies it holds for other owners (promoted when an owner dies). Its
+// methods are safe for concurrent use and do not block on the network.
+type Standbys interface {
+	// InSync lists the standbys that hold local session id's newest
+	// snapshot.
+	InSync(id string) []string
+	// Held reports the copy of session id this node holds: the owner that
+	// shipped it and its ownership epoch.
+	Held(id string) (owner string, epoch uint64, ok bool)
+	// Promote takes the copy of session id to run it here as its new
+	// owner: the snapshot comes with its epoch (Info.Handoff) raised by
+	// one, and the copy's holder refuses the old epoch from then on. undo
+	// puts the copy back when the session could not start.
+	Promote(id string) (snap session.Snapshot, undo func(), err error)
+	// Promoted tells the holder the session runs here now, so its copy
+	// can go.
+	Promoted(id string)
+}
+
+// StandbysChanged republishes local session id's record, whose in-sync
+// standbys changed.
+func (s *Swarm) StandbysChanged(id string) {
+	if _, ok := s.mgr.Get(id); ok {
+		s.markDirty(id, true, false)
+	}
+}
+
+// promoteRetry is how often a pending promotion is tried again while this
+// node is not yet in sync with the cluster's majority.
+const promoteRetry = 100 * time.Millisecond
+
+// failoverLoop promotes this node's standby copies of sessions whose owner
+// died, when kicked (an owner's records were hidden) and then every
+// promoteRetry while some promotion still waits for the majority rule.
+func (s *Swarm) failoverLoop(ctx context.Context) {
+	defer close(s.failDone)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.failKick:
+		}
+		for s.promoteOrphans(ctx) > 0 {
+			if sleepCtx(ctx, promoteRetry) != nil {
+				return
+			}
+		}
+	}
+}
+
+// promoteOrphans promotes what it may and returns how many promotions
+// still wait.
+func (s *Swarm) promoteOrphans(ctx context.Context) (waiting int) {
+	s.mu.Lock()
+	orphans := make(map[string]sessionRecord, len(s.unavailable))
+	for id, rec := range s.unavailable {
+		orphans[id] = rec
+	}
+	s.mu.Unlock()
+	for id, rec := range orphans {
+		switch s.mayPromote(id, rec) {
+		case promoteNo:
+		case promoteLater:
+			waiting++
+		case promoteNow:
+			s.promote(ctx, id, rec)
+		}
+	}
+	return waiting
+}
+
+type promoteVerdict int
+
+const (
+	promoteNo promoteVerdict = iota
+	promoteLater
+	promoteNow
+)
+
+// mayPromote applies the failover rule to the last record of session id,
+// whose owner is hidden: this node promotes its copy only if the record
+// names it as the first of the owner's in-sync standbys that is alive
+// (so exactly one node acts), its copy is of the record's epoch (it holds
+// every write the owner acknowledged), the owner did not hand the session
+// off, and this node is in the cluster's majority and caught up (the rule
+// the leases use): a node cut off with a dead owner's copy waits.
+func (s *Swarm) mayPromote(id string, rec sessionRecord) promoteVerdict {
+	if s.standbys == nil || s.senderLeft(rec) || s.isDraining() {
+		return promoteNo
+	}
+	owner, epoch, ok := s.standbys.Held(id)
+	if !ok || owner != rec.Node || epoch != rec.Handoff {
+		return promoteNo
+	}
+	if _, running := s.mgr.Get(id); running {
+		return promoteNo
+	}
+	first := ""
+	for _, n := range rec.Standbys {
+		if m, ok := s.cl.Member(n); ok && m.State == cluster.StateAlive {
+			first = n
+			break
+		}
+	}
+	if first != s.self {
+		return promoteNo
+	}
+	if s.cl.InSync() != nil {
+		return promoteLater
+	}
+	return promoteNow
+}
+
+// promote starts the session here from this node's copy under the next
+// epoch; the new record supersedes the dead owner's on every node.
+func (s *Swarm) promote(ctx context.Context, id string, rec sessionRecord) {
+	snap, undo, err := s.standbys.Promote(id)
+	if err != nil {
+		s.log.Warn("promoting a standby copy", "session", id, "err", err)
+		return
+	}
+	if _, err := s.mgr.Adopt(ctx, snap); err != nil {
+		undo()
+		s.log.Error("promoting a standby copy: the session did not start", "session", id, "old_owner", rec.Node, "err", err)
+		return
+	}
+	s.standbys.Promoted(id)
+	s.mu.Lock()
+	delete(s.unavailable, id)
+	s.mu.Unlock()
+	s.met.failover()
+	s.log.Warn("promoted: took over a session whose owner died", "session", id, "old_owner", rec.Node, "new_owner", s.self, "epoch", snap.Info.Handoff)
+}
+
+// isDraining reports whether this node is draining (it takes nothing over).
+func (s *Swarm) isDraining() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.draining
+}
+
+// demoteIfSuperseded stops this node's copy of session id when another
+// origin publishes it under a later epoch without having it handed over
+// (a standby promoted while this node was dead, cut off or paused): the
+// old owner never serves it again, and its snapshot goes with it.
+func (s *Swarm) demoteIfSuperseded(id string, local session.Info, remote sessionRecord) bool {
+	if remote.MovedTo != "" || remote.Handoff <= local.Handoff {
+		return false
+	}
+	s.log.Warn("demoted: another node took this session over under a later epoch; stopping the local copy",
+		"session", id, "new_owner", remote.Node, "epoch", remote.Handoff, "local_epoch", local.Handoff)
+	go func() {
+		if err := s.mgr.Stop(context.Background(), id); err != nil {
+			s.log.Warn("stopping a demoted session", "session", id, "err", err)
+		}
+	}()
+	return true
+}
+
+// failover counts a promotion.
+func (m *metrics) failover() {
+	if m != nil {
+		m.promotions.Inc()
+	}
+}

@@ -1,0 +1,166 @@
+package mcpswarm_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// countOf reads a counter session's count through c.
+func countOf(t *testing.T, c *conn, id string) (int, bool) {
+	t.Helper()
+	res := c.call("swarm_get_model", map[string]any{"id": id})
+	if res.IsError {
+		return 0, false
+	}
+	var m struct {
+		Count int `json:"count"`
+	}
+	if err := json.Unmarshal([]byte(textOf(res)), &m); err != nil {
+		t.Fatalf("decoding the model of %s %q: %v", id, textOf(res), err)
+	}
+	return m.Count, true
+}
+
+// startCounter starts counter session id through c and clicks it k times
+// through d, each click acknowledged.
+func startCounter(t *testing.T, c, d *conn, id string, k int) {
+	t.Helper()
+	if res := c.call("swarm_start", map[string]any{"app": "counter", "id": id}); res.IsError {
+		t.Fatalf("swarm_start %s: %s", id, textOf(res))
+	}
+	eventually(t, 5*time.Second, d.id+" lists "+id+"'s tools", func() bool { return d.tools()[id+".inc.click"] })
+	for i := range k {
+		if res := d.call(id+".inc.click", nil); res.IsError {
+			t.Fatalf("click %d of %s: %s", i, id, textOf(res))
+		}
+	}
+}
+
+// The owner's machine is lost (kill -9, data dir deleted, never back):
+// each of its sessions is served again through the other nodes, by the
+// standby that held it, with every acknowledged click, and keeps its id
+// and tools; the new owner places a new standby.
+func TestOwnerLossPromotesAStandbyWithEveryAcknowledgedWrite(t *testing.T) {
+	e := newSwarmEnv(t)
+	nodes := e.cluster(3)
+	alice1 := connect(t, nodes[0], connOpts{token: aliceToken})
+	alice3 := connect(t, nodes[2], connOpts{token: aliceToken})
+	const sessions, clicks = 4, 15
+	for i := range sessions {
+		startCounter(t, alice1, alice3, fmt.Sprintf("ct%d", i), clicks)
+	}
+
+	killed := time.Now()
+	e.kill("node1")
+	if err := os.RemoveAll(e.dataDir["node1"]); err != nil {
+		t.Fatal(err)
+	}
+	var failover []time.Duration
+	for i := range sessions {
+		id := fmt.Sprintf("ct%d", i)
+		var n int
+		eventually(t, 15*time.Second, id+" is served again through node3", func() bool {
+			var ok bool
+			n, ok = countOf(t, alice3, id)
+			return ok
+		})
+		failover = append(failover, time.Since(killed))
+		if n != clicks {
+			t.Fatalf("%s came back with count %d, want the %d acknowledged clicks", id, n, clicks)
+		}
+		if res := alice3.call(id+".inc.click", nil); res.IsError {
+			t.Fatalf("clicking %s after the failover: %s", id, textOf(res))
+		}
+		if n, _ := countOf(t, alice3, id); n != clicks+1 {
+			t.Fatalf("%s counts %d after one more click, want %d", id, n, clicks+1)
+		}
+		if owner := alice3.listed()[id]; owner != "node2" && owner != "node3" {
+			t.Fatalf("%s is listed as owned by %q", id, owner)
+		}
+	}
+	slices.Sort(failover)
+	t.Logf("failover after the owner's loss: first %v, last %v", failover[0].Round(time.Millisecond), failover[len(failover)-1].Round(time.Millisecond))
+}
+
+// A standby dies: its owner keeps answering (on its own fsync while the
+// standby is out), places a new standby once membership says the old one
+// died, and loses nothing.
+func TestStandbyDeathKeepsTheOwnerServing(t *testing.T) {
+	e := newSwarmEnv(t)
+	nodes := e.cluster(3)
+	alice1 := connect(t, nodes[0], connOpts{token: aliceToken})
+	startCounter(t, alice1, alice1, "ct", 3)
+	var standby string
+	eventually(t, 5*time.Second, "ct's record names a standby", func() bool {
+		standby = standbyOf(t, nodes[0], "ct")
+		return standby != ""
+	})
+	e.kill(standby)
+	for i := range 10 {
+		if res := alice1.call("ct.inc.click", nil); res.IsError {
+			t.Fatalf("click %d after the standby died: %s", i, textOf(res))
+		}
+	}
+	other := "node2"
+	if standby == "node2" {
+		other = "node3"
+	}
+	eventually(t, 15*time.Second, "ct's record names "+other+" as its standby", func() bool {
+		return standbyOf(t, nodes[0], "ct") == other
+	})
+	if n, _ := countOf(t, alice1, "ct"); n != 13 {
+		t.Fatalf("ct counts %d, want 13", n)
+	}
+}
+
+// The owner is killed and comes back with its old data after its standby
+// took over: it demotes itself (its old copy is never served again), and
+// every node answers the one history.
+func TestAReturningOwnerDemotesItself(t *testing.T) {
+	e := newSwarmEnv(t)
+	nodes := e.cluster(3)
+	alice1 := connect(t, nodes[0], connOpts{token: aliceToken})
+	alice3 := connect(t, nodes[2], connOpts{token: aliceToken})
+	startCounter(t, alice1, alice3, "ct", 5)
+	e.kill("node1")
+	eventually(t, 15*time.Second, "ct is served again through node3", func() bool {
+		_, ok := countOf(t, alice3, "ct")
+		return ok
+	})
+	for range 2 {
+		if res := alice3.call("ct.inc.click", nil); res.IsError {
+			t.Fatalf("click after the failover: %s", textOf(res))
+		}
+	}
+	n1 := e.start("node1", nodes[1].GossipAddr())
+	eventually(t, 15*time.Second, "the returning node1 no longer runs ct", func() bool {
+		return !slices.Contains(n1.LocalSessions(), "ct")
+	})
+	back := connect(t, n1, connOpts{token: aliceToken})
+	eventually(t, 15*time.Second, "node1 answers ct's one history", func() bool {
+		n, ok := countOf(t, back, "ct")
+		return ok && n == 7
+	})
+	if n, _ := countOf(t, alice3, "ct"); n != 7 {
+		t.Fatalf("node3 reads ct at %d, want 7", n)
+	}
+	if owner := back.listed()["ct"]; owner == "node1" {
+		t.Fatalf("ct is listed as owned by the returning node1")
+	}
+}
+
+// standbyOf returns the first in-sync standby that n's admin view of
+// session id shows.
+func standbyOf(t *testing.T, n interface{ SessionStandbys(string) []string }, id string) string {
+	t.Helper()
+	s := n.SessionStandbys(id)
+	if len(s) == 0 {
+		return ""
+	}
+	return strings.Join(s, ",")
+}
