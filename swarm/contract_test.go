@@ -19,8 +19,9 @@ import (
 	"github.com/mcpswarm/mcpswarm/session"
 )
 
-// The consistency contract (docs/ARCHITECTURE.md), on the in-memory
-// network and a fake clock: no sockets, and the cluster's timers (the
+// The consistency contract (docs/ARCHITECTURE.md, "Consistency of
+// connection state"), on the in-memory network and a fake clock: no
+// sockets, and the cluster's timers (the
 // acknowledgement bound, leases, heartbeats) move only when the test
 // advances the clock. memberlist's own timers stay on wall time.
 

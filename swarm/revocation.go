@@ -19,7 +19,7 @@ import (
 // age (7 days by default), one per ended connection, so its size is what
 // a node's memory grows by under churn: the sealed id is about 105 bytes,
 // its digest 12 (issue #13's soak: ≈ 1.4 KiB per ended connection per
-// node with the id as key and a JSON value; see docs/ARCHITECTURE.md).
+// node with the id as key and a JSON value; see docs/bench/HISTORY.md, "Soak").
 // With 12 bytes, two of a billion ids share a digest with probability
 // below 2⁻³⁶, and the only harm would be a live id refused (its client
 // initializes again): nobody can aim a collision at an id they never saw.

@@ -31,7 +31,7 @@ type conn struct {
 	nextID  int64
 	// behind counts the answers "503, Retry-After" this connection
 	// retried: a node that may lack a peer's latest writes (its lease on
-	// that peer lapsed, docs/ARCHITECTURE.md "Consistency contract")
+	// that peer lapsed, docs/ARCHITECTURE.md "Consistency of connection state")
 	// refuses for a moment instead of serving stale state. Nil: not counted.
 	behind *atomic.Int64
 }

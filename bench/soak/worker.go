@@ -220,7 +220,7 @@ func (w *worker) getModel(ctx context.Context, c *conn, id string, started time.
 // call calls a tool through a random node. A node answering that it does
 // not know the session, or its tool, is an unexpected error: a start and a
 // call that changed the tool set are answered only once every live peer
-// has them (docs/ARCHITECTURE.md, "Sessions and tool sets"). Before that
+// has them (docs/ARCHITECTURE.md, "Consistency of connection state"). Before that
 // guarantee this answer was expected within 30 s of the start and retried;
 // it is still counted apart (started zero: a call before any start).
 func (w *worker) call(ctx context.Context, c *conn, started time.Time, name string, args map[string]any) (json.RawMessage, error) {
