@@ -46,6 +46,10 @@ REPORTFLAGS := -notrun $(TESTOUT)/not-run.txt -log $(TESTOUT)/go-test.json
 test-short: ## the fast tier for the edit-compile-test loop: unit, property and in-process multi-node tests, no e2e (-short)
 	$(GO) test -short -count=1 -timeout 5m $(SHORTPKGS)
 
+# The fast tier leaves out the packages that start real processes: e2e/ and
+# cmd/ (which builds and runs the binary).
+SHORTPKGS = $$($(GO) list ./... | grep -v -e /e2e -e /cmd/)
+
 test-deps: ## install what the tests need beyond Go, where this machine can (npm packages; chromium and iproute2 as root with apt-get)
 	@mkdir -p $(TESTOUT)
 	bash scripts/test-deps.sh -notrun $(TESTOUT)/not-run.txt
