@@ -17,7 +17,12 @@ PROTOC_GEN_GO_VERSION  := v1.36.12
 PROTOC_GEN_GRPC_VERSION := v1.6.0
 STATICCHECK_VERSION    := v0.8.2
 
-.PHONY: build run test race bench bench-compare soak proto proto-check lint e2e conformance cluster clean tools
+# What `make test` keeps besides its output: the tests that did not run for
+# want of a tool (listed at its end) and the `go test -json` stream.
+TESTOUT   := .cache/test
+REPORT    := $(TOOLS)/testreport
+
+.PHONY: build run test test-short test-deps race bench bench-compare soak proto proto-check lint e2e conformance cluster clean tools
 
 build: ## build bin/mcpswarm
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/node
@@ -25,10 +30,33 @@ build: ## build bin/mcpswarm
 run: build ## one development node on loopback (MCP at http://127.0.0.1:8080/mcp)
 	$(BIN) serve --dev --name dev1
 
-test: build ## everything that fits in CI: unit, property, integration, e2e
-	$(GO) test $(TESTFLAGS) $(PKGS)
-	# the front's suite again with a cluster attached: tool calls past mcp-go's transport (mcp/directcall.go)
-	MCP_FRONT_CLUSTERED=1 $(GO) test $(TESTFLAGS) ./mcp/
+test: build $(REPORT) ## the whole suite: unit, property, multi-node, e2e, browser; installs what it needs first and lists at its end what did not run
+	@mkdir -p $(TESTOUT) && rm -f $(TESTOUT)/not-run.txt $(TESTOUT)/go-test.json
+	bash scripts/test-deps.sh -notrun $(TESTOUT)/not-run.txt
+	@st=0; \
+	echo '$(GO) test $(TESTFLAGS) $(PKGS)'; \
+	$(GO) test -json $(TESTFLAGS) $(PKGS) | $(REPORT) $(REPORTFLAGS) || st=1; \
+	echo "# the front's suite again with a cluster attached: tool calls past mcp-go's transport (mcp/directcall.go)"; \
+	MCP_FRONT_CLUSTERED=1 $(GO) test -json $(TESTFLAGS) ./mcp/ | $(REPORT) $(REPORTFLAGS) || st=1; \
+	bash scripts/test-summary.sh $(TESTOUT)/not-run.txt; \
+	exit $$st
+
+REPORTFLAGS := -notrun $(TESTOUT)/not-run.txt -log $(TESTOUT)/go-test.json
+
+test-short: ## the fast tier for the edit-compile-test loop: unit, property and in-process multi-node tests, no e2e (-short)
+	$(GO) test -short -count=1 -timeout 5m $(SHORTPKGS)
+
+# The fast tier leaves out the packages that start real processes: e2e/ and
+# cmd/ (which builds and runs the binary).
+SHORTPKGS = $$($(GO) list ./... | grep -v -e /e2e -e /cmd/)
+
+test-deps: ## install what the tests need beyond Go, where this machine can (npm packages; chromium and iproute2 as root with apt-get)
+	@mkdir -p $(TESTOUT)
+	bash scripts/test-deps.sh -notrun $(TESTOUT)/not-run.txt
+
+$(REPORT): scripts/testreport/main.go internal/testenv/testenv.go
+	@mkdir -p $(TOOLS)
+	$(GO) build -o $@ ./scripts/testreport
 
 race: ## the whole suite under the race detector
 	$(GO) test -race $(TESTFLAGS) $(PKGS)
@@ -46,7 +74,7 @@ e2e: build ## only the tests that start the real binary
 	$(GO) test $(TESTFLAGS) ./e2e/...
 
 conformance: build ## the official MCP conformance suite, 10 consecutive runs
-	npm ci --prefix e2e --no-audit --no-fund
+	bash scripts/test-deps.sh npm
 	RUNS=$${RUNS:-10} MCPSWARM_BIN=$(CURDIR)/$(BIN) bash e2e/conformance/run.sh
 
 $(TOOLS)/buf:

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpswarm/mcpswarm/authz"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -60,7 +61,7 @@ func (l *capListener) admit(src string) string {
 	if l.total > 0 && l.open >= l.total {
 		return "total"
 	}
-	if l.perSource > 0 && l.bySource[src] >= l.perSource && !(l.loopbackFree && isLoopbackIP(src)) {
+	if l.perSource > 0 && l.bySource[src] >= l.perSource && !(l.loopbackFree && isLoopbackSource(src)) {
 		return "per_source"
 	}
 	l.open++
@@ -122,7 +123,8 @@ func (c *cappedConn) Close() error {
 	return err
 }
 
-func isLoopbackIP(s string) bool {
-	ip := net.ParseIP(s)
-	return ip != nil && ip.IsLoopback()
+// isLoopbackSource is authz.IsLoopback for a source from sourceOf.
+func isLoopbackSource(src string) bool {
+	loop, _ := authz.IsLoopback(src)
+	return loop
 }

@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/pprof"
 	"time"
+
+	"github.com/mcpswarm/mcpswarm/authz"
 )
 
 // validDebugAddr accepts only a loopback address for --debug-addr: the
@@ -17,12 +18,7 @@ func validDebugAddr(addr string) error {
 	if err := validAddr(addr); err != nil {
 		return err
 	}
-	host, _, _ := net.SplitHostPort(addr)
-	if host == "localhost" {
-		return nil
-	}
-	ip := net.ParseIP(host)
-	if ip == nil || !ip.IsLoopback() {
+	if loop, err := authz.IsLoopback(addr); err != nil || !loop {
 		return fmt.Errorf("%q is not a loopback address: the profiling endpoint is unauthenticated, so it binds to 127.0.0.1 or ::1 only", addr)
 	}
 	return nil

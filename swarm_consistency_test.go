@@ -14,6 +14,9 @@ import (
 // A DELETE's revocation outlives the node that took it: once that node is
 // dead (its own records hidden), the id stays refused on the others.
 func TestRevocationSurvivesTheRevokersDeath(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills a node on sockets and wall time")
+	}
 	e := newSwarmEnv(t)
 	nodes := e.cluster(3)
 	c := connect(t, nodes[0], connOpts{token: aliceToken})

@@ -12,6 +12,9 @@ import (
 // ("conn:<id>"), and its sessions outlived its DELETE as orphans nobody
 // could reach. They now stop once any node has ended the connection.
 func TestSessionsOfAnEndedAnonymousConnectionStop(t *testing.T) {
+	if testing.Short() {
+		t.Skip("two nodes on sockets and wall time")
+	}
 	e := newSwarmEnv(t)
 	e.policy = filepath.Join(e.dir, "open.yaml")
 	if err := os.WriteFile(e.policy, []byte("name: open\ntools:\n  - allow: true\nreads:\n  - allow: true\n"), 0o600); err != nil {

@@ -115,6 +115,18 @@ func IsLoopback(addr string) (bool, error) {
 	return ip.Unmap().IsLoopback(), nil
 }
 
+// IsLoopbackAddr is IsLoopback for a listener's or a peer's address, where
+// a host name (never loopback here) is simply not loopback. A TCP address
+// is read without formatting and parsing it again.
+func IsLoopbackAddr(a net.Addr) bool {
+	if t, ok := a.(*net.TCPAddr); ok && t.IP != nil {
+		ip, _ := netip.AddrFromSlice(t.IP)
+		return ip.Unmap().IsLoopback()
+	}
+	ok, _ := IsLoopback(a.String())
+	return ok
+}
+
 // BootWarnings lists what CheckBoot lets through but an operator should
 // hear about at start, one sentence each: today, network transports on a
 // non-loopback address with no authentication, where every client is the

@@ -13,6 +13,9 @@ import (
 // lapsed, so at that moment the peer already refuses (InSync fails); it is
 // in sync again once healed and caught up, and then holds the write.
 func TestCutOffPeerRefusesOnceAWriteIsAnswered(t *testing.T) {
+	if testing.Short() {
+		t.Skip("cuts a peer off on sockets and wall time")
+	}
 	p := newPartNet()
 	opts := func(name string) []func(*Config) {
 		return []func(*Config){p.options(t, name), func(c *Config) { c.DeadGrace = time.Minute }}
@@ -76,6 +79,9 @@ func TestCutOffPeerRefusesOnceAWriteIsAnswered(t *testing.T) {
 // port refuses connections, so the two others know it is gone (not cut
 // off) and go on.
 func TestKilledPeerLeavesTheMajorityServing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills a peer on sockets and wall time")
+	}
 	nodes := startCluster(t, 3, func(c *Config) { c.DeadGrace = time.Minute })
 	awaitMembers(t, nodes, 10*time.Second)
 	eventually(t, 10*time.Second, func() error { return nodes[0].c.InSync() })

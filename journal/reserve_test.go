@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/mcpswarm/mcpswarm/internal/testenv"
 )
 
 // crashCopy copies j's segment as a crash would leave it on disk (j stays
@@ -52,7 +54,7 @@ func TestReservedSpaceIsTheEndAfterACrash(t *testing.T) {
 				t.Fatal(err)
 			}
 			if !j.prealloc {
-				t.Skip("this file system refuses fallocate(2)")
+				testenv.Skip(t, "this file system refuses fallocate(2)")
 			}
 			if end := j.Stats().Size; st.Size() <= end {
 				t.Fatalf("file is %d bytes for %d bytes of records: nothing reserved", st.Size(), end)

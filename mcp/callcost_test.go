@@ -406,8 +406,8 @@ func TestLocalIsLoopbackAnswersAsTheString(t *testing.T) {
 		&net.UnixAddr{Name: "/tmp/x.sock", Net: "unix"},
 	}
 	for _, a := range addrs {
-		if got, want := localIsLoopback(a), isLoopback(a.String()); got != want {
-			t.Errorf("%s: localIsLoopback %v, the string says %v", a, got, want)
+		if got, want := authz.IsLoopbackAddr(a), isLoopback(a.String()); got != want {
+			t.Errorf("%s: authz.IsLoopbackAddr %v, the string says %v", a, got, want)
 		}
 	}
 }
@@ -423,7 +423,7 @@ func BenchmarkLocalIsLoopback(b *testing.B) {
 	b.Run("new", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			localIsLoopback(a)
+			authz.IsLoopbackAddr(a)
 		}
 	})
 }

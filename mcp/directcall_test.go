@@ -118,6 +118,9 @@ func TestToolCallsPastTheTransportAnswerAsTheTransportDoes(t *testing.T) {
 }
 
 func TestToolCallsPastTheTransportKeepItsIdleClockRunning(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out an idle TTL on the wall clock")
+	}
 	// mcp-go forgets a connection's node-local state (here: the home
 	// node's stand-in) after the idle TTL without a request through its
 	// transport. Calls past it must not make a busy connection look idle.

@@ -92,20 +92,11 @@ func isLoopback(hostport string) bool {
 	return ok
 }
 
-// localIsLoopback is isLoopback(a.String()) without formatting and
-// parsing the address again on every request when it is a TCP one.
-func localIsLoopback(a net.Addr) bool {
-	if t, ok := a.(*net.TCPAddr); ok && t.IP != nil {
-		return t.IP.IsLoopback()
-	}
-	return isLoopback(a.String())
-}
-
 // rejectRebinding refuses a request that reached a loopback listener with a
 // non-loopback Host or Origin: a DNS-rebinding page in a browser.
 func rejectRebinding(w http.ResponseWriter, r *http.Request) bool {
 	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
-	if !ok || local == nil || !localIsLoopback(local) {
+	if !ok || local == nil || !authz.IsLoopbackAddr(local) {
 		return false
 	}
 	if !isLoopback(r.Host) {

@@ -93,6 +93,6 @@ func initKey(r *http.Request) (string, bool) {
 	if err != nil {
 		host = r.RemoteAddr
 	}
-	ip := net.ParseIP(host)
-	return "client " + host, ip != nil && ip.IsLoopback()
+	loop, _ := authz.IsLoopback(host)
+	return "client " + host, loop
 }
