@@ -186,7 +186,7 @@ func LocalConfig() Config {
 	c.RetryMax = 500 * time.Millisecond
 	c.JoinRetry = 200 * time.Millisecond
 	c.Reconnect = time.Second
-	c.Memberlist = LocalMemberlist // probe every 200 ms
+	c.Memberlist = LocalMemberlist // probe every 250 ms, gossip every 100 ms
 	return c
 }
 
@@ -204,16 +204,16 @@ func LocalConfig() Config {
 // e2e.TestThreeNodeStartsConverge). Memberlist's default multiplier and a
 // 1 s push/pull bound that window.
 func LocalMemberlist(mc *memberlist.Config) {
-	mc.ProbeInterval = 250 * time.Millisecond // one probe per interval
-	mc.ProbeTimeout = 200 * time.Millisecond  // loopback RTT is far below, but the CPU may be busy
-	mc.SuspicionMult = 3                      // min suspicion 3 × interval = 750 ms, one confirmation
-	mc.GossipInterval = 50 * time.Millisecond // fast dissemination
-	mc.PushPullInterval = time.Second         // full state sync: the backstop when gossip lost a join (a few hundred bytes on loopback)
-	mc.TCPTimeout = time.Second               // push/pull and fallback probes
-	mc.GossipToTheDeadTime = 5 * time.Second  // keep telling the dead they are dead
-	mc.IndirectChecks = 2                     // ask two others before suspecting
-	mc.RetransmitMult = 4                     // memberlist's default; see below
-	mc.DeadNodeReclaimTime = time.Millisecond // a restarted node may reuse its name at once
+	mc.ProbeInterval = 250 * time.Millisecond  // one probe per interval
+	mc.ProbeTimeout = 200 * time.Millisecond   // loopback RTT is far below, but the CPU may be busy
+	mc.SuspicionMult = 3                       // min suspicion 3 × interval = 750 ms, one confirmation
+	mc.GossipInterval = 100 * time.Millisecond // half of memberlist's LAN 200 ms: a join still spreads in well under the 1 s push/pull
+	mc.PushPullInterval = time.Second          // full state sync: the backstop when gossip lost a join (a few hundred bytes on loopback)
+	mc.TCPTimeout = time.Second                // push/pull and fallback probes
+	mc.GossipToTheDeadTime = 5 * time.Second   // keep telling the dead they are dead
+	mc.IndirectChecks = 2                      // ask two others before suspecting
+	mc.RetransmitMult = 4                      // memberlist's default; see below
+	mc.DeadNodeReclaimTime = time.Millisecond  // a restarted node may reuse its name at once
 }
 
 func defaultCRDT() crdt.Config {
