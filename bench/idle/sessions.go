@@ -100,18 +100,7 @@ func (c *conn) post(ctx context.Context, method string, params any, wantResult b
 	if err != nil {
 		return nil, nil, fmt.Errorf("encoding %s: %w", method, err)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
-	if err != nil {
-		return nil, nil, fmt.Errorf("building the request: %w", err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Authorization", "Bearer "+token)
-	if c.sid != "" {
-		req.Header.Set("Mcp-Session-Id", c.sid)
-		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
-	}
-	resp, err := c.hc.Do(req)
+	resp, err := c.send(ctx, body)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -126,4 +115,36 @@ func (c *conn) post(ctx context.Context, method string, params any, wantResult b
 	}
 	res, err := rpcwire.ReadResult(resp.Header.Get("Content-Type"), io.LimitReader(resp.Body, rpcwire.MaxResponse), c.nextID)
 	return res, resp.Header, err
+}
+
+// send posts body, again after each "503, Retry-After" answer (a node that
+// is catching up after a membership change refuses for a moment) for up
+// to 30 s.
+func (c *conn) send(ctx context.Context, body []byte) (*http.Response, error) {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
+		if err != nil {
+			return nil, fmt.Errorf("building the request: %w", err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+token)
+		if c.sid != "" {
+			req.Header.Set("Mcp-Session-Id", c.sid)
+			req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		}
+		resp, err := c.hc.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" || time.Now().After(deadline) {
+			return resp, nil
+		}
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
+		resp.Body.Close()
+		if err := sleep(ctx, 500*time.Millisecond); err != nil {
+			return nil, err
+		}
+	}
 }
