@@ -51,6 +51,27 @@ func TestSessionsPerPrincipalHoldsAcrossNodes(t *testing.T) {
 	})
 }
 
+// limits.sessions_per_principal: 0 is unlimited, as docs/SECURITY.md
+// says: the session manager used to turn it into 16 per node, so the 17th
+// start on one node was refused.
+func TestZeroSessionsPerPrincipalIsUnlimited(t *testing.T) {
+	e := newSwarmEnv(t)
+	e.limit("limits:\n  sessions_per_principal: 0\n")
+	nodes := e.cluster(2)
+	alice := connect(t, nodes[0], connOpts{token: aliceToken})
+	for i := range 17 {
+		id := fmt.Sprintf("s%d", i)
+		if res := alice.call("swarm_start", map[string]any{"app": "counter", "id": id}); res.IsError {
+			t.Fatalf("start %s (session %d of one principal, no cap): %s", id, i+1, textOf(res))
+		}
+	}
+	other := connect(t, nodes[1], connOpts{token: aliceToken})
+	eventually(t, 10*time.Second, "node2 lists all 17", func() bool { return len(other.listed()) >= 17 })
+	if res := other.call("swarm_start", map[string]any{"app": "counter", "id": "t0"}); res.IsError {
+		t.Fatalf("an 18th session on the second node: %s", textOf(res))
+	}
+}
+
 // rawInitialize posts an initialize with token to node n and returns the
 // HTTP status, the body and the session id minted (if any).
 func rawInitialize(t testing.TB, n *mcpswarm.Node, token string) (int, string, string) {

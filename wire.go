@@ -201,9 +201,9 @@ func (n *Node) startSessions(ctx context.Context) (err error) {
 	if len(n.cfg.Startable) > 0 {
 		mc.Startable = n.cfg.Startable
 	}
-	if l := n.guard.Limits; l.SessionsPerPrincipal > 0 {
-		mc.MaxPerPrincipal = l.SessionsPerPrincipal
-	}
+	// 0 is unlimited here as in the policy; the front counts the cap
+	// across the swarm (mcp/sessioncap.go), this node's count is its floor.
+	mc.MaxPerPrincipal = n.guard.Limits.SessionsPerPrincipal
 	if l := n.guard.Limits; l.SessionStateBytes > 0 {
 		mc.MaxStateBytes = l.SessionStateBytes
 	}

@@ -368,13 +368,13 @@ func (c *Cluster) joinEach(addrs []string, what string) {
 	c.log.Debug(what, slog.Any("addrs", addrs), slog.Int("reached", int(reached.Load())))
 }
 
-// joinLoop re-resolves and re-joins the seeds while the node is alone, and
-// every Reconnect tries to rejoin dead members (within their grace) and
-// seeds that are not members, so a healed partition merges again.
+// joinLoop re-resolves and re-joins the seeds every JoinRetry while the
+// node is alone, and otherwise every Reconnect tries to rejoin dead members
+// (within their grace) and seeds that are not members, so a healed
+// partition merges again. It wakes only when one of them is due.
 func (c *Cluster) joinLoop(ctx context.Context) {
-	t := time.NewTicker(min(c.cfg.JoinRetry, c.cfg.Reconnect))
+	t := time.NewTimer(min(c.cfg.JoinRetry, c.cfg.Reconnect))
 	defer t.Stop()
-	last := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
@@ -384,13 +384,11 @@ func (c *Cluster) joinLoop(ctx context.Context) {
 		if c.ml.NumMembers() <= 1 && (len(c.cfg.Join) > 0 || len(c.known.list()) > 0) {
 			c.joinOnce(ctx)
 			c.joinKnown()
+			t.Reset(c.cfg.JoinRetry)
 			continue
 		}
-		if time.Since(last) < c.cfg.Reconnect {
-			continue
-		}
-		last = time.Now()
 		c.reconnect(ctx)
+		t.Reset(c.cfg.Reconnect)
 	}
 }
 

@@ -67,6 +67,12 @@ type Config struct {
 	// AntiEntropy is the period of the digest exchange with one random
 	// peer; each round is jittered by up to ±25 %.
 	AntiEntropy time.Duration
+	// AntiEntropyQuiet is the longest period rounds stretch to while
+	// nothing changes: after each round that found no write, no remote
+	// change and no membership change since the one before, the next waits
+	// twice as long, up to this. Any change brings AntiEntropy back. The
+	// maps' logical clocks still advance once per AntiEntropy.
+	AntiEntropyQuiet time.Duration
 	// PeerQueue bounds the batches queued for one peer; when it is full the
 	// batch is dropped for that peer, which then repairs by catch-up.
 	PeerQueue int
@@ -131,13 +137,14 @@ type Config struct {
 }
 
 // DefaultConfig returns LAN settings: memberlist's LAN timers, 30 s grace,
-// 5 ms batching and a 1 s anti-entropy round.
+// 5 ms batching and a 1 s anti-entropy round, stretching to 8 s at rest.
 func DefaultConfig() Config {
 	return Config{
 		GossipAddr:         "0.0.0.0:7946",         // memberlist's conventional port
 		DeadGrace:          30 * time.Second,       // hidden → deleted, as Phoenix's down period
 		BatchDelay:         5 * time.Millisecond,   // a few ms of batching per push
 		AntiEntropy:        time.Second,            // digest exchange with one random peer
+		AntiEntropyQuiet:   8 * time.Second,        // at rest: a gap in a peer's own deltas is found by heartbeats, not by this
 		PeerQueue:          256,                    // batches per peer before dropping to catch-up
 		MaxMessageBytes:    4 << 20,                // gRPC's default receive limit
 		SnapshotChunkBytes: 256 << 10,              // well below MaxMessageBytes
@@ -176,13 +183,14 @@ func LocalConfig() Config {
 	c.DeadGrace = 2 * time.Second       // hidden → deleted
 	c.BatchDelay = 2 * time.Millisecond // tighter batching on loopback
 	c.AntiEntropy = 200 * time.Millisecond
+	c.AntiEntropyQuiet = 1600 * time.Millisecond
 	c.StreamIdle = 3 * time.Second // heartbeat every second
 	c.CatchUpTimeout = 10 * time.Second
 	c.RetryMin = 20 * time.Millisecond
 	c.RetryMax = 500 * time.Millisecond
 	c.JoinRetry = 200 * time.Millisecond
 	c.Reconnect = time.Second
-	c.Memberlist = LocalMemberlist // probe every 200 ms
+	c.Memberlist = LocalMemberlist // probe every 250 ms, gossip every 100 ms
 	return c
 }
 
@@ -200,16 +208,16 @@ func LocalConfig() Config {
 // e2e.TestThreeNodeStartsConverge). Memberlist's default multiplier and a
 // 1 s push/pull bound that window.
 func LocalMemberlist(mc *memberlist.Config) {
-	mc.ProbeInterval = 250 * time.Millisecond // one probe per interval
-	mc.ProbeTimeout = 200 * time.Millisecond  // loopback RTT is far below, but the CPU may be busy
-	mc.SuspicionMult = 3                      // min suspicion 3 × interval = 750 ms, one confirmation
-	mc.GossipInterval = 50 * time.Millisecond // fast dissemination
-	mc.PushPullInterval = time.Second         // full state sync: the backstop when gossip lost a join (a few hundred bytes on loopback)
-	mc.TCPTimeout = time.Second               // push/pull and fallback probes
-	mc.GossipToTheDeadTime = 5 * time.Second  // keep telling the dead they are dead
-	mc.IndirectChecks = 2                     // ask two others before suspecting
-	mc.RetransmitMult = 4                     // memberlist's default; see below
-	mc.DeadNodeReclaimTime = time.Millisecond // a restarted node may reuse its name at once
+	mc.ProbeInterval = 250 * time.Millisecond  // one probe per interval
+	mc.ProbeTimeout = 200 * time.Millisecond   // loopback RTT is far below, but the CPU may be busy
+	mc.SuspicionMult = 3                       // min suspicion 3 × interval = 750 ms, one confirmation
+	mc.GossipInterval = 100 * time.Millisecond // half of memberlist's LAN 200 ms: a join still spreads in well under the 1 s push/pull
+	mc.PushPullInterval = time.Second          // full state sync: the backstop when gossip lost a join (a few hundred bytes on loopback)
+	mc.TCPTimeout = time.Second                // push/pull and fallback probes
+	mc.GossipToTheDeadTime = 5 * time.Second   // keep telling the dead they are dead
+	mc.IndirectChecks = 2                      // ask two others before suspecting
+	mc.RetransmitMult = 4                      // memberlist's default; see below
+	mc.DeadNodeReclaimTime = time.Millisecond  // a restarted node may reuse its name at once
 }
 
 func defaultCRDT() crdt.Config {
@@ -231,6 +239,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.AntiEntropy <= 0 {
 		c.AntiEntropy = d.AntiEntropy
+	}
+	if c.AntiEntropyQuiet <= 0 {
+		c.AntiEntropyQuiet = d.AntiEntropyQuiet
 	}
 	if c.PeerQueue <= 0 {
 		c.PeerQueue = d.PeerQueue

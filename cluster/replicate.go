@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -45,6 +46,10 @@ type replicator struct {
 	graves map[crdt.Origin]time.Time // hidden because dead or departed, since
 	rng    *rand.Rand
 	aeBusy bool
+
+	// activity counts own writes queued and remote changes applied, ever:
+	// anti-entropy rounds stretch while it stands still (pace.go).
+	activity atomic.Uint64
 }
 
 func newReplicator(c *Cluster) *replicator {
@@ -71,6 +76,7 @@ func (r *replicator) local(registry string, d crdt.Delta) {
 	r.pmu.Lock()
 	r.pending = append(r.pending, pendingWrite{registry: registry, delta: d, at: time.Now()})
 	r.pmu.Unlock()
+	r.activity.Add(1)
 	select {
 	case r.wake <- struct{}{}:
 	default:
@@ -99,9 +105,18 @@ func (r *replicator) run(ctx context.Context) {
 	clock := r.c.cfg.Clock
 	ae := clock.NewTimer(0) // the first round runs at once
 	defer ae.Stop()
-	graveTick := clock.NewTicker(max(min(r.c.cfg.DeadGrace/10, time.Second), 20*time.Millisecond))
-	defer graveTick.Stop()
+	pace := newAEPace(r.c.cfg)
+	// A change the loop sees brings the short anti-entropy period back.
+	woken := func() {
+		if pace.wake() {
+			ae.Reset(r.jitter(r.c.cfg.AntiEntropy))
+		}
+	}
+	// Expiry runs only while some origin is hidden.
+	graves := lazyTicker{clock: clock, every: max(min(r.c.cfg.DeadGrace/10, time.Second), 20*time.Millisecond)}
+	defer graves.set(false)
 	r.reconcile()
+	graves.set(len(r.graves) > 0)
 	for {
 		select {
 		case <-ctx.Done():
@@ -114,13 +129,18 @@ func (r *replicator) run(ctx context.Context) {
 		case <-batchC:
 			batchC = nil
 			r.flush()
+			woken()
 		case <-r.c.view.changed:
 			r.reconcile()
-		case <-ae.Chan():
-			ae.Reset(r.jitter(r.c.cfg.AntiEntropy))
-			r.tick()
-		case now := <-graveTick.Chan():
+			graves.set(len(r.graves) > 0)
+			woken()
+		case now := <-ae.Chan():
+			ticks, next := pace.round(now, r.activity.Load())
+			ae.Reset(r.jitter(next))
+			r.tick(ticks)
+		case now := <-graves.C():
 			r.expire(now)
+			graves.set(len(r.graves) > 0)
 		case fn := <-r.events:
 			fn()
 		}
@@ -335,10 +355,12 @@ func (r *replicator) eachRegistry(fn func(*crdt.Map)) {
 	}
 }
 
-// tick runs one anti-entropy round with a random live peer and advances the
-// maps' logical clocks.
-func (r *replicator) tick() {
-	r.eachRegistry(func(cm *crdt.Map) { cm.Tick() })
+// tick advances the maps' logical clocks by ticks and runs one
+// anti-entropy round with a random live peer.
+func (r *replicator) tick(ticks int) {
+	for range ticks {
+		r.eachRegistry(func(cm *crdt.Map) { cm.Tick() })
+	}
 	r.updateLag()
 	if r.aeBusy {
 		return

@@ -268,6 +268,9 @@ func (c *Cluster) applyRemote(via crdt.Origin, pb *peerv1.Delta, path string) (c
 		c.repl.reject("invalid delta", via.Name, err)
 		return crdt.ApplyResult{}, false
 	}
+	if len(d.Puts)+len(d.Removes) > 0 {
+		c.repl.activity.Add(1)
+	}
 	if res.Ignored {
 		c.log.Debug("delta ignored by the map", slog.String("origin", d.Origin.String()), slog.String("path", path))
 	}

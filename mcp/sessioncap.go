@@ -36,9 +36,9 @@ func CountSessions(b Backend, principal string) int {
 // node included), so the cap holds across nodes, not per node as the
 // session manager's own count does (issue #13: a cap of 2 gave 6 sessions
 // on 3 nodes). Two starts on different nodes within one replication
-// window can each see the other's absent and both pass: the cap can be
-// exceeded by at most the number of nodes started on concurrently, and
-// that for one replication round.
+// window can each see the other's absent and both pass: with N nodes the
+// cap can be exceeded by at most N-1 (each node's own count still stops
+// it at the cap), until the principal stops sessions.
 func (s *Server) sessionCap(c authz.Context) *mcp.CallToolResult {
 	limit := s.cfg.Guard.Limits.SessionsPerPrincipal
 	if limit <= 0 {

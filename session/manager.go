@@ -27,7 +27,11 @@ type ManagerConfig struct {
 	Startable []string
 	// Store receives snapshots; nil keeps none.
 	Store Store
-	// MaxPerPrincipal caps live sessions per principal (default 16).
+	// MaxPerPrincipal caps the live sessions one principal holds on this
+	// node; 0 means no cap of its own (MaxSessions still bounds the node).
+	// The node sets it from the policy's limits.sessions_per_principal,
+	// which the MCP front enforces across the swarm before a start reaches
+	// here.
 	MaxPerPrincipal int
 	// MaxSessions caps live sessions on this node (default 10,000).
 	MaxSessions int
@@ -85,9 +89,6 @@ type Manager struct {
 func NewManager(cfg ManagerConfig) (*Manager, error) {
 	if cfg.Registry == nil {
 		return nil, errors.New("creating session manager: registry is required")
-	}
-	if cfg.MaxPerPrincipal == 0 {
-		cfg.MaxPerPrincipal = 16
 	}
 	if cfg.MaxSessions == 0 {
 		cfg.MaxSessions = 10000
@@ -238,7 +239,7 @@ func (m *Manager) admitLocked(id, principal string) error {
 		return fmt.Errorf("starting session %s: %w", id, ErrExists)
 	case len(m.sessions) >= m.cfg.MaxSessions:
 		return fmt.Errorf("starting session %s: node runs %d sessions, its cap: %w", id, m.cfg.MaxSessions, ErrLimit)
-	case m.perPrin[principal] >= m.cfg.MaxPerPrincipal:
+	case m.cfg.MaxPerPrincipal > 0 && m.perPrin[principal] >= m.cfg.MaxPerPrincipal:
 		return fmt.Errorf("starting session %s: principal runs %d sessions, its cap: %w", id, m.cfg.MaxPerPrincipal, ErrLimit)
 	}
 	return nil

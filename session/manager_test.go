@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,6 +15,17 @@ import (
 )
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+// MaxPerPrincipal 0 is no per-principal cap, as the policy's
+// limits.sessions_per_principal: 0 documents; it used to become 16.
+func TestZeroPerPrincipalCapIsUnlimited(t *testing.T) {
+	f := newFixture(t, func(c *ManagerConfig) { c.MaxPerPrincipal, c.MaxSessions = 0, 40 })
+	for i := range 20 {
+		if _, err := f.m.Start(f.ctx, fmt.Sprintf("s%d", i), "probe", "alice"); err != nil {
+			t.Fatalf("session %d of one principal with no per-principal cap: %v", i+1, err)
+		}
+	}
+}
 
 func TestStartRefusals(t *testing.T) {
 	calls := 0

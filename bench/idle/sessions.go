@@ -1,0 +1,150 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/mcpswarm/mcpswarm/bench/internal/rpcwire"
+)
+
+// startSessions opens one MCP connection per node and starts perNode
+// counter sessions through it. The connections stay open and idle.
+func (c *cluster) startSessions(ctx context.Context, perNode int) error {
+	if perNode == 0 {
+		return nil
+	}
+	hc := &http.Client{Timeout: 30 * time.Second}
+	for i, n := range c.nodes {
+		cn := &conn{hc: hc, url: n.baseURL + "/mcp"}
+		if err := cn.initialize(ctx); err != nil {
+			return fmt.Errorf("%s: %w", n.name, err)
+		}
+		for s := range perNode {
+			id := fmt.Sprintf("n%02ds%d", i+1, s)
+			if err := cn.callTool(ctx, "swarm_start", map[string]any{"app": "counter", "id": id}); err != nil {
+				return fmt.Errorf("%s: swarm_start %s: %w", n.name, id, err)
+			}
+		}
+	}
+	return nil
+}
+
+// conn is one MCP connection over Streamable HTTP (2025-11-25).
+type conn struct {
+	hc     *http.Client
+	url    string
+	sid    string
+	nextID int64
+}
+
+func (c *conn) initialize(ctx context.Context) error {
+	_, hdr, err := c.post(ctx, "initialize", map[string]any{
+		"protocolVersion": "2025-11-25",
+		"capabilities":    map[string]any{},
+		"clientInfo":      map[string]any{"name": "bench-idle", "version": "1"},
+	}, true)
+	if err != nil {
+		return fmt.Errorf("initialize: %w", err)
+	}
+	if c.sid = hdr.Get("Mcp-Session-Id"); c.sid == "" {
+		return fmt.Errorf("initialize: no Mcp-Session-Id in the answer")
+	}
+	if _, _, err := c.post(ctx, "notifications/initialized", nil, false); err != nil {
+		return fmt.Errorf("initialized notification: %w", err)
+	}
+	return nil
+}
+
+// callTool calls a tool and fails on a tool error.
+func (c *conn) callTool(ctx context.Context, name string, args map[string]any) error {
+	raw, _, err := c.post(ctx, "tools/call", map[string]any{"name": name, "arguments": args}, true)
+	if err != nil {
+		return err
+	}
+	var r struct {
+		IsError bool `json:"isError"`
+		Content []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+	}
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return fmt.Errorf("reading the result: %w", err)
+	}
+	if r.IsError {
+		text := ""
+		if len(r.Content) > 0 {
+			text = r.Content[0].Text
+		}
+		return fmt.Errorf("tool error: %s", text)
+	}
+	return nil
+}
+
+// post sends one JSON-RPC message; for a request it returns the result.
+func (c *conn) post(ctx context.Context, method string, params any, wantResult bool) (json.RawMessage, http.Header, error) {
+	msg := map[string]any{"jsonrpc": "2.0", "method": method}
+	if params != nil {
+		msg["params"] = params
+	}
+	c.nextID++
+	if wantResult {
+		msg["id"] = c.nextID
+	}
+	body, err := json.Marshal(msg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("encoding %s: %w", method, err)
+	}
+	resp, err := c.send(ctx, body)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return nil, nil, fmt.Errorf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(b)))
+	}
+	if !wantResult {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, rpcwire.MaxResponse))
+		return nil, resp.Header, nil
+	}
+	res, err := rpcwire.ReadResult(resp.Header.Get("Content-Type"), io.LimitReader(resp.Body, rpcwire.MaxResponse), c.nextID)
+	return res, resp.Header, err
+}
+
+// send posts body, again after each "503, Retry-After" answer (a node that
+// is catching up after a membership change refuses for a moment) for up
+// to 30 s.
+func (c *conn) send(ctx context.Context, body []byte) (*http.Response, error) {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
+		if err != nil {
+			return nil, fmt.Errorf("building the request: %w", err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+token)
+		if c.sid != "" {
+			req.Header.Set("Mcp-Session-Id", c.sid)
+			req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		}
+		resp, err := c.hc.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" || time.Now().After(deadline) {
+			return resp, nil
+		}
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
+		resp.Body.Close()
+		if err := sleep(ctx, 500*time.Millisecond); err != nil {
+			return nil, err
+		}
+	}
+}
