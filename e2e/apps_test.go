@@ -214,6 +214,23 @@ func TestAppsHost(t *testing.T) {
 		}
 	})
 
+	phase(t, "hostile app text renders as text", func() {
+		agent.call("swarm_start", map[string]any{"app": "todo", "id": "hostile"})
+		for _, text := range []string{`<img src=x onerror="window.__pwned=1">`, `<script>window.__pwned=2</script>`} {
+			agent.call("hostile.new.type_into", map[string]any{"text": text})
+			agent.call("hostile.add.click", nil)
+		}
+		h.show("remote", "swarm_view", map[string]any{"id": "hostile"}, "alice on node3 (not the owner)")
+		h.wait("remote", `[...document.querySelectorAll('#view label')].some(l => l.textContent.includes('<img src=x onerror="window.__pwned=1">')) && [...document.querySelectorAll('#view label')].some(l => l.textContent.includes('<script>window.__pwned=2</script>'))`, live)
+		var inert bool
+		if err := json.Unmarshal(h.do("eval", map[string]any{"host": "remote", "js": `window.__pwned === undefined && !document.querySelector('#view img, #view script')`}), &inert); err != nil {
+			t.Fatal(err)
+		}
+		if !inert {
+			t.Fatal("hostile app text became markup in the View")
+		}
+	})
+
 	phase(t, "bob's host renders nothing of alice's", func() {
 		if !h.open("bob", c.n2.BaseURL, uiBobToken) {
 			t.Fatal("node2 does not declare the extension")
