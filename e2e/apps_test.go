@@ -200,6 +200,7 @@ func TestAppsHost(t *testing.T) {
 		h.do("type", map[string]any{"host": "owner", "selector": `input[data-wid="password"]`, "text": "hunter2"})
 		h.do("click", map[string]any{"host": "owner", "selector": `button[data-wid="submit"]`})
 		h.do("hostWait", map[string]any{"host": "owner", "js": `!document.getElementById('ask').hidden`, "timeout": live.Milliseconds()})
+		h.shot("owner", "apps-ask.png")
 		if st := h.state("owner"); len(st.Asks) != 1 || !strings.Contains(st.Asks[0], "ask1.submit.click") {
 			t.Errorf("the host was asked %q, want one question about ask1.submit.click", st.Asks)
 		}

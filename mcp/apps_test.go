@@ -400,3 +400,32 @@ func mustJSON(t testing.TB, v any) []byte {
 	}
 	return b
 }
+
+// TestAppViewShutdownReleasesWaits: a node shutting down releases every
+// waiting swarm_app_view, and later calls do not wait, so no long poll
+// holds the drain of requests in flight.
+func TestAppViewShutdownReleasesWaits(t *testing.T) {
+	e := newEnv(t, nil)
+	app, _ := e.connectUI(t, true, nil)
+	callTool(t, app, "swarm_start", map[string]any{"app": "counter", "id": "cd"})
+	v := appViewOf(t, callTool(t, app, "swarm_app_view", map[string]any{"id": "cd"}))
+	done := make(chan time.Duration, 1)
+	go func() {
+		t0 := time.Now()
+		callTool(t, app, "swarm_app_view", map[string]any{"id": "cd", "since": v.Revision, "wait_ms": 20000})
+		done <- time.Since(t0)
+	}()
+	time.Sleep(100 * time.Millisecond)
+	e.srv.appWaits.closeAll()
+	select {
+	case d := <-done:
+		t.Logf("released after %v", d)
+	case <-time.After(5 * time.Second):
+		t.Fatal("closeAll did not release a waiting swarm_app_view")
+	}
+	t0 := time.Now()
+	callTool(t, app, "swarm_app_view", map[string]any{"id": "cd", "since": v.Revision, "wait_ms": 20000})
+	if d := time.Since(t0); d > 2*time.Second {
+		t.Errorf("after closeAll a call still waited %v", d)
+	}
+}

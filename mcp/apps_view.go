@@ -32,6 +32,9 @@ type appWaiters struct {
 	mu sync.Mutex
 	// bySession holds one channel per waiting call, closed on a change.
 	bySession map[string]map[chan struct{}]struct{}
+	// closed is set at shutdown: no call waits any more, so none holds
+	// the drain of requests in flight.
+	closed bool
 }
 
 func newAppWaiters() *appWaiters {
@@ -42,6 +45,11 @@ func newAppWaiters() *appWaiters {
 func (a *appWaiters) wait(id string) (changed <-chan struct{}, done func()) {
 	ch := make(chan struct{})
 	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		close(ch)
+		return ch, func() {}
+	}
 	set := a.bySession[id]
 	if set == nil {
 		set = map[chan struct{}]struct{}{}
@@ -63,6 +71,12 @@ func (a *appWaiters) wait(id string) (changed <-chan struct{}, done func()) {
 	}
 }
 
+func (a *appWaiters) isClosed() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.closed
+}
+
 // wake releases every call waiting on session id.
 func (a *appWaiters) wake(id string) {
 	a.mu.Lock()
@@ -71,6 +85,19 @@ func (a *appWaiters) wake(id string) {
 	a.mu.Unlock()
 	for ch := range set {
 		close(ch)
+	}
+}
+
+// closeAll releases every waiting call and keeps later ones from waiting.
+func (a *appWaiters) closeAll() {
+	a.mu.Lock()
+	all := a.bySession
+	a.bySession, a.closed = map[string]map[chan struct{}]struct{}{}, true
+	a.mu.Unlock()
+	for _, set := range all {
+		for ch := range set {
+			close(ch)
+		}
 	}
 }
 
@@ -145,6 +172,9 @@ func (s *Server) toolAppView(ctx context.Context, c authz.Context, req mcp.CallT
 			case <-t.C:
 				return jsonResult(v)
 			case <-changed:
+				if s.appWaits.isClosed() {
+					return jsonResult(s.readAppView(ctx, c, id))
+				}
 			}
 			done()
 			changed, done = s.appWaits.wait(id)

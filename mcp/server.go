@@ -204,6 +204,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	var errs []error
 	s.closeOnce.Do(func() {
 		s.stopWatch()
+		s.appWaits.closeAll()
 		s.parked.closeAll(outcomeShutdown)
 		if err := s.stream.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("closing streamable http sessions: %w", err))
