@@ -172,7 +172,11 @@ func TestAppsHost(t *testing.T) {
 		if got := agent.call("swarm_screenshot", map[string]any{"id": "app1"}); !strings.Contains(got, "Count: 41") {
 			t.Errorf("the agent reads %q after the click, want Count: 41", got)
 		}
+		// The View tells the host after the click's answer: wait for it.
 		st := h.state("remote")
+		for deadline := time.Now().Add(live); len(st.ModelContext) == 0 && time.Now().Before(deadline); st = h.state("remote") {
+			time.Sleep(20 * time.Millisecond)
+		}
 		if !slices.ContainsFunc(st.Calls, func(c struct {
 			Name    string `json:"name"`
 			IsError bool   `json:"isError"`
