@@ -271,3 +271,21 @@ func pct(ds []time.Duration, p int) time.Duration {
 	i := (p*len(s) + 99) / 100
 	return s[max(0, min(i, len(s))-1)]
 }
+
+// TestAppsSchemaCopyIsThePackages: mcp/testdata holds the extension's
+// schema.json that the Go tests check the resource and the tools against;
+// it must be the installed package's (e2e/package.json pins the version).
+func TestAppsSchemaCopyIsThePackages(t *testing.T) {
+	root := repoRoot(t)
+	pkg, err := os.ReadFile(filepath.Join(root, "e2e", "node_modules", "@modelcontextprotocol", "ext-apps", "dist", "src", "generated", "schema.json"))
+	if err != nil {
+		t.Skip("@modelcontextprotocol/ext-apps is not installed: run `npm ci --prefix e2e`")
+	}
+	copied, err := os.ReadFile(filepath.Join(root, "mcp", "testdata", "ext-apps-2.0.4-schema.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(pkg) != string(copied) {
+		t.Error("mcp/testdata/ext-apps-2.0.4-schema.json differs from the installed package's schema.json: copy it again (and rename it after the version)")
+	}
+}
