@@ -59,13 +59,20 @@ type driverReply struct {
 // group, killed in Cleanup.
 func startBrowser(t *testing.T) *browser {
 	t.Helper()
+	return startDriver(t, filepath.Join("ui", "driver.mjs"))
+}
+
+// startDriver launches script (relative to e2e/), a driver that speaks
+// driver.mjs's protocol, as startBrowser does.
+func startDriver(t *testing.T, script string) *browser {
+	t.Helper()
 	chrome := chromiumPath(t)
 	node, dir := nodeJS(t)
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "playwright-core", "package.json")); err != nil {
 		testenv.Skip(t, "playwright-core is missing: run `npm ci --prefix e2e`")
 	}
 	b := &browser{t: t, wait: map[int]chan driverReply{}, done: make(chan struct{}), stder: &syncBuffer{}}
-	b.cmd = exec.Command(node, filepath.Join(dir, "ui", "driver.mjs"))
+	b.cmd = exec.Command(node, filepath.Join(dir, script))
 	b.cmd.Dir = dir
 	b.cmd.Env = append(os.Environ(), "CHROMIUM="+chrome)
 	b.cmd.Stderr = b.stder

@@ -135,7 +135,7 @@ func BenchmarkToolsList(b *testing.B) {
 			ctx := context.Background()
 			c := authz.Context{Principal: authz.ConnPrincipal("x"), Transport: authz.TransportStreamableHTTP}
 			for b.Loop() {
-				if v := e.srv.listView(ctx, c); len(v) != n+len(staticDefs) {
+				if v := e.srv.listView(ctx, c, true); len(v) != n+len(staticDefs) {
 					b.Fatalf("view of %d", len(v))
 				}
 			}

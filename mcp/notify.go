@@ -108,6 +108,9 @@ func (s *Server) afterUnsubscribe(ctx context.Context, _ any, req *mcp.Unsubscri
 // onEvent turns a backend change into notifications for the affected
 // connections registered on this node, one per connection per change.
 func (s *Server) onEvent(ev Event) {
+	if ev.Session != "" && (ev.Kind == ResourceChanged || ev.Kind == SessionsChanged) {
+		s.appWaits.wake(ev.Session)
+	}
 	switch ev.Kind {
 	case ToolsChanged:
 		m := string(mcp.MethodNotificationToolsListChanged)

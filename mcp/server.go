@@ -41,6 +41,10 @@ type Server struct {
 	posts   *postRoutes
 	metrics *metrics
 	static  map[string]server.ServerTool
+	// staticUI is static as listed to a client offered the app (apps.go).
+	staticUI map[string]server.ServerTool
+	// appWaits wakes swarm_app_view calls waiting for a session to change.
+	appWaits *appWaiters
 	// staticViews holds each static tool's one-tool call view.
 	staticViews map[string]map[string]server.ServerTool
 	tools       toolCache
@@ -102,9 +106,12 @@ func New(cfg Config) (*Server, error) {
 		server.WithPromptCompletionProvider(completer{s}),
 		server.WithResourceCompletionProvider(completer{s}),
 		server.WithInstructions(instructions),
+		server.WithExtensions(uiExtensions()),
 	)
 	s.static = s.staticTools()
 	s.staticViews = oneToolViews(s.static)
+	s.staticUI = staticUITools(s.static)
+	s.appWaits = newAppWaiters()
 	s.addResources()
 	s.addPrompts()
 	if cfg.Extend != nil {
@@ -197,6 +204,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	var errs []error
 	s.closeOnce.Do(func() {
 		s.stopWatch()
+		s.appWaits.closeAll()
 		s.parked.closeAll(outcomeShutdown)
 		if err := s.stream.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("closing streamable http sessions: %w", err))
@@ -289,7 +297,7 @@ func (s *Server) beforeRequest(ctx context.Context, _ any, message any) error {
 	s.applyConn(vs)
 	switch head.Method {
 	case string(mcp.MethodToolsList):
-		vs.SetSessionTools(s.listView(ctx, c))
+		vs.SetSessionTools(s.listView(ctx, c, offersUI(ctx, head.Params)))
 	case string(mcp.MethodToolsCall):
 		if tool == "" {
 			var p struct {
@@ -302,7 +310,7 @@ func (s *Server) beforeRequest(ctx context.Context, _ any, message any) error {
 		if c.Transport == authz.TransportStdio {
 			// stdio has one view session for all its (concurrent)
 			// requests: keep the listing whole while a call runs.
-			full := s.listView(ctx, c)
+			full := s.listView(ctx, c, offersUI(ctx, head.Params))
 			for k, v := range view {
 				full[k] = v
 			}
@@ -310,7 +318,11 @@ func (s *Server) beforeRequest(ctx context.Context, _ any, message any) error {
 		}
 		vs.SetSessionTools(view)
 	case string(mcp.MethodResourcesList), string(mcp.MethodResourcesRead):
-		vs.setResources(s.sessionResources(c))
+		res := s.sessionResources(c)
+		if offersUI(ctx, head.Params) {
+			res[AppURI] = appServerResource()
+		}
+		vs.setResources(res)
 	case string(mcp.MethodResourcesSubscribe):
 		var p struct {
 			URI string `json:"uri"`

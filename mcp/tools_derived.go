@@ -40,15 +40,23 @@ func mcpTool(t session.Tool) mcp.Tool {
 
 func toolName(t session.Tool) string { return t.Name }
 
-// listView is the caller's tools/list view: static and derived tools the
+// listView is the caller's tools/list view (ui: the client is offered the
+// session app, apps.go): static and derived tools the
 // tool authorizer allows or asks about, entry by entry. Only Deny hides: an
 // Ask entry is listed with the MetaApproval mark and gated at call time.
-func (s *Server) listView(ctx context.Context, c authz.Context) map[string]server.ServerTool {
+func (s *Server) listView(ctx context.Context, c authz.Context, ui bool) map[string]server.ServerTool {
 	derived := authz.VisibleTools(ctx, s.cfg.Guard.Tools, c, s.cfg.Backend.Tools(c.Principal), toolName)
 	static := authz.VisibleTools(ctx, s.cfg.Guard.Tools, c, staticDefs, func(d staticDef) string { return d.name })
 	out := make(map[string]server.ServerTool, len(derived)+len(static))
+	tools := s.static
+	if ui {
+		tools = s.staticUI
+	}
 	for _, l := range static {
-		out[l.Tool.name] = askMarked(s.static[l.Tool.name], l.Ask, l.Prompt)
+		if l.Tool.ui == uiAppOnly && !ui {
+			continue
+		}
+		out[l.Tool.name] = askMarked(tools[l.Tool.name], l.Ask, l.Prompt)
 	}
 	for _, l := range derived {
 		out[l.Tool.Name] = askMarked(s.tools.get(l.Tool, s.derivedHandler), l.Ask, l.Prompt)

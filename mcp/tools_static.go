@@ -33,6 +33,8 @@ type staticDef struct {
 	readOnly          bool
 	sensitive         bool
 	destructive       bool
+	// ui says how the tool relates to the session app (apps.go).
+	ui uiVisibility
 }
 
 var staticDefs = []staticDef{
@@ -40,14 +42,19 @@ var staticDefs = []staticDef{
 		schema: `{"type":"object","properties":{}}`, readOnly: true},
 	{name: "swarm_start", description: "Start a session of an app. The session's widgets become tools named <id>.<widget>.<action>.",
 		schema:    `{"type":"object","properties":{"app":{"type":"string","description":"app name from swarm_apps"},"id":{"type":"string","pattern":"^[a-z][a-z0-9]{0,6}$","description":"session id (1-7 lowercase letters/digits, starting with a letter); generated when absent"}},"required":["app"]}`,
-		sensitive: true, destructive: true},
+		sensitive: true, destructive: true, ui: uiShows},
 	{name: "swarm_list", description: "List your sessions: id, app and owner node.",
 		schema: `{"type":"object","properties":{}}`, readOnly: true},
 	{name: "swarm_stop", description: "Stop one of your sessions.",
 		schema:    `{"type":"object","properties":{"id":{"type":"string","description":"session id"}},"required":["id"]}`,
 		sensitive: true, destructive: true},
 	{name: "swarm_screenshot", description: "Render one of your sessions' current view as text.",
-		schema: `{"type":"object","properties":{"id":{"type":"string","description":"session id"}},"required":["id"]}`, readOnly: true},
+		schema: `{"type":"object","properties":{"id":{"type":"string","description":"session id"}},"required":["id"]}`, readOnly: true, ui: uiShows},
+	{name: "swarm_view", description: "Show one of your sessions: its current view as text, and as a live app the person can drive in hosts that render MCP Apps.",
+		schema: `{"type":"object","properties":{"id":{"type":"string","description":"session id"}},"required":["id"]}`, readOnly: true, ui: uiShows},
+	{name: "swarm_app_view", description: "Used by the session app: the widgets of one of your sessions (masked values omitted) and their revision; with since, waits up to wait_ms for the next revision.",
+		schema:   `{"type":"object","properties":{"id":{"type":"string","description":"session id"},"since":{"type":"string","description":"the revision the app shows"},"wait_ms":{"type":"integer","minimum":0,"maximum":25000,"description":"how long to wait for a newer revision"}},"required":["id"]}`,
+		readOnly: true, ui: uiAppOnly},
 	{name: "swarm_get_model", description: "Return the whole model of one of your sessions (it may hold secrets).",
 		schema: `{"type":"object","properties":{"id":{"type":"string","description":"session id"}},"required":["id"]}`, readOnly: true, sensitive: true},
 	{name: "swarm_send_key", description: "Send a key press to one of your sessions.",
@@ -80,6 +87,8 @@ func (s *Server) staticTools() map[string]server.ServerTool {
 		"swarm_get_model":  s.toolGetModel,
 		"swarm_send_key":   s.toolSendKey,
 		"swarm_members":    s.toolMembers,
+		"swarm_view":       s.toolView,
+		"swarm_app_view":   s.toolAppView,
 	}
 	out := make(map[string]server.ServerTool, len(staticDefs))
 	for _, d := range staticDefs {
