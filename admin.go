@@ -69,6 +69,7 @@ func (a *adminServer) ListSessions(_ context.Context, req *adminv1.ListSessionsR
 		out = append(out, &adminv1.Session{
 			Id: s.ID, App: s.App, Principal: s.Principal, OwnerNode: s.Owner,
 			Created: timestamppb.New(s.Created), Status: s.Status,
+			Epoch: s.Handoff, Standbys: s.Standbys,
 		})
 	}
 	return &adminv1.ListSessionsResponse{Sessions: out}, nil

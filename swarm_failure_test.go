@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcpswarm/mcpswarm"
 )
 
 // deadBound is how long after a crash the survivors must have hidden the
@@ -15,12 +17,14 @@ import (
 // interval to start suspecting, plus the 1 s the issue allows.
 const deadBound = 2400*time.Millisecond + 200*time.Millisecond + time.Second
 
-// The owner of a session crashes: the others stop listing its session and
-// tools within the bound and calls answer "owner unavailable" at once; the
-// owner restarts from its data dir and the session comes back, model and
-// tools intact, everywhere.
+// With one copy per session (--session-replicas 0), the owner of a session
+// crashes: the others stop listing its session and tools within the bound
+// and calls answer "owner unavailable" at once; the owner restarts from its
+// data dir and the session comes back, model and tools intact, everywhere.
+// (With standbys a standby takes it over: swarm_standby_test.go.)
 func TestOwnerDeathHidesSessionsAndRestartRestoresThem(t *testing.T) {
 	e := newSwarmEnv(t)
+	e.tweak = func(c *mcpswarm.Config) { c.SessionReplicas = 0 }
 	nodes := e.cluster(3)
 	n1, n2 := nodes[0], nodes[1]
 

@@ -55,6 +55,10 @@ type SessionInfo struct {
 	Owner string
 	// Available is false while the owner node is unreachable.
 	Available bool
+	// Standbys are the nodes holding the owner's newest snapshot, which
+	// take the session over if the owner dies (Info.Handoff is its
+	// ownership epoch).
+	Standbys []string
 }
 
 // Member is one cluster member.

@@ -114,6 +114,10 @@ type sessionMeta struct {
 	Node      string    `json:"node"`
 	Created   time.Time `json:"created"`
 	Available bool      `json:"available"`
+	// Epoch is the ownership epoch; Standbys the nodes that would take the
+	// session over if its owner died.
+	Epoch    uint64   `json:"epoch,omitempty"`
+	Standbys []string `json:"standbys,omitempty"`
 }
 
 func (h *Handler) serveSwarmStream(w http.ResponseWriter, r *http.Request) {
@@ -149,7 +153,7 @@ func (h *Handler) swarmView(p authz.Principal) swarmView {
 		v.Members = append(v.Members, mv)
 	}
 	for _, s := range h.cfg.Backend.Sessions(p) {
-		v.Sessions = append(v.Sessions, sessionMeta{ID: s.ID, App: s.App, Owner: s.Principal, Node: s.Owner, Created: s.Created.UTC(), Available: s.Available})
+		v.Sessions = append(v.Sessions, sessionMeta{ID: s.ID, App: s.App, Owner: s.Principal, Node: s.Owner, Created: s.Created.UTC(), Available: s.Available, Epoch: s.Handoff, Standbys: s.Standbys})
 	}
 	sort.Slice(v.Sessions, func(i, k int) bool {
 		if v.Sessions[i].Node != v.Sessions[k].Node {
@@ -213,7 +217,7 @@ func (h *Handler) sessionView(ctx context.Context, p authz.Principal, id string)
 		v.Problem = "The session is not running."
 		return v
 	}
-	v.Session = sessionMeta{ID: id, App: info.App, Owner: info.Principal, Node: info.Owner, Created: info.Created.UTC(), Available: info.Available}
+	v.Session = sessionMeta{ID: id, App: info.App, Owner: info.Principal, Node: info.Owner, Created: info.Created.UTC(), Available: info.Available, Epoch: info.Handoff, Standbys: info.Standbys}
 	if !info.Available {
 		v.Problem = "The owner node " + info.Owner + " is unavailable; the view returns when it does."
 		return v

@@ -144,9 +144,13 @@ func listSessions(ctx context.Context, c adminv1.AdminServiceClient, _ []string,
 		return printJSON(out, resp)
 	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tAPP\tPRINCIPAL\tOWNER\tSTATUS\t")
+	fmt.Fprintln(tw, "ID\tAPP\tPRINCIPAL\tOWNER\tEPOCH\tSTANDBYS\tSTATUS\t")
 	for _, s := range resp.GetSessions() {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\n", s.GetId(), s.GetApp(), s.GetPrincipal(), s.GetOwnerNode(), s.GetStatus())
+		standbys := strings.Join(s.GetStandbys(), ",")
+		if standbys == "" {
+			standbys = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t\n", s.GetId(), s.GetApp(), s.GetPrincipal(), s.GetOwnerNode(), s.GetEpoch(), standbys, s.GetStatus())
 	}
 	return tw.Flush()
 }

@@ -176,7 +176,7 @@ const sourceName = { agent: 'agent via MCP', page: 'person via page' };
 function show(v) {
   rows = v.rows || {};
   const s = v.session;
-  meta.textContent = s.app ? `${s.app} · owner ${s.owner} · on node ${s.node} · ${age(s.created)}` : '';
+  meta.textContent = s.app ? `${s.app} · owner ${s.owner} · on node ${s.node} · epoch ${s.epoch || 0} · standbys ${(s.standbys || []).join(', ') || 'none'} · ${age(s.created)}` : '';
   problem.hidden = !v.problem;
   problem.textContent = v.problem || '';
   // Keep focus and caret in the field the person is typing in.

@@ -22,11 +22,13 @@ function render(v) {
     el('h3', { text: `node ${name}` }),
     list.length === 0 ? el('p', { class: 'hint', text: 'no sessions' }) :
       el('table', { class: 'grid' },
-        el('thead', {}, el('tr', {}, el('th', { text: 'Session' }), el('th', { text: 'App' }), el('th', { text: 'Owner' }), el('th', { text: 'Age' }))),
+        el('thead', {}, el('tr', {}, el('th', { text: 'Session' }), el('th', { text: 'App' }), el('th', { text: 'Owner' }), el('th', { text: 'Standbys' }), el('th', { text: 'Epoch' }), el('th', { text: 'Age' }))),
         el('tbody', {}, list.map((s) => el('tr', { dataset: { session: s.id } },
           el('td', {}, el('a', { href: `/ui/sessions/${encodeURIComponent(s.id)}`, text: s.id })),
           el('td', { text: s.app }),
           el('td', { class: 'principal', text: s.owner }),
+          el('td', { class: 'standbys', text: (s.standbys || []).join(', ') || '—' }),
+          el('td', { class: 'num epoch', text: String(s.epoch || 0) }),
           el('td', { class: 'age', dataset: { created: s.created }, text: age(s.created) }),
         )))),
   )));

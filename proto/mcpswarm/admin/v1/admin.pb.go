@@ -262,13 +262,19 @@ func (x *ListMembersResponse) GetMembers() []*Member {
 
 // Session is a running app session.
 type Session struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	App           string                 `protobuf:"bytes,2,opt,name=app,proto3" json:"app,omitempty"`
-	Principal     string                 `protobuf:"bytes,3,opt,name=principal,proto3" json:"principal,omitempty"`
-	OwnerNode     string                 `protobuf:"bytes,4,opt,name=owner_node,json=ownerNode,proto3" json:"owner_node,omitempty"`
-	Created       *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=created,proto3" json:"created,omitempty"`
-	Status        string                 `protobuf:"bytes,6,opt,name=status,proto3" json:"status,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Id        string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	App       string                 `protobuf:"bytes,2,opt,name=app,proto3" json:"app,omitempty"`
+	Principal string                 `protobuf:"bytes,3,opt,name=principal,proto3" json:"principal,omitempty"`
+	OwnerNode string                 `protobuf:"bytes,4,opt,name=owner_node,json=ownerNode,proto3" json:"owner_node,omitempty"`
+	Created   *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=created,proto3" json:"created,omitempty"`
+	Status    string                 `protobuf:"bytes,6,opt,name=status,proto3" json:"status,omitempty"`
+	// epoch is the session's ownership epoch: it grows by one at every
+	// handoff and every failover to a standby.
+	Epoch uint64 `protobuf:"varint,7,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// standbys are the nodes holding the owner's newest snapshot, in the
+	// order in which they would take the session over.
+	Standbys      []string `protobuf:"bytes,8,rep,name=standbys,proto3" json:"standbys,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -343,6 +349,20 @@ func (x *Session) GetStatus() string {
 		return x.Status
 	}
 	return ""
+}
+
+func (x *Session) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *Session) GetStandbys() []string {
+	if x != nil {
+		return x.Standbys
+	}
+	return nil
 }
 
 // ListSessionsRequest filters sessions.
@@ -1079,7 +1099,7 @@ const file_mcpswarm_admin_v1_admin_proto_rawDesc = "" +
 	"\x04self\x18\a \x01(\bR\x04self\"\x14\n" +
 	"\x12ListMembersRequest\"J\n" +
 	"\x13ListMembersResponse\x123\n" +
-	"\amembers\x18\x01 \x03(\v2\x19.mcpswarm.admin.v1.MemberR\amembers\"\xb6\x01\n" +
+	"\amembers\x18\x01 \x03(\v2\x19.mcpswarm.admin.v1.MemberR\amembers\"\xe8\x01\n" +
 	"\aSession\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x10\n" +
 	"\x03app\x18\x02 \x01(\tR\x03app\x12\x1c\n" +
@@ -1087,7 +1107,9 @@ const file_mcpswarm_admin_v1_admin_proto_rawDesc = "" +
 	"\n" +
 	"owner_node\x18\x04 \x01(\tR\townerNode\x124\n" +
 	"\acreated\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\acreated\x12\x16\n" +
-	"\x06status\x18\x06 \x01(\tR\x06status\"3\n" +
+	"\x06status\x18\x06 \x01(\tR\x06status\x12\x14\n" +
+	"\x05epoch\x18\a \x01(\x04R\x05epoch\x12\x1a\n" +
+	"\bstandbys\x18\b \x03(\tR\bstandbys\"3\n" +
 	"\x13ListSessionsRequest\x12\x1c\n" +
 	"\tprincipal\x18\x01 \x01(\tR\tprincipal\"N\n" +
 	"\x14ListSessionsResponse\x126\n" +
