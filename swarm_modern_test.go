@@ -88,6 +88,9 @@ func TestModernRequestStateIsSingleUseAcrossNodes(t *testing.T) {
 // unavailable" before any state is checked.)
 func TestSpentRequestStateOutlivesTheNodeThatRecordedIt(t *testing.T) {
 	e := newSwarmEnv(t)
+	// One copy per session, so node1's death hides its session (the
+	// visible-sessions gauge says when node3 has seen it die).
+	e.tweak = func(c *mcpswarm.Config) { c.SessionReplicas = 0 }
 	nodes := e.cluster(3)
 	alice := connect(t, nodes[0], connOpts{token: aliceToken})
 	if res := alice.call("swarm_start", map[string]any{"app": "login", "id": "askdie"}); res.IsError {

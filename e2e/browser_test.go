@@ -237,7 +237,11 @@ func startSwarmProc(t *testing.T, bin, name, dataDir, keyFile, policy string, jo
 	p.args = []string{"serve", "--name", name, "--http", httpAddr,
 		"--grpc", p.GRPCAt, "--gossip", p.GossipAt,
 		"--data-dir", dataDir, "--cluster-key-file", keyFile, "--policy", policy,
-		"--dead-grace", "60s", "--log-format", "text"}
+		"--dead-grace", "60s", "--log-format", "text",
+		// One copy per session: the page tests watch a killed node's
+		// sessions go and come back with it (failover to a standby has
+		// its own tests, swarm_standby_test.go).
+		"--session-replicas", "0"}
 	if join != "" {
 		p.args = append(p.args, "--join", join)
 	}
