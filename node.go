@@ -93,11 +93,11 @@ type Node struct {
 	// replicas holds standby copies for other owners and ships this
 	// node's sessions to theirs (replicas.go).
 	replicas *replicas
-	swarm     *swarm.Swarm
-	front     *mcp.Server
-	journal   *ui.Journal
-	ui        *ui.Handler
-	orphans   *orphanSweep
+	swarm    *swarm.Swarm
+	front    *mcp.Server
+	journal  *ui.Journal
+	ui       *ui.Handler
+	orphans  *orphanSweep
 
 	parts   []component
 	started []component

@@ -26,9 +26,10 @@ import (
 // under the data dir, apart from its own sessions' journal.
 const standbyDir = "standby"
 
-// ErrFenced is the cause of a write refused because the owner could reach
-// neither its standbys nor a majority of the cluster: it may be the one
-// cut off, so it must not answer on its own. The call may be retried.
+// ErrFenced is the cause of a write refused because a standby did not
+// acknowledge it and the owner cannot rule out that it is the one cut off
+// (the standby is not known down, or the owner is not in the cluster's
+// majority), so it must not answer on its own. The call may be retried.
 var ErrFenced = errors.New("the owner is cut off from its standbys and from the cluster's majority")
 
 // ErrDemoted is the cause of a write refused because a standby holds the
@@ -45,7 +46,10 @@ type replicas struct {
 	// caught up (cluster.InSync): the rule that lets an owner answer a
 	// write none of its standbys acknowledged.
 	quorum func() error
-	log    *slog.Logger
+	// down reports whether a member is known not to be running
+	// (cluster.Down).
+	down func(node string) bool
+	log  *slog.Logger
 	// mgr and sw are set once they exist; demote and republish use them.
 	mu  sync.Mutex
 	mgr *session.Manager
@@ -64,7 +68,7 @@ func openReplicas(dataDir string, c *cluster.Cluster, n int, reg prometheus.Regi
 	if err != nil {
 		return nil, err
 	}
-	r := &replicas{holder: h, quorum: c.InMajority, log: log, kick: coalesce.NewSignal(), stop: make(chan struct{}), done: make(chan struct{})}
+	r := &replicas{holder: h, quorum: c.InMajority, down: c.Down, log: log, kick: coalesce.NewSignal(), stop: make(chan struct{}), done: make(chan struct{})}
 	if n > 0 {
 		r.ship = standby.NewShipper(standby.ShipperConfig{Replicas: n, Peers: clusterPeers{c}, Logger: log, OnChange: r.republish})
 	}
@@ -136,6 +140,16 @@ func (r *replicas) replicate(id string, epoch uint64, b []byte, j *journal.Journ
 	case out.Replicated():
 		return nil
 	case len(out.Placed) > 0:
+		// A standby that missed the write may only be left behind when it
+		// is known down (declared dead, or its port refused us: nothing
+		// runs there): one merely unreachable may be on the majority's
+		// side of a partition, about to take the session over without
+		// this write.
+		for node, why := range out.Missed {
+			if !cluster.RefusedConn(why) && !r.down(node) {
+				return fmt.Errorf("session %s: %w: standby %s did not acknowledge (%v) and is not known down; the update may have reached a standby: read the session before you retry", id, ErrFenced, node, why)
+			}
+		}
 		if err := r.quorum(); err != nil {
 			return fmt.Errorf("session %s: %w (%v); the update may have reached a standby: read the session before you retry", id, ErrFenced, err)
 		}

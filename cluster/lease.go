@@ -348,3 +348,20 @@ func (c *Cluster) InMajority() error {
 	}
 	return &BehindError{Members: missing, Retry: heartbeatEvery(c.cfg)}
 }
+
+// Down reports whether member name is known not to be running: memberlist
+// declared it dead or it left, or its gRPC port refused a connection while
+// this node's lease on it ran (its process is gone). A member cut off by a
+// partition is not down until memberlist declares it dead.
+func (c *Cluster) Down(name string) bool {
+	m, ok := c.Member(name)
+	if !ok || m.State == StateDead || m.State == StateLeft {
+		return true
+	}
+	l := c.repl.leases
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	at, heard := l.heard[m.Origin]
+	diedAt, gone := l.gone[m.Origin]
+	return gone && heard && !at.Add(c.cfg.Lease).Before(diedAt)
+}

@@ -153,7 +153,7 @@ func (l *link) result(err error) {
 	l.mu.Lock()
 	change := false
 	if err != nil {
-		if refusedConn(err) {
+		if RefusedConn(err) {
 			r.leases.refused(l.origin, r.c.cfg.Clock.Now())
 		}
 		l.fails++
@@ -180,11 +180,11 @@ func (l *link) result(err error) {
 	}
 }
 
-// refusedConn reports whether err is a refused connection: nothing
+// RefusedConn reports whether err is a refused connection: nothing
 // listens at the peer's address (its process is gone), as opposed to a
 // partition, which drops packets and times out. gRPC keeps only the text
 // of the dial error.
-func refusedConn(err error) bool {
+func RefusedConn(err error) bool {
 	return errors.Is(err, syscall.ECONNREFUSED) || strings.Contains(err.Error(), syscall.ECONNREFUSED.Error())
 }
 

@@ -164,11 +164,18 @@ func TestPartitionLongerThanGraceHeals(t *testing.T) {
 
 	lab.cut(3, false)
 	cutAt := time.Now()
-	// Each side deletes the other's entries once the grace has passed.
-	for i, want := range [][]string{{"p1", "p2"}, {"p1", "p2"}, {"p3"}} {
+	// Each side deletes the other's entries once the grace has passed;
+	// the majority has meanwhile promoted p3's standby, so it keeps all
+	// three sessions, and node3 keeps its own stale copy of p3 only.
+	for i, want := range [][]string{ids, ids, {"p3"}} {
 		if _, err := ms[i].await(time.Minute+3*grace, listsOnly(ms[i], keyFile, want...)); err != nil {
-			t.Fatalf("the partition did not split the sessions: %v", err)
+			t.Fatalf("the partition did not split the sessions as expected: %v", err)
 		}
+	}
+	// node3, alone, never takes over the majority's sessions, even once
+	// its grace has forgotten them.
+	if err := logged(ms[2], "promoted")(t.Context()); err == nil {
+		t.Fatal("node3, cut off from the majority, promoted a standby copy")
 	}
 	for _, i := range []int{0, 2} {
 		if _, err := ms[i].await(time.Minute+3*grace, logged(ms[i], "deleting entries of dead origin")); err != nil {
@@ -188,6 +195,10 @@ func TestPartitionLongerThanGraceHeals(t *testing.T) {
 		t.Logf("%s lists every session %v after the link came back", m.Name, took.Round(time.Millisecond))
 	}
 	t.Logf("healed in %v", time.Since(healed).Round(time.Millisecond))
+	// node3 met p3's later epoch and stopped its stale copy.
+	if _, err := ms[2].await(10*time.Second, logged(ms[2], "demoted")); err != nil {
+		t.Fatal(err)
+	}
 	for _, m := range ms {
 		m.stop()
 	}

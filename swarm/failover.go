@@ -2,6 +2,7 @@ package swarm
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/mcpswarm/mcpswarm/cluster"
@@ -117,10 +118,52 @@ func (s *Swarm) mayPromote(id string, rec sessionRecord) promoteVerdict {
 	if first != s.self {
 		return promoteNo
 	}
-	if s.cl.InSync() != nil {
+	if s.cl.InSync() != nil || !s.deaths.majority(s.cl.Members()) {
 		return promoteLater
 	}
 	return promoteNow
+}
+
+// deaths remembers the members that died without leaving, after the
+// cluster's grace has forgotten them: a node cut off from the rest sees
+// them all die, and once the grace forgets them it looks alone and in
+// sync. Only a strict majority of the alive and the dead together may
+// promote, so the cut-off node never does. A member is forgotten here when
+// it comes back or leaves gracefully.
+type deaths struct {
+	mu   sync.Mutex
+	dead map[string]bool
+}
+
+// note records a membership change.
+func (d *deaths) note(m cluster.Member) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.dead == nil {
+		d.dead = map[string]bool{}
+	}
+	switch m.State {
+	case cluster.StateDead:
+		d.dead[m.Name] = true
+	case cluster.StateAlive, cluster.StateLeft, cluster.StateDraining:
+		delete(d.dead, m.Name)
+	}
+}
+
+// majority reports whether the alive members of view are a strict
+// majority of themselves and every member seen dying.
+func (d *deaths) majority(view []cluster.Member) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	alive := 0
+	total := len(d.dead)
+	for _, m := range view {
+		if m.State == cluster.StateAlive && !d.dead[m.Name] {
+			alive++
+			total++
+		}
+	}
+	return 2*alive > total
 }
 
 // promote starts the session here from this node's copy under the next

@@ -140,6 +140,7 @@ type Swarm struct {
 	standbys Standbys
 	failKick coalesce.Signal
 	failDone chan struct{}
+	deaths   deaths
 }
 
 // New declares the swarm's registries and adds the forward service to the
@@ -225,7 +226,10 @@ func (s *Swarm) StartPublishing(context.Context) error {
 	go s.failoverLoop(ctx)
 	s.failKick.Kick() // owners that died while this node was down
 	s.stopMgr = s.mgr.Subscribe(s.onLocalEvent)
-	s.stopMembers = s.cl.WatchMembers(func(cluster.Member) { s.emit(mcp.Event{Kind: mcp.MembersChanged}) })
+	s.stopMembers = s.cl.WatchMembers(func(m cluster.Member) {
+		s.deaths.note(m)
+		s.emit(mcp.Event{Kind: mcp.MembersChanged})
+	})
 	own := s.cl.Origin()
 	var stale []string
 	s.sessions.Range(func(e crdt.Entry) bool {
