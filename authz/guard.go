@@ -40,7 +40,7 @@ type Limits struct {
 	// unauthenticated client IP); 0 means the front's default (120).
 	InitializesPerMinute int
 	// SessionStateBytes bounds one session's snapshot (its model, info and
-	// tools as JSON); 0 means the session manager's default (1 MiB).
+	// tools as JSON); 0 means the session manager's default (256 KiB, session.DefaultMaxStateBytes).
 	SessionStateBytes int
 	// ConnectionsPerPrincipal bounds the live connections one
 	// authenticated principal holds across the swarm: at the limit, a new

@@ -6,5 +6,7 @@
 //
 // It sits between cluster (which knows nothing of MCP) and mcp (which knows
 // nothing of the cluster): Swarm implements mcp.Backend for the front and
-// cluster.ForwardHandler for peers.
+// serves mcpswarm.forward.v1 for peers (legacyHandler answers the peer
+// service's deprecated forwarding RPCs). It also fails sessions over to
+// their standbys (failover.go).
 package swarm
