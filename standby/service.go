@@ -12,10 +12,6 @@ import (
 	"github.com/mcpswarm/mcpswarm/session"
 )
 
-// maxSessionID bounds the session ids a peer may name (session.ValidID
-// checks the rest).
-const maxSessionID = 32
-
 // Service serves mcpswarm.standby.v1 over a Holder. caller returns the
 // authenticated peer that made a call ("" when there is none): a snapshot
 // is only taken from the node it names as the owner, so no member can
@@ -33,7 +29,7 @@ func NewService(h *Holder, caller func(context.Context) string) *Service {
 
 // Hold implements standbyv1.StandbyServiceServer.
 func (s *Service) Hold(ctx context.Context, req *standbyv1.HoldRequest) (*standbyv1.HoldResponse, error) {
-	if !session.ValidID(req.GetSession()) || len(req.GetSession()) > maxSessionID {
+	if !session.ValidID(req.GetSession()) {
 		return nil, status.Error(codes.InvalidArgument, "hold: invalid session id")
 	}
 	if who := s.caller(ctx); who == "" || who != req.GetOwner() {

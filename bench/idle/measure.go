@@ -46,12 +46,12 @@ func (c *cluster) measure(ctx context.Context, k knobs) ([]row, error) {
 	wall := t1.Sub(t0).Seconds()
 	rows := make([]row, len(c.nodes))
 	for i, n := range c.nodes {
-		rss, err := rssKB(n.pid())
+		rss, err := rssKB(n.PID())
 		if err != nil {
 			return nil, err
 		}
 		cpu := float64(after[i]-before[i]) / userHZ
-		rows[i] = row{name: n.name, cpuPct: 100 * cpu / wall, rssKB: rss}
+		rows[i] = row{name: n.Name, cpuPct: 100 * cpu / wall, rssKB: rss}
 	}
 	return rows, nil
 }
@@ -60,9 +60,9 @@ func (c *cluster) measure(ctx context.Context, k knobs) ([]row, error) {
 func (c *cluster) cpuTicks() ([]int64, time.Time, error) {
 	out := make([]int64, len(c.nodes))
 	for i, n := range c.nodes {
-		t, err := procTicks(n.pid())
+		t, err := procTicks(n.PID())
 		if err != nil {
-			return nil, time.Time{}, fmt.Errorf("%s: %w", n.name, err)
+			return nil, time.Time{}, fmt.Errorf("%s: %w", n.Name, err)
 		}
 		out[i] = t
 	}
@@ -115,7 +115,7 @@ func (c *cluster) profile(ctx context.Context, k knobs) func() error {
 		err error
 	)
 	wg.Go(func() {
-		url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", c.nodes[0].debug, int(k.window.Seconds()))
+		url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", c.nodes[0].Debug, int(k.window.Seconds()))
 		err = fetchTo(ctx, url, k.profile)
 	})
 	return func() error { wg.Wait(); return err }

@@ -21,14 +21,14 @@ func (c *cluster) startSessions(ctx context.Context, perNode int) error {
 	}
 	hc := &http.Client{Timeout: 30 * time.Second}
 	for i, n := range c.nodes {
-		cn := &conn{hc: hc, url: n.baseURL + "/mcp"}
+		cn := &conn{hc: hc, url: n.BaseURL + "/mcp"}
 		if err := cn.initialize(ctx); err != nil {
-			return fmt.Errorf("%s: %w", n.name, err)
+			return fmt.Errorf("%s: %w", n.Name, err)
 		}
 		for s := range perNode {
 			id := fmt.Sprintf("n%02ds%d", i+1, s)
 			if err := cn.callTool(ctx, "swarm_start", map[string]any{"app": "counter", "id": id}); err != nil {
-				return fmt.Errorf("%s: swarm_start %s: %w", n.name, id, err)
+				return fmt.Errorf("%s: swarm_start %s: %w", n.Name, id, err)
 			}
 		}
 	}

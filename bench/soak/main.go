@@ -144,14 +144,14 @@ func run(ctx context.Context, bin string, k knobs) (*report, error) {
 	defer cl.stop()
 	var urls []string
 	for _, n := range cl.nodes {
-		urls = append(urls, n.baseURL+"/mcp")
+		urls = append(urls, n.BaseURL+"/mcp")
 	}
 	if err := awaitMembers(ctx, cl, urls); err != nil {
 		return nil, err
 	}
 	rep := &report{Started: t0.UTC(), Knobs: k.describe(), Machine: hostinfo.Now(), Tolerance: k.tol}
 	for _, n := range cl.nodes {
-		rep.Nodes = append(rep.Nodes, n.name)
+		rep.Nodes = append(rep.Nodes, n.Name)
 	}
 	lat := &latencies{}
 	// The sampler scrapes every node's /metrics each second, so it must not
@@ -217,8 +217,8 @@ func run(ctx context.Context, bin string, k knobs) (*report, error) {
 	rep.After = back
 	rep.Series = smp.series
 	for _, n := range cl.nodes {
-		if !n.alive() {
-			rep.Dead = append(rep.Dead, fmt.Sprintf("%s exited: %v\n%s", n.name, n.waitErr, procwait.Tail(n.log.String(), 20)))
+		if !n.Alive() {
+			rep.Dead = append(rep.Dead, fmt.Sprintf("%s exited: %v\n%s", n.Name, n.Exit(), procwait.Tail(n.Log(), 20)))
 		}
 	}
 	rep.Elapsed = time.Since(t0).Round(time.Second).String()

@@ -6,32 +6,18 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
-	"time"
 
-	"github.com/mcpswarm/mcpswarm/bench/internal/procwait"
+	"github.com/mcpswarm/mcpswarm/bench/internal/procnode"
 )
 
-// node is one `mcpswarm serve` process the soak started.
-type node struct {
-	name    string
-	baseURL string // http://127.0.0.1:PORT
-	gossip  string
-	debug   string // the --debug-addr (pprof) address, or "" when not profiled
-	cmd     *exec.Cmd
-	log     *syncBuffer
-	exited  chan struct{}
-	waitErr error
-}
+// node is one `mcpswarm serve` process the run started.
+type node = procnode.Node
 
 // cluster is the three nodes and the files they share.
 type cluster struct {
@@ -71,24 +57,24 @@ func startCluster(ctx context.Context, bin, dir, logDir string, n, clients int, 
 		name := fmt.Sprintf("soak%d", i+1)
 		join := ""
 		if i > 0 {
-			join = c.nodes[0].gossip
+			join = c.nodes[0].Gossip
 		}
 		args := []string{"--data-dir", filepath.Join(dir, name), "--cluster-key-file", keyFile, "--policy", polFile,
 			"--http-conns-per-source", "0", "--log-format", "text", "--log-level", "warn"}
 		debug := ""
 		if profile {
-			if debug, err = freeAddr(); err != nil {
+			if debug, err = procnode.FreeAddr(); err != nil {
 				c.stop()
 				return nil, err
 			}
 			args = append(args, "--debug-addr", debug)
 		}
-		nd, err := startNode(ctx, bin, name, join, logDir, args...)
+		nd, err := procnode.Start(ctx, bin, name, join, logDir, args...)
 		if err != nil {
 			c.stop()
 			return nil, err
 		}
-		nd.debug = debug
+		nd.Debug = debug
 		c.nodes = append(c.nodes, nd)
 	}
 	return c, nil
@@ -96,87 +82,16 @@ func startCluster(ctx context.Context, bin, dir, logDir string, n, clients int, 
 
 func (c *cluster) stop() {
 	for i := len(c.nodes) - 1; i >= 0; i-- {
-		c.nodes[i].stop()
-	}
-}
-
-// startNode starts one node on fresh loopback ports, in its own process
-// group, and waits for /readyz. With a logDir its whole output goes to
-// logDir/NAME.log instead of memory (e.g. for a goroutine dump after kill -QUIT).
-func startNode(ctx context.Context, bin, name, join, logDir string, extra ...string) (*node, error) {
-	var addrs [3]string
-	for i := range addrs {
-		a, err := freeAddr()
-		if err != nil {
-			return nil, err
-		}
-		addrs[i] = a
-	}
-	args := []string{"serve", "--name", name, "--http", addrs[0], "--grpc", addrs[1], "--gossip", addrs[2]}
-	if join != "" {
-		args = append(args, "--join", join)
-	}
-	args = append(args, extra...)
-	nd := &node{name: name, baseURL: "http://" + addrs[0], gossip: addrs[2], log: &syncBuffer{}, exited: make(chan struct{})}
-	nd.cmd = exec.Command(bin, args...)
-	var out io.Writer = nd.log
-	if logDir != "" {
-		f, err := os.Create(filepath.Join(logDir, name+".log"))
-		if err != nil {
-			return nil, fmt.Errorf("creating %s's log file: %w", name, err)
-		}
-		defer f.Close() // the child holds its own descriptor
-		out = f
-	}
-	nd.cmd.Stdout, nd.cmd.Stderr = out, out
-	nd.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := nd.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting %s: %w", name, err)
-	}
-	go func() { nd.waitErr = nd.cmd.Wait(); close(nd.exited) }()
-	if err := nd.awaitHealthy(ctx, 60*time.Second); err != nil {
-		nd.stop()
-		return nil, fmt.Errorf("%s never became healthy: %w\nlog tail:\n%s", name, err, procwait.Tail(nd.log.String(), 20))
-	}
-	return nd, nil
-}
-
-func (n *node) pid() int { return n.cmd.Process.Pid }
-
-func (n *node) awaitHealthy(ctx context.Context, d time.Duration) error {
-	return procwait.AwaitOK(ctx, n.baseURL+"/readyz", d, 20*time.Millisecond, n.exited, func() error { return n.waitErr })
-}
-
-// alive reports whether the process is still running.
-func (n *node) alive() bool {
-	select {
-	case <-n.exited:
-		return false
-	default:
-		return true
-	}
-}
-
-// stop sends SIGTERM to the process group, and SIGKILL after 15 s.
-func (n *node) stop() {
-	if !n.alive() {
-		return
-	}
-	_ = syscall.Kill(-n.pid(), syscall.SIGTERM)
-	select {
-	case <-n.exited:
-	case <-time.After(15 * time.Second):
-		_ = syscall.Kill(-n.pid(), syscall.SIGKILL)
-		<-n.exited
+		c.nodes[i].Stop()
 	}
 }
 
 // rss reads the process's resident set size from /proc: in all, and its
 // anonymous (heap, stacks) and file-backed (code, the bbolt mmap) parts.
-func (n *node) rss() (total, anon, file int64, err error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", n.pid()))
+func rss(n *node) (total, anon, file int64, err error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", n.PID()))
 	if err != nil {
-		return 0, 0, 0, fmt.Errorf("reading %s's RSS: %w", n.name, err)
+		return 0, 0, 0, fmt.Errorf("reading %s's RSS: %w", n.Name, err)
 	}
 	if total, err = statusKB(b, "VmRSS"); err != nil {
 		return 0, 0, 0, err
@@ -192,19 +107,19 @@ func (n *node) rss() (total, anon, file int64, err error) {
 
 // goroutines reads go_goroutines and go_memstats_heap_inuse_bytes from the
 // node's /metrics.
-func (n *node) goroutines(ctx context.Context, hc *http.Client) (gor, heap int64, err error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, n.baseURL+"/metrics", nil)
+func goroutines(ctx context.Context, hc *http.Client, n *node) (gor, heap int64, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, n.BaseURL+"/metrics", nil)
 	if err != nil {
 		return 0, 0, fmt.Errorf("building the metrics request: %w", err)
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return 0, 0, fmt.Errorf("reading %s/metrics: %w", n.baseURL, err)
+		return 0, 0, fmt.Errorf("reading %s/metrics: %w", n.BaseURL, err)
 	}
 	defer resp.Body.Close()
 	var buf bytes.Buffer
 	if _, err := buf.ReadFrom(http.MaxBytesReader(nil, resp.Body, 8<<20)); err != nil {
-		return 0, 0, fmt.Errorf("reading %s/metrics: %w", n.baseURL, err)
+		return 0, 0, fmt.Errorf("reading %s/metrics: %w", n.BaseURL, err)
 	}
 	if gor, err = parseGauge(buf.Bytes(), "go_goroutines"); err != nil {
 		return 0, 0, err
@@ -246,36 +161,4 @@ func statusKB(b []byte, key string) (int64, error) {
 		return strconv.ParseInt(f[0], 10, 64)
 	}
 	return 0, fmt.Errorf("/proc status: no %s line", key)
-}
-
-// freeAddr asks the kernel for an unused loopback TCP port (the usual small
-// race before the node binds it).
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("finding a free port: %w", err)
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
-}
-
-// syncBuffer keeps the last ~1 MiB of a node's output.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.buf.Len() > 1<<20 {
-		b.buf.Next(b.buf.Len() - 512<<10)
-	}
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

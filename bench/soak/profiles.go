@@ -17,12 +17,12 @@ import (
 func saveHeapProfiles(ctx context.Context, nodes []*node, dir, phase string) error {
 	hc := &http.Client{Timeout: 60 * time.Second}
 	for _, n := range nodes {
-		if n.debug == "" {
+		if n.Debug == "" {
 			continue
 		}
-		path := filepath.Join(dir, fmt.Sprintf("%s-heap-%s.pb.gz", n.name, phase))
-		if err := fetchTo(ctx, hc, "http://"+n.debug+"/debug/pprof/heap?gc=1", path); err != nil {
-			return fmt.Errorf("%s's heap profile: %w", n.name, err)
+		path := filepath.Join(dir, fmt.Sprintf("%s-heap-%s.pb.gz", n.Name, phase))
+		if err := fetchTo(ctx, hc, "http://"+n.Debug+"/debug/pprof/heap?gc=1", path); err != nil {
+			return fmt.Errorf("%s's heap profile: %w", n.Name, err)
 		}
 	}
 	return nil

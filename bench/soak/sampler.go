@@ -39,11 +39,11 @@ func (s *sampler) take(ctx context.Context, phase string) (sample, error) {
 	sm := sample{T: time.Since(s.t0).Seconds(), Phase: phase, Calls: calls, Failed: failed,
 		P99ms: float64(p99.Microseconds()) / 1000}
 	for _, n := range s.nodes {
-		rss, anon, file, err := n.rss()
+		rss, anon, file, err := rss(n)
 		if err != nil {
 			return sm, err
 		}
-		g, heap, err := n.goroutines(ctx, s.hc)
+		g, heap, err := goroutines(ctx, s.hc, n)
 		if err != nil {
 			return sm, err
 		}
@@ -116,7 +116,7 @@ func (s *sampler) baseline(n int) []level {
 			g, r = append(g, sm.Goroutines[i]), append(r, sm.RSSKB[i])
 			a, f, h = append(a, sm.AnonKB[i]), append(f, sm.FileKB[i]), append(h, sm.HeapKB[i])
 		}
-		out = append(out, level{Node: nd.name, Goroutines: median(g), RSSKB: median(r), AnonKB: median(a), FileKB: median(f), HeapKB: median(h)})
+		out = append(out, level{Node: nd.Name, Goroutines: median(g), RSSKB: median(r), AnonKB: median(a), FileKB: median(f), HeapKB: median(h)})
 	}
 	return out
 }

@@ -1,0 +1,148 @@
+// Package procnode starts and stops `mcpswarm serve` processes on fresh
+// loopback ports for the bench programs (soak, idle): one process group
+// per node, output kept in memory or written to a file, readiness awaited
+// on /readyz.
+package procnode
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/mcpswarm/mcpswarm/bench/internal/procwait"
+)
+
+// Node is one `mcpswarm serve` process.
+type Node struct {
+	Name    string
+	BaseURL string // http://127.0.0.1:PORT
+	Gossip  string // its gossip address, for others to --join
+	// Debug is its --debug-addr (pprof), or "" when not profiled; the
+	// caller that passed the flag records it.
+	Debug string
+
+	cmd     *exec.Cmd
+	log     *buffer
+	exited  chan struct{}
+	waitErr error
+}
+
+// Start starts node name of bin on fresh loopback ports, in its own
+// process group, joining join when given, with extra flags, and waits up
+// to 60 s for /readyz. With a logDir its whole output goes to
+// logDir/NAME.log instead of memory (e.g. for a goroutine dump after kill
+// -QUIT).
+func Start(ctx context.Context, bin, name, join, logDir string, extra ...string) (*Node, error) {
+	var addrs [3]string
+	for i := range addrs {
+		a, err := FreeAddr()
+		if err != nil {
+			return nil, err
+		}
+		addrs[i] = a
+	}
+	args := []string{"serve", "--name", name, "--http", addrs[0], "--grpc", addrs[1], "--gossip", addrs[2]}
+	if join != "" {
+		args = append(args, "--join", join)
+	}
+	args = append(args, extra...)
+	nd := &Node{Name: name, BaseURL: "http://" + addrs[0], Gossip: addrs[2], log: &buffer{}, exited: make(chan struct{})}
+	nd.cmd = exec.Command(bin, args...)
+	var out io.Writer = nd.log
+	if logDir != "" {
+		f, err := os.Create(filepath.Join(logDir, name+".log"))
+		if err != nil {
+			return nil, fmt.Errorf("creating %s's log file: %w", name, err)
+		}
+		defer f.Close() // the child holds its own descriptor
+		out = f
+	}
+	nd.cmd.Stdout, nd.cmd.Stderr = out, out
+	nd.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := nd.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s: %w", name, err)
+	}
+	go func() { nd.waitErr = nd.cmd.Wait(); close(nd.exited) }()
+	if err := procwait.AwaitOK(ctx, nd.BaseURL+"/readyz", 60*time.Second, 20*time.Millisecond, nd.exited, func() error { return nd.waitErr }); err != nil {
+		nd.Stop()
+		return nil, fmt.Errorf("%s never became ready: %w\nlog tail:\n%s", name, err, procwait.Tail(nd.log.String(), 20))
+	}
+	return nd, nil
+}
+
+// PID is the process's id (and its process group's).
+func (n *Node) PID() int { return n.cmd.Process.Pid }
+
+// Alive reports whether the process is still running.
+func (n *Node) Alive() bool {
+	select {
+	case <-n.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// Exit is how the process ended; valid once Alive is false.
+func (n *Node) Exit() error {
+	<-n.exited
+	return n.waitErr
+}
+
+// Log is the last ~256 KiB of its output kept in memory (empty with a
+// logDir).
+func (n *Node) Log() string { return n.log.String() }
+
+// Stop sends SIGTERM to the process group, and SIGKILL after 15 s.
+func (n *Node) Stop() {
+	if !n.Alive() {
+		return
+	}
+	_ = syscall.Kill(-n.PID(), syscall.SIGTERM)
+	select {
+	case <-n.exited:
+	case <-time.After(15 * time.Second):
+		_ = syscall.Kill(-n.PID(), syscall.SIGKILL)
+		<-n.exited
+	}
+}
+
+// FreeAddr asks the kernel for an unused loopback TCP port (the usual small
+// race before the node binds it).
+func FreeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("finding a free port: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// buffer keeps the last ~256 KiB of a node's output.
+type buffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *buffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.buf.Len() > 256<<10 {
+		b.buf.Next(b.buf.Len() - 128<<10)
+	}
+	return b.buf.Write(p)
+}
+
+func (b *buffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
