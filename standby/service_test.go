@@ -12,7 +12,9 @@ import (
 
 type callerKey struct{}
 
-func as(name string) context.Context { return context.WithValue(context.Background(), callerKey{}, name) }
+func as(name string) context.Context {
+	return context.WithValue(context.Background(), callerKey{}, name)
+}
 
 func newService(t *testing.T) (*Service, *Holder) {
 	t.Helper()
