@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -69,7 +70,7 @@ func (a *adminServer) ListSessions(_ context.Context, req *adminv1.ListSessionsR
 		out = append(out, &adminv1.Session{
 			Id: s.ID, App: s.App, Principal: s.Principal, OwnerNode: s.Owner,
 			Created: timestamppb.New(s.Created), Status: s.Status,
-			Epoch: s.Handoff, Standbys: s.Standbys,
+			Epoch: s.Handoff, Standbys: s.Standbys, Behind: timestamps(s.Behind),
 		})
 	}
 	return &adminv1.ListSessionsResponse{Sessions: out}, nil
@@ -157,4 +158,16 @@ func (a *adminServer) WatchEvents(_ *adminv1.WatchEventsRequest, stream grpc.Ser
 			}
 		}
 	}
+}
+
+// timestamps converts a map of times for the wire (nil when empty).
+func timestamps(m map[string]time.Time) map[string]*timestamppb.Timestamp {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]*timestamppb.Timestamp, len(m))
+	for k, t := range m {
+		out[k] = timestamppb.New(t)
+	}
+	return out
 }

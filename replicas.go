@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 
@@ -69,8 +70,14 @@ func openReplicas(dataDir string, c *cluster.Cluster, n int, reg prometheus.Regi
 		return nil, err
 	}
 	r := &replicas{holder: h, quorum: c.InMajority, down: c.Down, log: log, kick: coalesce.NewSignal(), stop: make(chan struct{}), done: make(chan struct{})}
+	ackWait := prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "mcpswarm_standby_ack_seconds",
+		Help:    "How long a write to a session with standbys waited for their acknowledgements: the replication lag of an in-sync standby.",
+		Buckets: []float64{.0002, .0005, .001, .002, .005, .01, .025, .05, .1, .25, .5, 1},
+	})
 	if n > 0 {
-		r.ship = standby.NewShipper(standby.ShipperConfig{Replicas: n, Peers: clusterPeers{c}, Logger: log, OnChange: r.republish})
+		r.ship = standby.NewShipper(standby.ShipperConfig{Replicas: n, Peers: clusterPeers{c}, Logger: log, OnChange: r.republish,
+			Observe: func(d time.Duration) { ackWait.Observe(d.Seconds()) }})
 	}
 	r.degraded = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "mcpswarm_standby_unreplicated_writes_total",
@@ -80,7 +87,7 @@ func openReplicas(dataDir string, c *cluster.Cluster, n int, reg prometheus.Regi
 		Name: "mcpswarm_standby_copies",
 		Help: "Session copies this node holds as a standby for other owners.",
 	}, func() float64 { return float64(len(h.Copies())) })
-	for _, m := range []prometheus.Collector{r.degraded, held} {
+	for _, m := range []prometheus.Collector{r.degraded, held, ackWait, shippingCollector{r.ship}} {
 		if err := reg.Register(m); err != nil {
 			_ = h.Close()
 			return nil, fmt.Errorf("registering standby metrics: %w", err)
@@ -212,6 +219,23 @@ func (r *replicas) InSync(id string) []string {
 	return st.InSync
 }
 
+// Behind implements swarm.Standbys.
+func (r *replicas) Behind(id string) map[string]time.Time {
+	if r.ship == nil {
+		return nil
+	}
+	st, _ := r.ship.Status(id)
+	if len(st.Behind) == 0 {
+		return nil
+	}
+	now := time.Now()
+	out := make(map[string]time.Time, len(st.Behind))
+	for node, lag := range st.Behind {
+		out[node] = now.Add(-lag.For)
+	}
+	return out
+}
+
 // Held implements swarm.Standbys.
 func (r *replicas) Held(id string) (owner string, epoch uint64, ok bool) {
 	c, ok := r.holder.Get(id)
@@ -241,6 +265,34 @@ func (r *replicas) Promoted(id string) {
 }
 
 var _ swarm.Standbys = (*replicas)(nil)
+
+// shippingCollector reports, at each scrape, the in-sync sets and lag of
+// the standbys of this node's own sessions.
+type shippingCollector struct{ ship *standby.Shipper }
+
+var (
+	inSyncDesc = prometheus.NewDesc("mcpswarm_standby_sessions",
+		"Sessions this node owns, by how many of their standbys hold their newest snapshot (in_sync=\"0\" with replicas configured: answered on the owner's own durability).",
+		[]string{"in_sync"}, nil)
+	lagDesc = prometheus.NewDesc("mcpswarm_standby_lag_updates",
+		"The most updates any standby of this node's sessions lacks (0 when every placed standby is in sync).", nil, nil)
+)
+
+func (c shippingCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- inSyncDesc
+	ch <- lagDesc
+}
+
+func (c shippingCollector) Collect(ch chan<- prometheus.Metric) {
+	var sum standby.Summary
+	if c.ship != nil {
+		sum = c.ship.Summary()
+	}
+	for k, v := range sum.ByInSync {
+		ch <- prometheus.MustNewConstMetric(inSyncDesc, prometheus.GaugeValue, float64(v), strconv.Itoa(k))
+	}
+	ch <- prometheus.MustNewConstMetric(lagDesc, prometheus.GaugeValue, float64(sum.MaxLag))
+}
 
 // clusterPeers is the cluster as a standby.Shipper sees it.
 type clusterPeers struct{ c *cluster.Cluster }

@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	"github.com/mcpswarm/mcpswarm/authz"
 	"github.com/mcpswarm/mcpswarm/session"
@@ -59,6 +60,10 @@ type SessionInfo struct {
 	// take the session over if the owner dies (Info.Handoff is its
 	// ownership epoch).
 	Standbys []string
+	// Behind names the placed standbys that miss the newest snapshot,
+	// with since when: until they catch up, writes are answered on the
+	// owner's own durability.
+	Behind map[string]time.Time
 }
 
 // Member is one cluster member.

@@ -44,6 +44,12 @@ type ShipperConfig struct {
 	OnChange func(session string)
 	// Logger receives standbys leaving and rejoining the in-sync set.
 	Logger *slog.Logger
+	// Now reads the clock for how long a standby has been behind
+	// (default time.Now).
+	Now func() time.Time
+	// Observe, if set, is told how long each ship waited for its
+	// standbys' acknowledgements (the replication lag of a write).
+	Observe func(time.Duration)
 }
 
 // Shipper is the owner's side: it ships each session's snapshots to the
@@ -68,6 +74,11 @@ type shipped struct {
 	// acknowledged it.
 	placed []string
 	inSync []string
+	// acked is the seq each placed standby last acknowledged under epoch;
+	// behind when each placed standby that is out of sync first missed a
+	// snapshot.
+	acked  map[string]uint64
+	behind map[string]time.Time
 }
 
 // Outcome says what became of one snapshot.
@@ -95,6 +106,9 @@ func NewShipper(cfg ShipperConfig) *Shipper {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	return &Shipper{cfg: cfg, log: cfg.Logger, sessions: map[string]*shipped{}}
 }
 
@@ -116,6 +130,7 @@ func (s *Shipper) Ship(ctx context.Context, id string, epoch uint64, snap []byte
 	st.mu.Lock()
 	if epoch != st.epoch {
 		st.epoch, st.seq = epoch, 0
+		clear(st.acked)
 	}
 	st.seq++
 	st.last = append(st.last[:0], snap...)
@@ -146,6 +161,7 @@ func (s *Shipper) shipLocked(ctx context.Context, id string, st *shipped) (Outco
 		}
 		acks := make(chan ack, len(placed))
 		req := &standbyv1.HoldRequest{Session: id, Owner: s.cfg.Peers.Self().Name, Epoch: st.epoch, Seq: st.seq, Snapshot: st.last}
+		began := s.cfg.Now()
 		for _, node := range placed {
 			go func() {
 				acks <- ack{node, s.hold(ctx, node, req)}
@@ -168,7 +184,11 @@ func (s *Shipper) shipLocked(ctx context.Context, id string, st *shipped) (Outco
 		}
 		cancel()
 		slices.Sort(out.Acked)
+		if s.cfg.Observe != nil {
+			s.cfg.Observe(s.cfg.Now().Sub(began))
+		}
 	}
+	st.track(placed, out.Acked, s.cfg.Now())
 	for node, err := range out.Missed {
 		if slices.Contains(st.inSync, node) {
 			s.log.Warn("standby left the in-sync set", "session", id, "standby", node, "epoch", st.epoch, "err", err)
@@ -177,6 +197,44 @@ func (s *Shipper) shipLocked(ctx context.Context, id string, st *shipped) (Outco
 	changed := !slices.Equal(st.inSync, out.Acked)
 	st.placed, st.inSync = placed, out.Acked
 	return out, changed
+}
+
+// track records which placed standbys hold snapshot st.seq now and since
+// when the others have been behind; standbys no longer placed are dropped.
+func (st *shipped) track(placed, acked []string, now time.Time) {
+	if st.acked == nil {
+		st.acked, st.behind = map[string]uint64{}, map[string]time.Time{}
+	}
+	for node := range st.acked {
+		if !slices.Contains(placed, node) {
+			delete(st.acked, node)
+		}
+	}
+	for node := range st.behind {
+		if !slices.Contains(placed, node) {
+			delete(st.behind, node)
+		}
+	}
+	for _, node := range placed {
+		if slices.Contains(acked, node) {
+			st.acked[node] = st.seq
+			delete(st.behind, node)
+		} else if _, ok := st.behind[node]; !ok {
+			st.behind[node] = now
+		}
+	}
+}
+
+// lag returns what each placed standby out of sync lacks.
+func (st *shipped) lag(now time.Time) map[string]Lag {
+	if len(st.behind) == 0 {
+		return nil
+	}
+	out := make(map[string]Lag, len(st.behind))
+	for node, since := range st.behind {
+		out[node] = Lag{Updates: st.seq - st.acked[node], For: now.Sub(since)}
+	}
+	return out
 }
 
 // hold ships req to node and maps a refusal of an older epoch to ErrStale.
@@ -227,6 +285,7 @@ func (s *Shipper) Forget(id string) {
 		s.releaseOn(node, id, st.epoch)
 	}
 	st.placed, st.inSync, st.last = nil, nil, nil
+	st.acked, st.behind = nil, nil
 }
 
 // Rebalance ships each session's last snapshot again where its placement
@@ -267,6 +326,27 @@ type Status struct {
 	// Placed are the session's standbys; InSync those holding snapshot
 	// Seq.
 	Placed, InSync []string
+	// Behind says, for each placed standby out of sync, what it lacks.
+	Behind map[string]Lag
+}
+
+// Lag is how far a standby is behind its session's owner.
+type Lag struct {
+	// Updates is how many snapshots the owner saved since the last one
+	// the standby acknowledged under the current epoch (all of them when
+	// it never acknowledged one).
+	Updates uint64
+	// For is how long it has been out of sync.
+	For time.Duration
+}
+
+// Summary is what the owner knows of all its sessions' standbys, for
+// metrics.
+type Summary struct {
+	// ByInSync counts the sessions by the size of their in-sync set.
+	ByInSync map[int]int
+	// MaxLag is the most updates any placed standby lacks.
+	MaxLag uint64
 }
 
 // Status returns session id's standbys; ok is false for a session never
@@ -280,7 +360,36 @@ func (s *Shipper) Status(id string) (Status, bool) {
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	return Status{Epoch: st.epoch, Seq: st.seq, Placed: slices.Clone(st.placed), InSync: slices.Clone(st.inSync)}, true
+	return Status{Epoch: st.epoch, Seq: st.seq, Placed: slices.Clone(st.placed), InSync: slices.Clone(st.inSync), Behind: st.lag(s.cfg.Now())}, true
+}
+
+// Summary sums up the standbys of every session this shipper ships.
+func (s *Shipper) Summary() Summary {
+	s.mu.Lock()
+	all := make([]*shipped, 0, len(s.sessions))
+	for _, st := range s.sessions {
+		all = append(all, st)
+	}
+	s.mu.Unlock()
+	sum := Summary{ByInSync: map[int]int{}}
+	for _, st := range all {
+		// TryLock: a ship in progress holds the lock for up to
+		// AckTimeout, and a scrape must not wait for it; such a session
+		// is counted at the next scrape.
+		if !st.mu.TryLock() {
+			continue
+		}
+		if st.last != nil {
+			sum.ByInSync[len(st.inSync)]++
+			for node := range st.behind {
+				if d := st.seq - st.acked[node]; d > sum.MaxLag {
+					sum.MaxLag = d
+				}
+			}
+		}
+		st.mu.Unlock()
+	}
+	return sum
 }
 
 // Prime records a session's snapshot without shipping it (a session

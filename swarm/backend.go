@@ -134,7 +134,7 @@ func (s *Swarm) Sessions(p authz.Principal) []mcp.SessionInfo {
 		if !ok || !authz.Owns(p, loc.rec.Principal) {
 			continue
 		}
-		out = append(out, mcp.SessionInfo{Info: loc.rec.info(id), Owner: route(loc.rec), Available: true, Standbys: loc.rec.Standbys})
+		out = append(out, mcp.SessionInfo{Info: loc.rec.info(id), Owner: route(loc.rec), Available: true, Standbys: loc.rec.Standbys, Behind: loc.rec.behind()})
 	}
 	return out
 }
@@ -150,7 +150,7 @@ var _ mcp.SessionCounter = (*Swarm)(nil)
 func (s *Swarm) Lookup(id string) (mcp.SessionInfo, bool) {
 	loc, ok := s.locate(id)
 	if ok {
-		return mcp.SessionInfo{Info: loc.rec.info(id), Owner: route(loc.rec), Available: true, Standbys: loc.rec.Standbys}, true
+		return mcp.SessionInfo{Info: loc.rec.info(id), Owner: route(loc.rec), Available: true, Standbys: loc.rec.Standbys, Behind: loc.rec.behind()}, true
 	}
 	s.mu.Lock()
 	rec, hidden := s.unavailable[id]

@@ -17,6 +17,9 @@ type Standbys interface {
 	// InSync lists the standbys that hold local session id's newest
 	// snapshot.
 	InSync(id string) []string
+	// Behind says since when each placed standby of local session id
+	// that does not hold its newest snapshot has been out of sync.
+	Behind(id string) map[string]time.Time
 	// Held reports the copy of session id this node holds: the owner that
 	// shipped it and its ownership epoch.
 	Held(id string) (owner string, epoch uint64, ok bool)

@@ -36,6 +36,22 @@ type sessionRecord struct {
 	// session, in placement order: when the owner dies, the first of them
 	// alive takes the session over under Handoff+1.
 	Standbys []string `json:"standbys,omitempty"`
+	// Behind names the placed standbys that miss the newest snapshot,
+	// with when each fell out of sync (Unix milliseconds). It changes only
+	// when the in-sync set does, so it costs no publish per write.
+	Behind map[string]int64 `json:"behind,omitempty"`
+}
+
+// behind is r.Behind as times.
+func (r sessionRecord) behind() map[string]time.Time {
+	if len(r.Behind) == 0 {
+		return nil
+	}
+	out := make(map[string]time.Time, len(r.Behind))
+	for node, ms := range r.Behind {
+		out[node] = time.UnixMilli(ms)
+	}
+	return out
 }
 
 func (r sessionRecord) info(id string) session.Info {

@@ -288,6 +288,12 @@ func (s *Swarm) record(info session.Info) sessionRecord {
 	rec := sessionRecord{App: info.App, Principal: info.Principal, Created: info.Created, Status: info.Status, Node: s.self, Handoff: info.Handoff}
 	if s.standbys != nil {
 		rec.Standbys = s.standbys.InSync(info.ID)
+		for node, since := range s.standbys.Behind(info.ID) {
+			if rec.Behind == nil {
+				rec.Behind = map[string]int64{}
+			}
+			rec.Behind[node] = since.UnixMilli()
+		}
 	}
 	s.mu.Lock()
 	if r := s.rev[info.ID]; len(r) > 0 {

@@ -118,6 +118,9 @@ type sessionMeta struct {
 	// session over if its owner died.
 	Epoch    uint64   `json:"epoch,omitempty"`
 	Standbys []string `json:"standbys,omitempty"`
+	// Behind names the standbys out of sync, with since when: the
+	// session's replication lag.
+	Behind map[string]time.Time `json:"behind,omitempty"`
 }
 
 func (h *Handler) serveSwarmStream(w http.ResponseWriter, r *http.Request) {
@@ -153,7 +156,7 @@ func (h *Handler) swarmView(p authz.Principal) swarmView {
 		v.Members = append(v.Members, mv)
 	}
 	for _, s := range h.cfg.Backend.Sessions(p) {
-		v.Sessions = append(v.Sessions, sessionMeta{ID: s.ID, App: s.App, Owner: s.Principal, Node: s.Owner, Created: s.Created.UTC(), Available: s.Available, Epoch: s.Handoff, Standbys: s.Standbys})
+		v.Sessions = append(v.Sessions, sessionMeta{ID: s.ID, App: s.App, Owner: s.Principal, Node: s.Owner, Created: s.Created.UTC(), Available: s.Available, Epoch: s.Handoff, Standbys: s.Standbys, Behind: s.Behind})
 	}
 	sort.Slice(v.Sessions, func(i, k int) bool {
 		if v.Sessions[i].Node != v.Sessions[k].Node {
@@ -217,7 +220,7 @@ func (h *Handler) sessionView(ctx context.Context, p authz.Principal, id string)
 		v.Problem = "The session is not running."
 		return v
 	}
-	v.Session = sessionMeta{ID: id, App: info.App, Owner: info.Principal, Node: info.Owner, Created: info.Created.UTC(), Available: info.Available, Epoch: info.Handoff, Standbys: info.Standbys}
+	v.Session = sessionMeta{ID: id, App: info.App, Owner: info.Principal, Node: info.Owner, Created: info.Created.UTC(), Available: info.Available, Epoch: info.Handoff, Standbys: info.Standbys, Behind: info.Behind}
 	if !info.Available {
 		v.Problem = "The owner node " + info.Owner + " is unavailable; the view returns when it does."
 		return v

@@ -7,6 +7,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -145,14 +147,26 @@ func listSessions(ctx context.Context, c adminv1.AdminServiceClient, _ []string,
 	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tAPP\tPRINCIPAL\tOWNER\tEPOCH\tSTANDBYS\tSTATUS\t")
+	now := time.Now()
 	for _, s := range resp.GetSessions() {
-		standbys := strings.Join(s.GetStandbys(), ",")
-		if standbys == "" {
-			standbys = "-"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t\n", s.GetId(), s.GetApp(), s.GetPrincipal(), s.GetOwnerNode(), s.GetEpoch(), standbys, s.GetStatus())
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t\n", s.GetId(), s.GetApp(), s.GetPrincipal(), s.GetOwnerNode(), s.GetEpoch(), standbyColumn(s, now), s.GetStatus())
 	}
 	return tw.Flush()
+}
+
+// standbyColumn lists a session's in-sync standbys, then those out of sync
+// with how long they have been behind (its replication lag); "-" for none.
+func standbyColumn(s *adminv1.Session, now time.Time) string {
+	out := slices.Clone(s.GetStandbys())
+	behind := slices.Sorted(maps.Keys(s.GetBehind()))
+	for _, node := range behind {
+		lag := now.Sub(s.GetBehind()[node].AsTime()).Round(time.Second)
+		out = append(out, fmt.Sprintf("%s(behind %s)", node, max(lag, 0)))
+	}
+	if len(out) == 0 {
+		return "-"
+	}
+	return strings.Join(out, ",")
 }
 
 func listTools(ctx context.Context, c adminv1.AdminServiceClient, args []string, out io.Writer, asJSON bool) error {

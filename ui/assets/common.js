@@ -50,3 +50,10 @@ export function clock(iso) {
   const p = (n, w = 2) => String(n).padStart(w, '0');
   return `${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}.${p(d.getMilliseconds(), 3)}`;
 }
+
+// standbys lists a session's in-sync standbys, then those out of sync with
+// how long they have been behind (its replication lag).
+export function standbys(s) {
+  const behind = Object.entries(s.behind || {}).map(([n, since]) => `${n} (behind ${age(since)})`);
+  return [...(s.standbys || []), ...behind].join(', ') || '—';
+}

@@ -1,7 +1,7 @@
 // The session page: the widget tree rendered from the widgets resource (the
 // same view the tools are derived from), live over SSE; clicks and typing
 // post actions that run as the derived tool calls would.
-import { el, live, age, clock } from './common.js';
+import { el, live, age, clock, standbys } from './common.js';
 
 const body = document.body;
 const sid = body.dataset.session;
@@ -176,7 +176,7 @@ const sourceName = { agent: 'agent via MCP', page: 'person via page' };
 function show(v) {
   rows = v.rows || {};
   const s = v.session;
-  meta.textContent = s.app ? `${s.app} · owner ${s.owner} · on node ${s.node} · epoch ${s.epoch || 0} · standbys ${(s.standbys || []).join(', ') || 'none'} · ${age(s.created)}` : '';
+  meta.textContent = s.app ? `${s.app} · owner ${s.owner} · on node ${s.node} · epoch ${s.epoch || 0} · standbys ${standbys(s)} · ${age(s.created)}` : '';
   problem.hidden = !v.problem;
   problem.textContent = v.problem || '';
   // Keep focus and caret in the field the person is typing in.

@@ -1,5 +1,5 @@
 // The swarm page: members and the sessions of each node, live over SSE.
-import { el, live, age } from './common.js';
+import { el, live, age, standbys } from './common.js';
 
 const members = document.querySelector('#members tbody');
 const nodes = document.getElementById('nodes');
@@ -27,7 +27,7 @@ function render(v) {
           el('td', {}, el('a', { href: `/ui/sessions/${encodeURIComponent(s.id)}`, text: s.id })),
           el('td', { text: s.app }),
           el('td', { class: 'principal', text: s.owner }),
-          el('td', { class: 'standbys', text: (s.standbys || []).join(', ') || '—' }),
+          el('td', { class: 'standbys', text: standbys(s) }),
           el('td', { class: 'num epoch', text: String(s.epoch || 0) }),
           el('td', { class: 'age', dataset: { created: s.created }, text: age(s.created) }),
         )))),

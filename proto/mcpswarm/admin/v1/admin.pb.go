@@ -274,7 +274,11 @@ type Session struct {
 	Epoch uint64 `protobuf:"varint,7,opt,name=epoch,proto3" json:"epoch,omitempty"`
 	// standbys are the nodes holding the owner's newest snapshot, in the
 	// order in which they would take the session over.
-	Standbys      []string `protobuf:"bytes,8,rep,name=standbys,proto3" json:"standbys,omitempty"`
+	Standbys []string `protobuf:"bytes,8,rep,name=standbys,proto3" json:"standbys,omitempty"`
+	// behind names the placed standbys that miss the newest snapshot, with
+	// when each fell out of sync: the session's replication lag. Until they
+	// catch up, the owner answers writes on its own durability.
+	Behind        map[string]*timestamppb.Timestamp `protobuf:"bytes,9,rep,name=behind,proto3" json:"behind,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -361,6 +365,13 @@ func (x *Session) GetEpoch() uint64 {
 func (x *Session) GetStandbys() []string {
 	if x != nil {
 		return x.Standbys
+	}
+	return nil
+}
+
+func (x *Session) GetBehind() map[string]*timestamppb.Timestamp {
+	if x != nil {
+		return x.Behind
 	}
 	return nil
 }
@@ -1099,7 +1110,7 @@ const file_mcpswarm_admin_v1_admin_proto_rawDesc = "" +
 	"\x04self\x18\a \x01(\bR\x04self\"\x14\n" +
 	"\x12ListMembersRequest\"J\n" +
 	"\x13ListMembersResponse\x123\n" +
-	"\amembers\x18\x01 \x03(\v2\x19.mcpswarm.admin.v1.MemberR\amembers\"\xe8\x01\n" +
+	"\amembers\x18\x01 \x03(\v2\x19.mcpswarm.admin.v1.MemberR\amembers\"\xff\x02\n" +
 	"\aSession\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x10\n" +
 	"\x03app\x18\x02 \x01(\tR\x03app\x12\x1c\n" +
@@ -1109,7 +1120,11 @@ const file_mcpswarm_admin_v1_admin_proto_rawDesc = "" +
 	"\acreated\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\acreated\x12\x16\n" +
 	"\x06status\x18\x06 \x01(\tR\x06status\x12\x14\n" +
 	"\x05epoch\x18\a \x01(\x04R\x05epoch\x12\x1a\n" +
-	"\bstandbys\x18\b \x03(\tR\bstandbys\"3\n" +
+	"\bstandbys\x18\b \x03(\tR\bstandbys\x12>\n" +
+	"\x06behind\x18\t \x03(\v2&.mcpswarm.admin.v1.Session.BehindEntryR\x06behind\x1aU\n" +
+	"\vBehindEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x120\n" +
+	"\x05value\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x05value:\x028\x01\"3\n" +
 	"\x13ListSessionsRequest\x12\x1c\n" +
 	"\tprincipal\x18\x01 \x01(\tR\tprincipal\"N\n" +
 	"\x14ListSessionsResponse\x126\n" +
@@ -1178,7 +1193,7 @@ func file_mcpswarm_admin_v1_admin_proto_rawDescGZIP() []byte {
 }
 
 var file_mcpswarm_admin_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_mcpswarm_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_mcpswarm_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_mcpswarm_admin_v1_admin_proto_goTypes = []any{
 	(MemberState)(0),                // 0: mcpswarm.admin.v1.MemberState
 	(*Member)(nil),                  // 1: mcpswarm.admin.v1.Member
@@ -1199,35 +1214,38 @@ var file_mcpswarm_admin_v1_admin_proto_goTypes = []any{
 	(*DrainResponse)(nil),           // 16: mcpswarm.admin.v1.DrainResponse
 	(*WatchEventsRequest)(nil),      // 17: mcpswarm.admin.v1.WatchEventsRequest
 	(*WatchEventsResponse)(nil),     // 18: mcpswarm.admin.v1.WatchEventsResponse
-	(*timestamppb.Timestamp)(nil),   // 19: google.protobuf.Timestamp
+	nil,                             // 19: mcpswarm.admin.v1.Session.BehindEntry
+	(*timestamppb.Timestamp)(nil),   // 20: google.protobuf.Timestamp
 }
 var file_mcpswarm_admin_v1_admin_proto_depIdxs = []int32{
 	0,  // 0: mcpswarm.admin.v1.Member.state:type_name -> mcpswarm.admin.v1.MemberState
 	1,  // 1: mcpswarm.admin.v1.ListMembersResponse.members:type_name -> mcpswarm.admin.v1.Member
-	19, // 2: mcpswarm.admin.v1.Session.created:type_name -> google.protobuf.Timestamp
-	4,  // 3: mcpswarm.admin.v1.ListSessionsResponse.sessions:type_name -> mcpswarm.admin.v1.Session
-	7,  // 4: mcpswarm.admin.v1.ListToolsResponse.tools:type_name -> mcpswarm.admin.v1.Tool
-	10, // 5: mcpswarm.admin.v1.ListConnectionsResponse.connections:type_name -> mcpswarm.admin.v1.Connection
-	19, // 6: mcpswarm.admin.v1.WatchEventsResponse.time:type_name -> google.protobuf.Timestamp
-	2,  // 7: mcpswarm.admin.v1.AdminService.ListMembers:input_type -> mcpswarm.admin.v1.ListMembersRequest
-	5,  // 8: mcpswarm.admin.v1.AdminService.ListSessions:input_type -> mcpswarm.admin.v1.ListSessionsRequest
-	8,  // 9: mcpswarm.admin.v1.AdminService.ListTools:input_type -> mcpswarm.admin.v1.ListToolsRequest
-	11, // 10: mcpswarm.admin.v1.AdminService.ListConnections:input_type -> mcpswarm.admin.v1.ListConnectionsRequest
-	13, // 11: mcpswarm.admin.v1.AdminService.StopSession:input_type -> mcpswarm.admin.v1.StopSessionRequest
-	15, // 12: mcpswarm.admin.v1.AdminService.Drain:input_type -> mcpswarm.admin.v1.DrainRequest
-	17, // 13: mcpswarm.admin.v1.AdminService.WatchEvents:input_type -> mcpswarm.admin.v1.WatchEventsRequest
-	3,  // 14: mcpswarm.admin.v1.AdminService.ListMembers:output_type -> mcpswarm.admin.v1.ListMembersResponse
-	6,  // 15: mcpswarm.admin.v1.AdminService.ListSessions:output_type -> mcpswarm.admin.v1.ListSessionsResponse
-	9,  // 16: mcpswarm.admin.v1.AdminService.ListTools:output_type -> mcpswarm.admin.v1.ListToolsResponse
-	12, // 17: mcpswarm.admin.v1.AdminService.ListConnections:output_type -> mcpswarm.admin.v1.ListConnectionsResponse
-	14, // 18: mcpswarm.admin.v1.AdminService.StopSession:output_type -> mcpswarm.admin.v1.StopSessionResponse
-	16, // 19: mcpswarm.admin.v1.AdminService.Drain:output_type -> mcpswarm.admin.v1.DrainResponse
-	18, // 20: mcpswarm.admin.v1.AdminService.WatchEvents:output_type -> mcpswarm.admin.v1.WatchEventsResponse
-	14, // [14:21] is the sub-list for method output_type
-	7,  // [7:14] is the sub-list for method input_type
-	7,  // [7:7] is the sub-list for extension type_name
-	7,  // [7:7] is the sub-list for extension extendee
-	0,  // [0:7] is the sub-list for field type_name
+	20, // 2: mcpswarm.admin.v1.Session.created:type_name -> google.protobuf.Timestamp
+	19, // 3: mcpswarm.admin.v1.Session.behind:type_name -> mcpswarm.admin.v1.Session.BehindEntry
+	4,  // 4: mcpswarm.admin.v1.ListSessionsResponse.sessions:type_name -> mcpswarm.admin.v1.Session
+	7,  // 5: mcpswarm.admin.v1.ListToolsResponse.tools:type_name -> mcpswarm.admin.v1.Tool
+	10, // 6: mcpswarm.admin.v1.ListConnectionsResponse.connections:type_name -> mcpswarm.admin.v1.Connection
+	20, // 7: mcpswarm.admin.v1.WatchEventsResponse.time:type_name -> google.protobuf.Timestamp
+	20, // 8: mcpswarm.admin.v1.Session.BehindEntry.value:type_name -> google.protobuf.Timestamp
+	2,  // 9: mcpswarm.admin.v1.AdminService.ListMembers:input_type -> mcpswarm.admin.v1.ListMembersRequest
+	5,  // 10: mcpswarm.admin.v1.AdminService.ListSessions:input_type -> mcpswarm.admin.v1.ListSessionsRequest
+	8,  // 11: mcpswarm.admin.v1.AdminService.ListTools:input_type -> mcpswarm.admin.v1.ListToolsRequest
+	11, // 12: mcpswarm.admin.v1.AdminService.ListConnections:input_type -> mcpswarm.admin.v1.ListConnectionsRequest
+	13, // 13: mcpswarm.admin.v1.AdminService.StopSession:input_type -> mcpswarm.admin.v1.StopSessionRequest
+	15, // 14: mcpswarm.admin.v1.AdminService.Drain:input_type -> mcpswarm.admin.v1.DrainRequest
+	17, // 15: mcpswarm.admin.v1.AdminService.WatchEvents:input_type -> mcpswarm.admin.v1.WatchEventsRequest
+	3,  // 16: mcpswarm.admin.v1.AdminService.ListMembers:output_type -> mcpswarm.admin.v1.ListMembersResponse
+	6,  // 17: mcpswarm.admin.v1.AdminService.ListSessions:output_type -> mcpswarm.admin.v1.ListSessionsResponse
+	9,  // 18: mcpswarm.admin.v1.AdminService.ListTools:output_type -> mcpswarm.admin.v1.ListToolsResponse
+	12, // 19: mcpswarm.admin.v1.AdminService.ListConnections:output_type -> mcpswarm.admin.v1.ListConnectionsResponse
+	14, // 20: mcpswarm.admin.v1.AdminService.StopSession:output_type -> mcpswarm.admin.v1.StopSessionResponse
+	16, // 21: mcpswarm.admin.v1.AdminService.Drain:output_type -> mcpswarm.admin.v1.DrainResponse
+	18, // 22: mcpswarm.admin.v1.AdminService.WatchEvents:output_type -> mcpswarm.admin.v1.WatchEventsResponse
+	16, // [16:23] is the sub-list for method output_type
+	9,  // [9:16] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_mcpswarm_admin_v1_admin_proto_init() }
@@ -1241,7 +1259,7 @@ func file_mcpswarm_admin_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_mcpswarm_admin_v1_admin_proto_rawDesc), len(file_mcpswarm_admin_v1_admin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   18,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

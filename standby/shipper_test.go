@@ -1,0 +1,142 @@
+package standby
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+
+	standbyv1 "github.com/mcpswarm/mcpswarm/proto/mcpswarm/standby/v1"
+)
+
+// errUnreachable is what a cut standby's calls fail with.
+var errUnreachable = errors.New("unreachable")
+
+// localPeers are standbys served in this process: each name has its own
+// Holder behind the real Service, and any of them can be cut off.
+type localPeers struct {
+	self string
+	mu   sync.Mutex
+	svcs map[string]*Service
+	cut  map[string]bool
+}
+
+func newLocalPeers(t *testing.T, self string, standbys ...string) *localPeers {
+	t.Helper()
+	p := &localPeers{self: self, svcs: map[string]*Service{}, cut: map[string]bool{}}
+	for _, name := range standbys {
+		p.svcs[name], _ = newService(t)
+	}
+	return p
+}
+
+func (p *localPeers) setCut(node string, cut bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut[node] = cut
+}
+
+func (p *localPeers) Self() Candidate { return Candidate{Name: p.self} }
+
+func (p *localPeers) Candidates() []Candidate {
+	var out []Candidate
+	for name := range p.svcs {
+		out = append(out, Candidate{Name: name})
+	}
+	return out
+}
+
+func (p *localPeers) Client(node string) (standbyv1.StandbyServiceClient, error) {
+	return localClient{p: p, node: node}, nil
+}
+
+// localClient calls a standby's Service directly, as the owner.
+type localClient struct {
+	p    *localPeers
+	node string
+}
+
+func (c localClient) Hold(_ context.Context, req *standbyv1.HoldRequest, _ ...grpc.CallOption) (*standbyv1.HoldResponse, error) {
+	c.p.mu.Lock()
+	cut := c.p.cut[c.node]
+	c.p.mu.Unlock()
+	if cut {
+		return nil, errUnreachable
+	}
+	return c.p.svcs[c.node].Hold(as(c.p.self), req)
+}
+
+func (c localClient) Release(_ context.Context, req *standbyv1.ReleaseRequest, _ ...grpc.CallOption) (*standbyv1.ReleaseResponse, error) {
+	return c.p.svcs[c.node].Release(as(c.p.self), req)
+}
+
+// A standby that misses snapshots leaves the in-sync set, and the owner
+// can say how far behind it is and since when; it rejoins with the next
+// snapshot it acknowledges.
+func TestShipperReportsHowFarAStandbyIsBehind(t *testing.T) {
+	peers := newLocalPeers(t, "node1", "node2", "node3")
+	now := time.Unix(1000, 0)
+	var waits []time.Duration
+	s := NewShipper(ShipperConfig{Replicas: 2, Peers: peers, Now: func() time.Time { return now }, Observe: func(d time.Duration) { waits = append(waits, d) }})
+	ctx := context.Background()
+
+	if out := s.Ship(ctx, "ct", 1, []byte(`{"count":1}`)); !out.Replicated() {
+		t.Fatalf("both standbys reachable: outcome %+v, want replicated", out)
+	}
+	st, _ := s.Status("ct")
+	if len(st.InSync) != 2 || st.Behind != nil {
+		t.Fatalf("after a replicated snapshot: in sync %v, behind %v; want both in sync, none behind", st.InSync, st.Behind)
+	}
+
+	peers.setCut("node3", true)
+	missedAt := now
+	for i := 2; i <= 4; i++ {
+		now = now.Add(time.Second)
+		if out := s.Ship(ctx, "ct", 1, []byte(`{"count":2}`)); out.Replicated() || out.Missed["node3"] == nil {
+			t.Fatalf("node3 cut off: outcome %+v, want node3 missed", out)
+		}
+	}
+	st, _ = s.Status("ct")
+	lag, ok := st.Behind["node3"]
+	if len(st.InSync) != 1 || !ok {
+		t.Fatalf("node3 cut off for three snapshots: in sync %v, behind %v", st.InSync, st.Behind)
+	}
+	if want := (Lag{Updates: 3, For: now.Sub(missedAt.Add(time.Second))}); lag != want {
+		t.Fatalf("node3's lag = %+v, want %+v", lag, want)
+	}
+	sum := s.Summary()
+	if sum.MaxLag != 3 || sum.ByInSync[1] != 1 {
+		t.Fatalf("summary %+v: want max lag 3 and one session with one standby in sync", sum)
+	}
+
+	peers.setCut("node3", false)
+	if out := s.Ship(ctx, "ct", 1, []byte(`{"count":5}`)); !out.Replicated() {
+		t.Fatalf("node3 back: outcome %+v, want replicated", out)
+	}
+	st, _ = s.Status("ct")
+	if len(st.InSync) != 2 || st.Behind != nil {
+		t.Fatalf("node3 back: in sync %v, behind %v; want both in sync", st.InSync, st.Behind)
+	}
+	if len(waits) != 5 {
+		t.Fatalf("observed %d acknowledgement waits, want one per ship (5)", len(waits))
+	}
+}
+
+// A new epoch starts the count again: lag is measured in the snapshots of
+// the owner's current epoch.
+func TestShipperLagCountsTheCurrentEpoch(t *testing.T) {
+	peers := newLocalPeers(t, "node1", "node2")
+	s := NewShipper(ShipperConfig{Replicas: 1, Peers: peers})
+	ctx := context.Background()
+	s.Ship(ctx, "ct", 1, []byte(`{"count":1}`))
+	s.Ship(ctx, "ct", 1, []byte(`{"count":2}`))
+	peers.setCut("node2", true)
+	s.Ship(ctx, "ct", 2, []byte(`{"count":3}`))
+	st, _ := s.Status("ct")
+	if got := st.Behind["node2"].Updates; got != 1 {
+		t.Fatalf("one missed snapshot of epoch 2: lag %d, want 1", got)
+	}
+}
