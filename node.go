@@ -252,6 +252,17 @@ func (n *Node) SessionStandbys(id string) []string {
 	return n.replicas.InSync(id)
 }
 
+// RecordedStandbys lists the in-sync standbys of session id as this
+// node's copy of the session's record names them: the nodes this node
+// would let take the session over.
+func (n *Node) RecordedStandbys(id string) []string {
+	info, ok := n.swarm.Lookup(id)
+	if !ok {
+		return nil
+	}
+	return info.Standbys
+}
+
 // AliveMembers counts the members this node sees alive (itself included).
 func (n *Node) AliveMembers() int {
 	if n.cluster == nil {

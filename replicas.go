@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -160,9 +161,35 @@ func (r *replicas) replicate(id string, epoch uint64, b []byte, j *journal.Journ
 		if err := r.quorum(); err != nil {
 			return fmt.Errorf("session %s: %w (%v); the update may have reached a standby: read the session before you retry", id, ErrFenced, err)
 		}
+		if out.Changed {
+			if err := r.publishStandbys(id); err != nil {
+				return fmt.Errorf("session %s: %w: the record that drops its lagging standby did not reach every peer (%v); the update was applied here: read the session before you retry", id, ErrFenced, err)
+			}
+		}
 		r.degraded.Inc()
 	}
 	return j.Sync()
+}
+
+// publishStandbys makes every live peer hold the session's record with its
+// in-sync set as it is now, within the standby acknowledgement bound.
+func (r *replicas) publishStandbys(id string) error {
+	r.mu.Lock()
+	sw := r.sw
+	r.mu.Unlock()
+	if sw == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), standby.DefaultAckTimeout)
+	defer cancel()
+	err := sw.PublishStandbys(ctx, id)
+	// A peer known down cannot take anything over; when it comes back, it
+	// is a new incarnation that reads the record before it may act.
+	var lag *cluster.LaggingError
+	if errors.As(err, &lag) && !slices.ContainsFunc(lag.Peers, func(p string) bool { return !r.down(p) }) {
+		return nil
+	}
+	return err
 }
 
 // demote stops this node's copy of a session another node took over. It

@@ -1,6 +1,7 @@
 package mcpswarm_test
 
 import (
+	"slices"
 	"testing"
 	"time"
 )
@@ -27,5 +28,32 @@ func TestTheOwnerReportsReplicationInItsMetrics(t *testing.T) {
 	}
 	if got := metricValue(t, nodes[0], "mcpswarm_standby_unreplicated_writes_total"); got != 0 {
 		t.Fatalf("%v writes answered without their standby, with every standby up", got)
+	}
+}
+
+// A write answered on the owner's own durability after its standby died
+// is answered only once every other node's record of the session has
+// dropped that standby: none of them would let it take the session over
+// with a copy that lacks the write.
+func TestADroppedStandbyIsUnpublishedBeforeTheWriteIsAnswered(t *testing.T) {
+	e := newSwarmEnv(t)
+	nodes := e.cluster(3)
+	alice := connect(t, nodes[0], connOpts{token: aliceToken})
+	startCounter(t, alice, alice, "ct", 1)
+	var standby string
+	eventually(t, 5*time.Second, "ct's record names a standby on every node", func() bool {
+		standby = standbyOf(t, nodes[0], "ct")
+		return standby != "" && slices.Equal(nodes[1].RecordedStandbys("ct"), []string{standby}) && slices.Equal(nodes[2].RecordedStandbys("ct"), []string{standby})
+	})
+	other := nodes[1]
+	if standby == "node2" {
+		other = nodes[2]
+	}
+	e.kill(standby)
+	if res := alice.call("ct.inc.click", nil); res.IsError {
+		t.Fatalf("click after the standby died: %s", textOf(res))
+	}
+	if got := other.RecordedStandbys("ct"); slices.Contains(got, standby) {
+		t.Fatalf("the click was answered while the surviving peer's record still names the dead standby %s: %v", standby, got)
 	}
 }

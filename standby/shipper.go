@@ -92,6 +92,8 @@ type Outcome struct {
 	// Stale is set when a standby refused the snapshot because it holds
 	// a later epoch: another node owns the session now.
 	Stale error
+	// Changed is set when the in-sync set is not what it was before.
+	Changed bool
 }
 
 // Replicated reports whether every placed standby holds the snapshot and
@@ -194,9 +196,9 @@ func (s *Shipper) shipLocked(ctx context.Context, id string, st *shipped) (Outco
 			s.log.Warn("standby left the in-sync set", "session", id, "standby", node, "epoch", st.epoch, "err", err)
 		}
 	}
-	changed := !slices.Equal(st.inSync, out.Acked)
+	out.Changed = !slices.Equal(st.inSync, out.Acked)
 	st.placed, st.inSync = placed, out.Acked
-	return out, changed
+	return out, out.Changed
 }
 
 // track records which placed standbys hold snapshot st.seq now and since
