@@ -100,7 +100,8 @@ func renderManifests(t *testing.T) manifests {
 }
 
 // podEnv is what the kubelet substitutes for $(VAR) in args: the fieldRef
-// values of a pod named mcpswarm-0 whose IP is 127.0.0.1.
+// values of a pod named mcpswarm-0 whose IP is 127.0.0.1, in zone
+// zone-a.
 func podEnv(t *testing.T, c corev1.Container) map[string]string {
 	t.Helper()
 	env := map[string]string{}
@@ -110,6 +111,8 @@ func podEnv(t *testing.T, c corev1.Container) map[string]string {
 			env[e.Name] = "mcpswarm-0"
 		case e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "status.podIP":
 			env[e.Name] = "127.0.0.1"
+		case e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.labels['topology.kubernetes.io/zone']":
+			env[e.Name] = "zone-a"
 		case e.ValueFrom == nil:
 			env[e.Name] = e.Value
 		default:
