@@ -24,12 +24,20 @@ type Backend interface {
 	Sessions(p authz.Principal) []SessionInfo
 	// Lookup finds a session by id, whoever owns it.
 	Lookup(id string) (SessionInfo, bool)
+	// CountSessions returns how many sessions principal owns (the session
+	// cap asks it on every start, so it should not build a listing).
+	CountSessions(principal string) int
 	// Tools lists the derived tools of p's visible, available sessions.
 	Tools(p authz.Principal) []session.Tool
 	// Call runs a derived tool; ctx carries session.WithProgress.
 	Call(ctx context.Context, c authz.Context, sessionID, tool string, args map[string]any) (session.Result, error)
 	// ReadResource reads a session resource ("widgets", "context", "model/<key>").
 	ReadResource(ctx context.Context, c authz.Context, sessionID, name string) (json.RawMessage, error)
+	// ResourceNames names a session's resources, so resources/list and
+	// completion can offer its model projections (model/<key>) next to
+	// widgets and context; a session it cannot name them for (remote, or
+	// gone) is an error, and the front offers widgets and context alone.
+	ResourceNames(sessionID string) ([]string, error)
 	// Model returns a session's whole model.
 	Model(ctx context.Context, c authz.Context, id string) (json.RawMessage, error)
 	// Screenshot renders a session's view as text.
@@ -40,13 +48,6 @@ type Backend interface {
 	Members() []Member
 	// Watch calls fn for every change until cancel is called. fn must not block.
 	Watch(fn func(Event)) (cancel func())
-}
-
-// ResourceLister is optionally implemented by a Backend that can name a
-// session's resources, so resources/list and completion can offer the
-// model projections (model/<key>) next to widgets and context.
-type ResourceLister interface {
-	ResourceNames(sessionID string) ([]string, error)
 }
 
 // SessionInfo is a session as the front sees it.

@@ -21,14 +21,6 @@ type ConnActivity struct {
 	Streaming bool
 }
 
-// PrincipalConns is implemented by a Connections that can list a
-// principal's live connections cluster-wide (the swarm's registry).
-type PrincipalConns interface {
-	// OfPrincipal returns principal's live connections; it may answer nil
-	// when principal certainly holds fewer than atLeast.
-	OfPrincipal(principal string, atLeast int) []ConnActivity
-}
-
 // connCap bounds the connections of one authenticated principal across
 // the swarm. Records live for the session id's 7 days unless the client
 // sends DELETE, which most clients do not (mcp-go's client sends it without
@@ -45,14 +37,12 @@ type connCap struct {
 	// connection (mcp-go forgets the connection's node-local state after
 	// it too).
 	idle time.Duration
-	// list and revoke reach the cluster's registry; list is nil on a lone
-	// node, which stores no connection records (mcp-go forgets an idle
-	// connection after the idle window), and then nothing is bounded here.
-	list   func(principal string, atLeast int) []ConnActivity
-	revoke func(id string)
-	// holds reports whether this node holds a stream of connection id
-	// (a legacy SSE stream, whose node writes no stream record).
-	holds func(id string) bool
+	// registry lists a principal's connections across the cluster; it is
+	// nil on a lone node, which stores no connection records (mcp-go
+	// forgets an idle connection after the idle window), and then nothing
+	// is bounded here. front revokes the connections the cap evicts.
+	registry Connections
+	front    capFront
 
 	mu sync.Mutex
 	// seen is when this node last served a request on a connection of an
@@ -61,6 +51,21 @@ type connCap struct {
 	// pruned as the map grows.
 	seen      map[string]time.Time
 	pruneSize int
+}
+
+// capFront is the front as the connection cap needs it.
+type capFront interface {
+	// evict revokes connection id across the cluster.
+	evict(id string)
+	// holdsStream reports whether this node holds a stream of connection
+	// id (a legacy SSE stream, whose node writes no stream record).
+	holdsStream(id string) bool
+}
+
+// attach makes the cap bound the principals' connections in registry,
+// evicting through front.
+func (c *connCap) attach(registry Connections, front capFront) {
+	c.registry, c.front = registry, front
 }
 
 func newConnCap(limit int, idle time.Duration) *connCap {
@@ -72,7 +77,7 @@ func newConnCap(limit int, idle time.Duration) *connCap {
 
 // touch records that this node served a request on connection id now.
 func (c *connCap) touch(id string, now time.Time) {
-	if c == nil || c.list == nil || id == "" {
+	if c == nil || c.registry == nil || id == "" {
 		return
 	}
 	c.mu.Lock()
@@ -115,17 +120,15 @@ func (c *connCap) size() int {
 // principal's least recently active connections beyond limit−1 and returns
 // their ids.
 func (c *connCap) admit(principal string) []string {
-	if c == nil || c.list == nil || principal == "" {
+	if c == nil || c.registry == nil || principal == "" {
 		return nil
 	}
-	conns := c.list(principal, c.limit)
+	conns := c.registry.OfPrincipal(principal, c.limit)
 	if len(conns) < c.limit {
 		return nil
 	}
-	if c.holds != nil {
-		for i := range conns {
-			conns[i].Streaming = conns[i].Streaming || c.holds(conns[i].ID)
-		}
+	for i := range conns {
+		conns[i].Streaming = conns[i].Streaming || c.front.holdsStream(conns[i].ID)
 	}
 	c.mu.Lock()
 	evict := planEviction(conns, c.seen, c.limit)
@@ -134,7 +137,7 @@ func (c *connCap) admit(principal string) []string {
 	}
 	c.mu.Unlock()
 	for _, id := range evict {
-		c.revoke(id)
+		c.front.evict(id)
 	}
 	return evict
 }

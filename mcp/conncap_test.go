@@ -37,8 +37,8 @@ func TestConnCapRevokesOnlyWhenAtTheLimitAndOnlyThatPrincipals(t *testing.T) {
 	c := newConnCap(2, 30*time.Minute)
 	held := map[string][]ConnActivity{"alice": {{ID: "old", LastWrite: now.Add(-time.Hour)}}}
 	var revoked []string
-	c.list = func(p string, _ int) []ConnActivity { return slices.Clone(held[p]) }
-	c.revoke = func(id string) { revoked = append(revoked, id) }
+	front := &capRecorder{revoked: &revoked}
+	c.attach(fakeRegistry{held: held}, front)
 	if got := c.admit("alice"); len(got) != 0 || len(revoked) != 0 {
 		t.Fatalf("under the limit: revoked %v", revoked)
 	}
@@ -54,7 +54,7 @@ func TestConnCapRevokesOnlyWhenAtTheLimitAndOnlyThatPrincipals(t *testing.T) {
 	}
 	// A stream held on this node keeps a connection last in line.
 	revoked = nil
-	c.holds = func(id string) bool { return id == "new" }
+	front.streaming = "new"
 	if got := c.admit("alice"); !slices.Equal(got, []string{"old"}) {
 		t.Fatalf("with new's stream held here: revoked %v; want [old]", got)
 	}
@@ -68,3 +68,13 @@ func TestConnCapRevokesOnlyWhenAtTheLimitAndOnlyThatPrincipals(t *testing.T) {
 		t.Errorf("default limit %d", d.limit)
 	}
 }
+
+// capRecorder is a front that records what the cap evicts and holds the
+// stream of connection streaming.
+type capRecorder struct {
+	revoked   *[]string
+	streaming string
+}
+
+func (f *capRecorder) evict(id string)            { *f.revoked = append(*f.revoked, id) }
+func (f *capRecorder) holdsStream(id string) bool { return id == f.streaming }

@@ -143,12 +143,10 @@ func (s *Server) applyConn(vs *viewSession) {
 
 // subscribedVia answers whether a connection subscribed to uri through any
 // node, from the cluster's connection registry.
-func subscribedVia(r ConnRegistry) func(connID, uri string) bool {
+func subscribedVia(r ConnRegistry, connID, uri string) bool {
 	if r == nil {
-		return nil
+		return false
 	}
-	return func(connID, uri string) bool {
-		ci, ok := r.Get(connID)
-		return ok && slices.Contains(ci.Subscriptions, uri)
-	}
+	ci, ok := r.Get(connID)
+	return ok && slices.Contains(ci.Subscriptions, uri)
 }

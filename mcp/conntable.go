@@ -36,14 +36,14 @@ type connTable struct {
 	// connection.
 	bySubject map[string][]*conn
 	admins    []*conn
-	here      func(connID string) bool
-	// subscribed reports subscriptions made through other nodes (from the
-	// cluster's connection registry); nil when there is none.
-	subscribed func(connID, uri string) bool
+	// registry is the cluster's connection registry (nil on a lone node):
+	// it says which node sends a connection's notifications, and holds
+	// the subscriptions made through other nodes.
+	registry Connections
 }
 
-func newConnTable(here func(string) bool, subscribed func(connID, uri string) bool) *connTable {
-	return &connTable{conns: make(map[string]*conn), bySubject: make(map[string][]*conn), here: here, subscribed: subscribed}
+func newConnTable(registry Connections) *connTable {
+	return &connTable{conns: make(map[string]*conn), bySubject: make(map[string][]*conn), registry: registry}
 }
 
 // put stores c under key in conns and the indexes. Callers hold mu.
@@ -190,10 +190,10 @@ func (t *connTable) match(method, uri string, aud audience) []server.ClientSessi
 			return
 		}
 		id := c.session.SessionID()
-		if uri != "" && !c.subs[uri] && (t.subscribed == nil || !t.subscribed(id, uri)) {
+		if uri != "" && !c.subs[uri] && !subscribedVia(t.registry, id, uri) {
 			return
 		}
-		if t.here != nil && !t.here(id) {
+		if t.registry != nil && !t.registry.NotifyHere(id) {
 			return
 		}
 		out = append(out, c.session)

@@ -44,7 +44,7 @@ func scanMatch(t *connTable, method, uri string, keep func(authz.Principal) bool
 		if c.session == nil || !keep(c.principal) {
 			continue
 		}
-		if !c.listen && t.here != nil && !t.here(c.session.SessionID()) {
+		if !c.listen && t.registry != nil && !t.registry.NotifyHere(c.session.SessionID()) {
 			continue
 		}
 		if c.listen {
@@ -53,7 +53,7 @@ func scanMatch(t *connTable, method, uri string, keep func(authz.Principal) bool
 			}
 			continue
 		}
-		if uri == "" || c.subs[uri] || (t.subscribed != nil && t.subscribed(c.session.SessionID(), uri)) {
+		if uri == "" || c.subs[uri] || subscribedVia(t.registry, c.session.SessionID(), uri) {
 			out = append(out, c.session)
 		}
 	}
@@ -82,8 +82,7 @@ func TestConnTableMatchAgreesWithAScan(t *testing.T) {
 		rng := rand.New(rand.NewPCG(seed, 17))
 		notHere := map[string]bool{}
 		remote := map[string]bool{} // connID + " " + uri subscribed through another node
-		tbl := newConnTable(func(id string) bool { return !notHere[id] },
-			func(id, uri string) bool { return remote[id+" "+uri] })
+		tbl := newConnTable(fakeRegistry{notHere: notHere, remote: remote})
 		ids := []string{"c0", "c1", "c2", "c3", "c4", "c5"}
 		for op := range 50 {
 			id := ids[rng.IntN(len(ids))]
@@ -135,8 +134,7 @@ func TestConnTableMatchAgreesWithAScan(t *testing.T) {
 func BenchmarkConnTableMatch(b *testing.B) {
 	for _, n := range []int{16, 1024} {
 		lookups := 0
-		tbl := newConnTable(func(string) bool { lookups++; return true },
-			func(string, string) bool { lookups++; return false })
+		tbl := newConnTable(fakeRegistry{lookups: &lookups})
 		for i := range n {
 			id := fmt.Sprintf("c%d", i)
 			tbl.add(id, authz.Principal{Subject: fmt.Sprintf("p%d", i%64)}, &tableSession{id: id})

@@ -111,6 +111,18 @@ func (b *LocalBackend) ReadResource(_ context.Context, c authz.Context, sessionI
 	return b.m.ReadResource(sessionID, name)
 }
 
+// CountSessions implements Backend: the sessions principal owns on this
+// node.
+func (b *LocalBackend) CountSessions(principal string) int {
+	n := 0
+	for _, info := range b.m.List() {
+		if info.Principal == principal {
+			n++
+		}
+	}
+	return n
+}
+
 // ResourceNames names a session's resources.
 func (b *LocalBackend) ResourceNames(sessionID string) ([]string, error) {
 	return b.m.ResourceNames(sessionID)
@@ -163,4 +175,3 @@ func (b *LocalBackend) Watch(fn func(Event)) (cancel func()) {
 }
 
 var _ Backend = (*LocalBackend)(nil)
-var _ ResourceLister = (*LocalBackend)(nil)

@@ -48,9 +48,9 @@ type stateSealer struct {
 
 	mu   sync.Mutex
 	used map[string]time.Time
-	// spent, when set, records a nonce cluster-wide and reports whether
-	// any node had already recorded it (Connections.SpendState).
-	spent func(ctx context.Context, tool, nonce string, expires time.Time) (already bool)
+	// registry, when set, records each nonce cluster-wide
+	// (Connections.SpendState), so a state is spent once across nodes.
+	registry Connections
 }
 
 func newStateSealer(key []byte, ttl time.Duration) (*stateSealer, error) {
@@ -123,7 +123,7 @@ func (s *stateSealer) open(ctx context.Context, token, principal, tool string, a
 	if _, dup := s.used[st.Nonce]; dup {
 		return ErrStateReplayed
 	}
-	if s.spent != nil && s.spent(ctx, tool, st.Nonce, exp) {
+	if s.registry != nil && s.registry.SpendState(ctx, tool, st.Nonce, exp) {
 		return ErrStateReplayed
 	}
 	s.used[st.Nonce] = exp

@@ -116,12 +116,10 @@ func (s *Server) readSessionResource(ctx context.Context, req mcp.ReadResourceRe
 // backend can name them, its model projections.
 func (s *Server) resourceNames(id string) []string {
 	names := []string{"widgets", "context"}
-	if rl, ok := s.cfg.Backend.(ResourceLister); ok {
-		if more, err := rl.ResourceNames(id); err == nil {
-			for _, n := range more {
-				if n != "widgets" && n != "context" {
-					names = append(names, n)
-				}
+	if more, err := s.cfg.Backend.ResourceNames(id); err == nil {
+		for _, n := range more {
+			if n != "widgets" && n != "context" {
+				names = append(names, n)
 			}
 		}
 	}

@@ -22,15 +22,26 @@ func TestIDsAtOrBelowTheRevocationFloorAreRefused(t *testing.T) {
 	if _, err := ids.Open(old, "alice"); err != nil {
 		t.Fatalf("without a floor: %v", err)
 	}
-	ids.floor = func() time.Time { return t1 }
+	ids.SetCluster(revocations{floor: t1})
 	if _, err := ids.Open(old, "alice"); !errors.Is(err, ErrSessionIDExpired) {
 		t.Fatalf("an id issued in the floor's second: %v; want ErrSessionIDExpired", err)
 	}
 	if _, err := ids.Open(fresh, "alice"); err != nil {
 		t.Fatalf("an id issued after the floor's second: %v", err)
 	}
-	ids.floor = func() time.Time { return time.Time{} }
+	ids.SetCluster(revocations{})
 	if _, err := ids.Open(old, "alice"); err != nil {
 		t.Fatalf("with a zero floor: %v", err)
 	}
 }
+
+// revocations is a cluster's revocation state as the ids see it: nothing
+// revoked one by one, a floor, and serial ids allowed or not.
+type revocations struct {
+	floor  time.Time
+	serial bool
+}
+
+func (r revocations) Revoked(string) bool      { return false }
+func (r revocations) RevokedBefore() time.Time { return r.floor }
+func (r revocations) MintSerial() bool         { return r.serial }

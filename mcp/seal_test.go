@@ -216,7 +216,7 @@ func TestSerialIDs(t *testing.T) {
 		t.Fatal("a new sealer reuses the epoch")
 	}
 
-	ids.SetMintSerial(func() bool { return false })
+	ids.SetCluster(revocations{serial: false})
 	prev := ids.Mint("alice")
 	if !strings.HasPrefix(prev, sidPrefix) {
 		t.Fatalf("minted %q while a node does not read serial ids", prev)

@@ -29,8 +29,11 @@ type Cluster interface {
 // bounded by ctx) they must not block on the network.
 type Connections interface {
 	ConnRegistry
-	// Revoked reports whether a DELETE on any node ended connection id.
-	Revoked(connID string) bool
+	Revocations
+	// OfPrincipal returns principal's live connections across the
+	// cluster (the connection cap); it may answer nil when principal
+	// certainly holds fewer than atLeast.
+	OfPrincipal(principal string, atLeast int) []ConnActivity
 	// NotifyHere reports whether this node must send connection id's
 	// notifications (it holds the connection's stream, or nobody does and
 	// this is its home node).
@@ -50,19 +53,19 @@ type Connections interface {
 	CanServe(connID string) error
 }
 
-// RevocationFloor is implemented by Connections that bound how many
-// revocations they keep: every id issued at or before RevokedBefore counts
-// as revoked (the zero time: none), and its client gets 404 and
-// initializes again, as after an expiry.
-type RevocationFloor interface {
+// Revocations is the part of the cluster's connection registry that a
+// session id's validity rests on (SessionIDs asks it on every request).
+type Revocations interface {
+	// Revoked reports whether a DELETE on any node ended connection id.
+	Revoked(connID string) bool
+	// RevokedBefore bounds how many revocations the cluster keeps: every
+	// id issued at or before it counts as revoked (the zero time: none),
+	// and its client gets 404 and initializes again, as after an expiry.
 	RevokedBefore() time.Time
-}
-
-// SerialIDs is implemented by Connections that revoke serial ids by their
-// serial (see SessionIDs.Serial): MintSerial reports whether an id minted
-// now may be one, i.e. whether every live node reads them. Without it the
-// front mints serial ids only when it is not part of a cluster.
-type SerialIDs interface {
+	// MintSerial reports whether an id minted now may be a serial one
+	// (SessionIDs.Serial), revocable by its serial: whether every live
+	// node reads them (during a rolling upgrade a previous version does
+	// not, and gets the previous form).
 	MintSerial() bool
 }
 

@@ -65,6 +65,14 @@ func (r testRegistry) Delete(id string) {
 
 func (r testRegistry) Revoked(string) bool { return false }
 
+// The test cluster keeps every revocation (no floor) and mints the
+// previous form of ids, as a cluster with a previous-version node would.
+func (r testRegistry) RevokedBefore() time.Time { return time.Time{} }
+func (r testRegistry) MintSerial() bool         { return false }
+
+// OfPrincipal lists no connection: the test cluster bounds none.
+func (r testRegistry) OfPrincipal(string, int) []ConnActivity { return nil }
+
 func (r testRegistry) NotifyHere(id string) bool {
 	if r.c.notifyHere == nil {
 		return true

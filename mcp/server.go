@@ -144,30 +144,16 @@ func New(cfg Config) (*Server, error) {
 	// The one step that joins the front to the cluster: the cluster gets
 	// the front, the front gets the registry and the relay. It comes last,
 	// once the front is built, and before it serves or watches anything.
-	var notifyHere func(string) bool
 	if cfg.Cluster != nil {
 		s.registry, s.relay = cfg.Cluster.Attach(s)
 	}
 	if s.registry != nil {
 		// Set before any use: the ids are not shared yet.
-		ids.revoked = s.registry.Revoked
-		if rf, ok := s.registry.(RevocationFloor); ok {
-			ids.floor = rf.RevokedBefore
-		}
-		mintSerial := func() bool { return false }
-		if si, ok := s.registry.(SerialIDs); ok {
-			mintSerial = si.MintSerial
-		}
-		ids.SetMintSerial(mintSerial)
-		states.spent = s.registry.SpendState
-		notifyHere = s.registry.NotifyHere
-		if pc, ok := s.registry.(PrincipalConns); ok {
-			s.init.conns.list = pc.OfPrincipal
-			s.init.conns.revoke = s.evict
-			s.init.conns.holds = s.holdsStream
-		}
+		ids.SetCluster(s.registry)
+		states.registry = s.registry
+		s.init.conns.attach(s.registry, s)
 	}
-	s.conns = newConnTable(notifyHere, subscribedVia(s.registry))
+	s.conns = newConnTable(s.registry)
 	s.stopWatch = cfg.Backend.Watch(s.onEvent)
 	return s, nil
 }

@@ -8,28 +8,6 @@ import (
 	"github.com/mcpswarm/mcpswarm/authz"
 )
 
-// SessionCounter is implemented by a Backend that counts one principal's
-// sessions without listing them (the session cap runs on every start).
-type SessionCounter interface {
-	// CountSessions returns how many sessions principal owns.
-	CountSessions(principal string) int
-}
-
-// CountSessions returns how many sessions principal owns in b: through
-// b's SessionCounter when it has one, else from its listing.
-func CountSessions(b Backend, principal string) int {
-	if sc, ok := b.(SessionCounter); ok {
-		return sc.CountSessions(principal)
-	}
-	n := 0
-	for _, info := range b.Sessions(authz.Principal{Subject: principal}) {
-		if info.Principal == principal {
-			n++
-		}
-	}
-	return n
-}
-
 // sessionCap refuses a swarm_start that would give c's principal more than
 // limits.sessions_per_principal sessions in the whole swarm. It counts the
 // sessions the replicated registry shows (hidden ones of an unreachable
@@ -44,7 +22,7 @@ func (s *Server) sessionCap(c authz.Context) *mcp.CallToolResult {
 	if limit <= 0 {
 		return nil
 	}
-	held := CountSessions(s.cfg.Backend, c.Principal.Subject)
+	held := s.cfg.Backend.CountSessions(c.Principal.Subject)
 	if held < limit {
 		return nil
 	}

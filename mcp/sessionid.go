@@ -49,7 +49,7 @@ const (
 	// maxTerminated bounds the node-local set of ids ended by DELETE.
 	maxTerminated = 65536
 	// maxTerminatedClustered bounds it when the cluster keeps the
-	// revocations (SessionIDs.revoked is set): the set then only carries
+	// revocations (SessionIDs.cluster is set): the set then only carries
 	// a DELETE from mcp-go's handling to the revocation the front writes
 	// right after, so it need not hold a week of ended connections.
 	maxTerminatedClustered = 1024
@@ -67,10 +67,6 @@ type SessionIDs struct {
 	// key, so a client learns nothing from it (not how many ids its node
 	// minted) while every node reads it without opening the whole id.
 	serials cipher.Block
-	// mintSerial, when set, says whether an id minted now may be a serial
-	// one: every live node reads those (during a rolling upgrade a
-	// previous version does not, and gets the previous form).
-	mintSerial func() bool
 	// epoch and seq are the next serial: epoch is drawn at random when the
 	// sealer is made and again when seq wraps, so no two ids of a cluster
 	// share a serial.
@@ -85,12 +81,11 @@ type SessionIDs struct {
 	// and checked on every request without allocating.
 	seed       maphash.Seed
 	terminated map[uint64]struct{}
-	revoked    func(id string) bool
-	// floor, when set, is the time at or before which every issued id
-	// counts as revoked (see RevocationFloor).
-	floor  func() time.Time
-	maxAge time.Duration
-	order  []uint64
+	// cluster, when set, keeps the revocations of the whole cluster and
+	// says whether serial ids may be minted; nil on a lone node.
+	cluster Revocations
+	maxAge  time.Duration
+	order   []uint64
 }
 
 // hashOf is id's key in the terminated set.
@@ -156,9 +151,14 @@ func (s *SessionIDs) nextSerial() IDSerial {
 	return out
 }
 
-// SetMintSerial makes Mint mint serial ids only while ok returns true
-// (nil: always). The cluster sets it before the sealer is shared.
-func (s *SessionIDs) SetMintSerial(ok func() bool) { s.mintSerial = ok }
+// SetCluster makes the ids answer to the cluster's revocations, and mint
+// serial ids only while it allows them. The front sets it before the
+// sealer is shared.
+func (s *SessionIDs) SetCluster(r Revocations) {
+	s.mu.Lock()
+	s.cluster = r
+	s.mu.Unlock()
+}
 
 // SerialReader returns what reads the serials of ids sealed under key (the
 // cluster's session key; see Serial), for a node that revokes them by
@@ -199,7 +199,7 @@ func (s *SessionIDs) Mint(principal string) string {
 	if len(principal) > 1024 {
 		principal = principal[:1024]
 	}
-	if s.mintSerial == nil || s.mintSerial() {
+	if s.cluster == nil || s.cluster.MintSerial() {
 		return s.mintSerialID(principal)
 	}
 	plain := make([]byte, 0, 1+1+len(s.node)+2+len(principal)+8+16)
@@ -255,9 +255,9 @@ func (s *SessionIDs) Open(id, principal string) (SessionClaims, error) {
 	if maxAge > 0 && s.now().Sub(c.Issued) > maxAge {
 		return SessionClaims{}, ErrSessionIDExpired
 	}
-	if s.floor != nil {
+	if s.cluster != nil {
 		// Issued is in whole seconds, at or before the true issue time.
-		if f := s.floor(); !f.IsZero() && !c.Issued.After(f) {
+		if f := s.cluster.RevokedBefore(); !f.IsZero() && !c.Issued.After(f) {
 			return SessionClaims{}, ErrSessionIDExpired
 		}
 	}
@@ -338,13 +338,13 @@ func parseClaims(p []byte, version byte) (SessionClaims, error) {
 // the front is part of a cluster (Connections.Revoked), anywhere in the cluster.
 func (s *SessionIDs) Terminated(id string) bool {
 	s.mu.Lock()
-	revoked := s.revoked
+	cluster := s.cluster
 	ok := false
 	if len(s.terminated) > 0 {
 		_, ok = s.terminated[s.hashOf(id)]
 	}
 	s.mu.Unlock()
-	return ok || (revoked != nil && revoked(id))
+	return ok || (cluster != nil && cluster.Revoked(id))
 }
 
 // SetMaxAge bounds how long an id stays valid after it was minted (0: no
@@ -364,7 +364,7 @@ func (s *SessionIDs) terminate(id string) {
 		return
 	}
 	limit := maxTerminated
-	if s.revoked != nil {
+	if s.cluster != nil {
 		limit = maxTerminatedClustered
 	}
 	if len(s.order) >= limit {

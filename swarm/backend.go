@@ -139,12 +139,10 @@ func (s *Swarm) Sessions(p authz.Principal) []mcp.SessionInfo {
 	return out
 }
 
-// CountSessions implements mcp.SessionCounter: the sessions whose winning
+// CountSessions implements mcp.Backend: the sessions whose winning
 // record names principal, counted through the principal index without
 // building their listing.
 func (s *Swarm) CountSessions(principal string) int { return s.idx.owned(principal) }
-
-var _ mcp.SessionCounter = (*Swarm)(nil)
 
 // Lookup implements mcp.Backend.
 func (s *Swarm) Lookup(id string) (mcp.SessionInfo, bool) {
@@ -234,7 +232,7 @@ func (s *Swarm) ReadResource(ctx context.Context, c authz.Context, id, name stri
 	})
 }
 
-// ResourceNames implements mcp.ResourceLister for local sessions; remote
+// ResourceNames implements mcp.Backend for local sessions; remote
 // sessions offer the names their owner published revisions for.
 func (s *Swarm) ResourceNames(id string) ([]string, error) {
 	if _, ok := s.mgr.Get(id); ok {
@@ -271,4 +269,3 @@ func (s *Swarm) Watch(fn func(mcp.Event)) (cancel func()) { return s.watchers.Ad
 func (s *Swarm) emit(ev mcp.Event) { s.watchers.Notify(ev) }
 
 var _ mcp.Backend = (*Swarm)(nil)
-var _ mcp.ResourceLister = (*Swarm)(nil)

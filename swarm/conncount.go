@@ -8,7 +8,7 @@ import (
 	"github.com/mcpswarm/mcpswarm/mcp"
 )
 
-// OfPrincipal implements mcp.PrincipalConns: the live (not revoked)
+// OfPrincipal implements mcp.Connections: the live (not revoked)
 // connections whose merged record names principal, across the swarm, each
 // with the last time any node wrote its record (initialize, log level,
 // subscriptions, a GET stream opened or closed) and whether a node holds
@@ -88,4 +88,4 @@ func (c *Conns) OfPrincipal(principal string, atLeast int) []mcp.ConnActivity {
 	return out
 }
 
-var _ mcp.PrincipalConns = (*Conns)(nil)
+var _ mcp.Connections = (*Conns)(nil)

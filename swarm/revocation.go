@@ -187,7 +187,7 @@ func (c *Conns) floorChanged(ch crdt.Change) {
 	c.kick.Kick()
 }
 
-// RevokedBefore implements mcp.RevocationFloor: ids issued at or before it
+// RevokedBefore implements mcp.Revocations: ids issued at or before it
 // count as revoked (zero time: none).
 func (c *Conns) RevokedBefore() time.Time {
 	c.mu.Lock()
@@ -198,7 +198,7 @@ func (c *Conns) RevokedBefore() time.Time {
 	return time.Time{}
 }
 
-// MintSerial implements mcp.SerialIDs: ids minted now may be serial ones
+// MintSerial implements mcp.Revocations: ids minted now may be serial ones
 // when this node reads their serials and every live peer reads them too
 // (cluster.CapSerialIDs): a previous version would refuse them.
 func (c *Conns) MintSerial() bool {

@@ -13,11 +13,7 @@ import (
 // derived tool call and key press an agent makes, so the session page's
 // event log shows them. Everything else passes through unchanged.
 func Observed(b mcp.Backend, j *Journal) mcp.Backend {
-	o := observed{Backend: b, j: j}
-	if rl, ok := b.(mcp.ResourceLister); ok {
-		return observedLister{o, rl}
-	}
-	return o
+	return observed{Backend: b, j: j}
 }
 
 type observed struct {
@@ -38,19 +34,6 @@ func (o observed) SendKey(ctx context.Context, c authz.Context, id string, k ses
 	o.j.Record(actionOf(SourceAgent, c, id, "swarm_send_key("+keyName(k)+")", res, err))
 	return res, err
 }
-
-type observedLister struct {
-	observed
-	rl mcp.ResourceLister
-}
-
-// CountSessions implements mcp.SessionCounter with the wrapped backend's.
-func (o observed) CountSessions(principal string) int {
-	return mcp.CountSessions(o.Backend, principal)
-}
-
-// ResourceNames implements mcp.ResourceLister.
-func (o observedLister) ResourceNames(id string) ([]string, error) { return o.rl.ResourceNames(id) }
 
 func actionOf(src Source, c authz.Context, id, tool string, res session.Result, err error) Action {
 	a := Action{Session: id, Tool: tool, Source: src, Principal: c.Principal.Subject, At: time.Now().UTC()}
@@ -80,8 +63,4 @@ func keyName(k session.Key) string {
 	return s
 }
 
-var (
-	_ mcp.Backend        = observed{}
-	_ mcp.ResourceLister = observedLister{}
-	_ mcp.SessionCounter = observed{}
-)
+var _ mcp.Backend = observed{}
