@@ -156,11 +156,19 @@ func (s *Swarm) handOffOne(ctx context.Context, info session.Info, target string
 	moving.Info.Handoff = snap.Info.Handoff + 1
 	promoted := false
 	if standby != "" {
-		if err := s.promoteOn(ctx, standby, snap); err != nil {
+		switch err := s.promoteOn(ctx, standby, snap); {
+		case err == nil:
+			promoted, target = true, standby
+		case !refusedOutright(err):
+			// The standby may have taken the session over and lost its
+			// answer: only it may then adopt under the next generation,
+			// so the copy goes to it too (and is refused if it runs the
+			// session already), never to a second node.
+			target = standby
+			fallthrough
+		default:
 			s.log.Info("the standby did not take the session over; copying it instead", "session", info.ID, "standby", standby, "node", target, "err", err)
 			s.handoffs.set(info.ID, handoffState{to: target})
-		} else {
-			promoted, target = true, standby
 		}
 	}
 	if !promoted {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/mcpswarm/mcpswarm/cluster"
@@ -58,10 +59,26 @@ func (s *Swarm) promoteOn(ctx context.Context, node string, snap session.Snapsho
 		_, err := fc.AdoptSession(ctx, req)
 		return err
 	}, func(legacyClient) error { return errNoPromotion })
-	if st, ok := status.FromError(err); ok && err != nil {
-		return fmt.Errorf("standby %s refused the session (%s): %s", node, st.Code(), st.Message())
+	if err != nil {
+		return fmt.Errorf("standby %s did not take the session over: %w", node, err)
 	}
-	return err
+	return nil
+}
+
+// refusedOutright reports whether a standby's answer to a handover says
+// it started nothing: it refused the request or the copy, or the session
+// did not start from it. Any other failure (a deadline, a lost
+// connection) leaves open whether it took the session over before its
+// answer was lost.
+func refusedOutright(err error) bool {
+	if errors.Is(err, errNoPromotion) {
+		return true
+	}
+	switch status.Code(err) {
+	case codes.FailedPrecondition, codes.PermissionDenied, codes.InvalidArgument, codes.AlreadyExists:
+		return true
+	}
+	return false
 }
 
 // snapshotDigest is the SHA-256 of snap's encoding with no tools written

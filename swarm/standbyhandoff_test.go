@@ -9,6 +9,9 @@ import (
 	"sync"
 	"testing"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	"github.com/mcpswarm/mcpswarm/cluster"
 	"github.com/mcpswarm/mcpswarm/session"
 )
@@ -205,5 +208,30 @@ func TestHandOffCopiesToAStandbyWithoutTheCapability(t *testing.T) {
 	}
 	if n := countOn(t, standby, "hv"); n != 3 {
 		t.Fatalf("hv counts %d after the handover, want 3", n)
+	}
+}
+
+// Only an answer that says the standby started nothing lets the owner
+// copy the session to another node; after a lost answer the standby may
+// run it already.
+func TestOnlyAnOutrightRefusalSendsTheCopyElsewhere(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{status.Error(codes.FailedPrecondition, "the copy differs"), true},
+		{status.Error(codes.PermissionDenied, "not the owner"), true},
+		{status.Error(codes.InvalidArgument, "invalid id"), true},
+		{status.Error(codes.AlreadyExists, "did not start"), true},
+		{fmt.Errorf("standby n2: %w", errNoPromotion), true},
+		{fmt.Errorf("standby n2 did not take the session over: %w", status.Error(codes.AlreadyExists, "taken")), true},
+		{status.Error(codes.DeadlineExceeded, "deadline"), false},
+		{status.Error(codes.Unavailable, "connection reset"), false},
+		{status.Error(codes.Canceled, "canceled"), false},
+		{context.DeadlineExceeded, false},
+	} {
+		if got := refusedOutright(tc.err); got != tc.want {
+			t.Errorf("refusedOutright(%v) = %v, want %v", tc.err, got, tc.want)
+		}
 	}
 }
