@@ -273,7 +273,8 @@ func (f forwardServer) SpendState(_ context.Context, req *forwardv1.SpendStateRe
 	return &forwardv1.SpendStateResponse{AlreadySpent: already}, nil
 }
 
-// AdoptSession starts a session handed off by another node and publishes it
+// AdoptSession starts a session handed off by another node, from the
+// snapshot it sent or from this node's standby copy, and publishes it
 // before answering.
 func (f forwardServer) AdoptSession(ctx context.Context, req *forwardv1.AdoptSessionRequest) (*forwardv1.AdoptSessionResponse, error) {
 	var code int

@@ -71,6 +71,10 @@ func newMetrics(reg prometheus.Registerer, s *Swarm) (*metrics, error) {
 			Help: "Connection records in this node's replica (every node's, revocations included).",
 		}, func() float64 { return float64(s.conns.reg.Len()) }),
 	}
+	// Both series exist from the start, so a drain's first handoff of
+	// either kind shows as an increase from 0.
+	m.handoffs.WithLabelValues("promoted")
+	m.handoffs.WithLabelValues("copied")
 	for _, c := range append(gauges, m.forwards, m.latency, m.ackWait, m.sessionAckWait, m.promotions, m.handoffs) {
 		if err := reg.Register(c); err != nil {
 			return nil, err
