@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/mcpswarm/mcpswarm/authz"
@@ -117,11 +118,14 @@ func (a *adminServer) Drain(ctx context.Context, _ *adminv1.DrainRequest) (*admi
 	a.n.swarm.SetDraining(true)
 	a.n.log.Info("draining: no new sessions are accepted on this node; handing sessions to peers")
 	res, err := a.n.swarm.HandOff(ctx)
-	out := &adminv1.DrainResponse{SessionsMoved: int32(res.Moved), SessionsKept: int32(res.Kept), SessionsStopped: int32(res.Stopped)}
+	out := &adminv1.DrainResponse{SessionsMoved: int32(res.Moved), SessionsKept: int32(res.Kept), SessionsStopped: int32(res.Stopped), SessionsPromoted: int32(res.Promoted)}
+	for _, m := range res.Moves {
+		out.Moves = append(out.Moves, &adminv1.SessionMove{Id: m.ID, Node: m.To, Promoted: m.Promoted, Took: durationpb.New(m.Took)})
+	}
 	if err != nil {
 		return out, status.Error(codes.DeadlineExceeded, err.Error())
 	}
-	a.n.log.Info("drained", "moved", res.Moved, "kept", res.Kept, "lost", res.Stopped)
+	a.n.log.Info("drained", "moved", res.Moved, "promoted", res.Promoted, "kept", res.Kept, "lost", res.Stopped)
 	return out, nil
 }
 

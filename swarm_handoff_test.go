@@ -3,6 +3,7 @@ package mcpswarm_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,10 +22,61 @@ import (
 // acknowledged click: the adopter's record supersedes the sender's by its
 // handoff generation, so no duplicate-creation tie-break can stop the
 // adopted copy. Calls during the handoff are retried by the entry node;
-// the few that still fail say to retry, never to start over.
+// the few that still fail say to retry, never to start over. Each session
+// has a standby (the default R of 1), so each moves by promotion: the
+// standby that held it takes it over from its copy, and then places a
+// standby of its own, restoring R.
 func TestDrainUnderLoadLosesNothing(t *testing.T) {
 	e := newSwarmEnv(t)
 	nodes := e.cluster(3)
+	standbys := map[string]string{}
+	resp := drainUnderLoad(t, e, nodes, func(ids []string) {
+		for _, id := range ids {
+			eventually(t, 5*time.Second, id+" has an in-sync standby", func() bool {
+				standbys[id] = standbyOf(t, nodes[0], id)
+				return standbys[id] != ""
+			})
+		}
+	})
+	if int(resp.GetSessionsPromoted()) != len(resp.GetMoves()) {
+		t.Errorf("drain promoted %d of %d moved sessions; want all", resp.GetSessionsPromoted(), len(resp.GetMoves()))
+	}
+	for _, m := range resp.GetMoves() {
+		id, to := m.GetId(), m.GetNode()
+		if !m.GetPromoted() || to != standbys[id] {
+			t.Errorf("%s moved to %s (promoted: %v); want it promoted on its standby %s", id, to, m.GetPromoted(), standbys[id])
+			continue
+		}
+		eventually(t, 5*time.Second, id+" has a standby again, placed by its new owner "+to, func() bool {
+			s := standbyOf(t, e.nodes[to], id)
+			return s != "" && s != to && s != "node1"
+		})
+	}
+}
+
+// Without standbys (--session-replicas 0) a drain copies each session to
+// its adopter, with the same guarantees.
+func TestDrainWithoutStandbysCopiesEverySession(t *testing.T) {
+	e := newSwarmEnv(t)
+	e.tweak = func(c *mcpswarm.Config) { c.SessionReplicas = 0 }
+	resp := drainUnderLoad(t, e, e.cluster(3), nil)
+	if resp.GetSessionsPromoted() != 0 {
+		t.Errorf("drain promoted %d sessions with no standbys", resp.GetSessionsPromoted())
+	}
+	for _, m := range resp.GetMoves() {
+		if m.GetPromoted() {
+			t.Errorf("%s moved to %s by promotion with no standbys", m.GetId(), m.GetNode())
+		}
+	}
+}
+
+// drainUnderLoad starts twelve counter sessions on nodes[0], runs before
+// (when set) with their ids, keeps clicking them through the other nodes
+// while it drains nodes[0], and checks that every session moved and kept
+// every acknowledged click, and that every failed call said to retry. It
+// returns the drain's answer.
+func drainUnderLoad(t *testing.T, e *swarmEnv, nodes []*mcpswarm.Node, before func(ids []string)) *adminv1.DrainResponse {
+	t.Helper()
 	owner := connect(t, nodes[0], connOpts{token: aliceToken})
 	const sessions = 12
 	ids := make([]string, sessions)
@@ -39,6 +91,9 @@ func TestDrainUnderLoadLosesNothing(t *testing.T) {
 		for _, id := range ids {
 			eventually(t, 5*time.Second, "entry nodes see "+id, func() bool { return c.tools()[id+".inc.click"] })
 		}
+	}
+	if before != nil {
+		before(ids)
 	}
 
 	acked := make([]atomic.Int64, sessions)
@@ -118,5 +173,14 @@ func TestDrainUnderLoadLosesNothing(t *testing.T) {
 			t.Errorf("a call failed with an answer that is not retryable: %s", f)
 		}
 	}
-	t.Logf("drain of %d sessions took %v; %d clicks acknowledged, %d failed", sessions, took, total, failed.Load())
+	var moves []time.Duration
+	for _, m := range resp.GetMoves() {
+		moves = append(moves, m.GetTook().AsDuration())
+	}
+	slices.Sort(moves)
+	if len(moves) > 0 {
+		t.Logf("drain of %d sessions took %v (%d promoted); per session %v median, %v max; %d clicks acknowledged, %d failed",
+			sessions, took, resp.GetSessionsPromoted(), moves[len(moves)/2], moves[len(moves)-1], total, failed.Load())
+	}
+	return resp
 }

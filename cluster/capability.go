@@ -40,6 +40,11 @@ const (
 	// CapStandby: the node serves mcpswarm.standby.v1, so an owner may
 	// place a session's standby on it.
 	CapStandby = "standby"
+	// CapStandbyHandoff: the node takes a session over from its standby
+	// copy when the draining owner asks (ForwardService.AdoptSession with
+	// a StandbyHandover), so a drain promotes a standby instead of copying
+	// the session. Without it the owner copies the session to its adopter.
+	CapStandbyHandoff = "standby-handoff"
 	// zonePrefix starts the capability name that carries a node's zone
 	// ("zone=eu-west-1a"), which standby placement spreads copies across.
 	zonePrefix = "zone="
@@ -47,7 +52,7 @@ const (
 
 // DefaultCapabilities is what this code supports.
 func DefaultCapabilities() []string {
-	return []string{CapCallStream, CapHandoffGen, CapRevocationKeys, CapSerialIDs, CapStandby, CapStreamRefs}
+	return []string{CapCallStream, CapHandoffGen, CapRevocationKeys, CapSerialIDs, CapStandby, CapStandbyHandoff, CapStreamRefs}
 }
 
 // Capabilities is a member's advertised protocol version and capability

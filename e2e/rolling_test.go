@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -22,8 +23,10 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/mcpswarm/mcpswarm/internal/testdns"
+	adminv1 "github.com/mcpswarm/mcpswarm/proto/mcpswarm/admin/v1"
 )
 
 // headlessName is the --join dns: name the rollout's DNS server answers,
@@ -43,6 +46,10 @@ type pod struct {
 	restarts                int
 	drainOut                string
 	drainTook, exitTook, up time.Duration
+	// drained is what the pod's drain answered; promotedMetric its
+	// mcpswarm_swarm_handoffs_total{how="promoted"} right after.
+	drained        *adminv1.DrainResponse
+	promotedMetric float64
 }
 
 func (p *pod) baseURL() string { return fmt.Sprintf("http://127.0.0.1:%d", p.http) }
@@ -165,14 +172,26 @@ func (r *rollout) roll(p *pod) {
 	r.lb.remove(p.baseURL())
 	r.t.Logf("%s %s out of rotation, draining", time.Now().Format("15:04:05.000"), p.name)
 	began := time.Now()
-	out, err := exec.Command(r.bins[0], "drain", "--dev", "--addr", fmt.Sprintf("127.0.0.1:%d", p.grpc), "--timeout", "15s").CombinedOutput()
-	p.drainTook, p.drainOut = time.Since(began), strings.TrimSpace(string(out))
+	var stderr strings.Builder
+	drain := exec.Command(r.bins[0], "drain", "--dev", "--json", "--addr", fmt.Sprintf("127.0.0.1:%d", p.grpc), "--timeout", "15s")
+	drain.Stderr = &stderr
+	out, err := drain.Output()
+	p.drainTook = time.Since(began)
 	if err != nil {
-		r.t.Fatalf("preStop drain of %s: %v: %s", p.name, err, out)
+		r.t.Fatalf("preStop drain of %s: %v: %s%s", p.name, err, out, stderr.String())
 	}
-	if !strings.Contains(p.drainOut, " 0 kept here, 0 lost") {
+	p.drained = &adminv1.DrainResponse{}
+	if err := protojson.Unmarshal(out, p.drained); err != nil {
+		r.t.Fatalf("drain of %s answered %q: %v", p.name, out, err)
+	}
+	d := p.drained
+	p.drainOut = fmt.Sprintf("%d moved, %d by promotion, %d kept here, %d lost", d.GetSessionsMoved(), d.GetSessionsPromoted(), d.GetSessionsKept(), d.GetSessionsStopped())
+	if d.GetSessionsKept() != 0 || d.GetSessionsStopped() != 0 {
 		r.t.Errorf("drain of %s: %s", p.name, p.drainOut)
 	}
+	// The pod's own count of its handoffs, scraped before it exits (a
+	// runningNode naming only the pod's address is all metricValue needs).
+	p.promotedMetric = metricValue(r.t, &runningNode{BaseURL: p.baseURL()}, `mcpswarm_swarm_handoffs_total{how="promoted"}`)
 	began = time.Now()
 	r.t.Logf("%s %s drained, SIGTERM", time.Now().Format("15:04:05.000"), p.name)
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
@@ -520,7 +539,11 @@ func (r *rollout) report(t *testing.T, fig rolloutFigures) {
 // the next binary and the same name and volume. No session and no
 // acknowledged click is lost, at most 0.1% of calls fail and each failure
 // is a documented retryable answer, and every session ends owned by a
-// running pod and drivable.
+// running pod and drivable. Every session has a standby (the default R of
+// 1), so each drain moves every session by promotion: its standby takes it
+// over from the copy it holds (the drain's answer and the pod's
+// mcpswarm_swarm_handoffs_total{how="promoted"} say so); the test logs each
+// session's move time, from its detach to the new owner's answer.
 func TestRollingRestartLosesNothing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three nodes and rolls them")
@@ -535,6 +558,25 @@ func TestRollingRestartLosesNothing(t *testing.T) {
 		}
 	})
 	r.report(t, fig)
+	var moves []time.Duration
+	for _, p := range r.pods {
+		d := p.drained
+		for _, m := range d.GetMoves() {
+			moves = append(moves, m.GetTook().AsDuration())
+			if !m.GetPromoted() {
+				t.Errorf("the drain of %s copied %s to %s instead of promoting its standby", p.name, m.GetId(), m.GetNode())
+			}
+		}
+		if got := p.promotedMetric; got != float64(d.GetSessionsPromoted()) {
+			t.Errorf("%s counts %v handoffs by promotion in /metrics, its drain answered %d", p.name, got, d.GetSessionsPromoted())
+		}
+	}
+	if len(moves) == 0 {
+		t.Fatal("no drain moved a session")
+	}
+	slices.Sort(moves)
+	t.Logf("%d session moves, each from its detach to its new owner's answer: p50 %v, max %v",
+		len(moves), moves[len(moves)/2].Round(10*time.Microsecond), moves[len(moves)-1].Round(10*time.Microsecond))
 	for _, k := range ks {
 		n, err := k.count(t)
 		if err != nil {

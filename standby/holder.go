@@ -174,6 +174,47 @@ func (h *Holder) Promote(session string) (Copy, error) {
 	return c, nil
 }
 
+// ErrNotFinal is returned by HandOver when the copy held is not the one a
+// draining owner hands the session over with: shipped by another owner,
+// under another epoch, or not its final snapshot.
+var ErrNotFinal = errors.New("standby: the copy held is not the owner's final snapshot")
+
+// HandOver takes the copy of session out of the holder, as Promote does,
+// for a handoff its live owner asked for: only if owner shipped it under
+// epoch and check accepts it (it is the owner's final snapshot); otherwise
+// it answers ErrNotFinal and changes nothing. undo puts the copy back and
+// lifts the fence again: the owner, refused or let down, keeps the
+// session under epoch or copies it elsewhere, and must still be able to
+// ship it here.
+func (h *Holder) HandOver(session, owner string, epoch uint64, check func(Copy) error) (Copy, func(), error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	c, ok := h.copies[session]
+	switch {
+	case !ok:
+		return Copy{}, nil, fmt.Errorf("handing session %s over: %w", session, ErrNoCopy)
+	case c.Owner != owner || c.Epoch != epoch:
+		return Copy{}, nil, fmt.Errorf("handing session %s over from %s at epoch %d: %w (held: from %s at epoch %d)", session, owner, epoch, ErrNotFinal, c.Owner, c.Epoch)
+	}
+	if err := check(c); err != nil {
+		return Copy{}, nil, fmt.Errorf("handing session %s over: %w: %w", session, ErrNotFinal, err)
+	}
+	prev := h.fences[session]
+	delete(h.copies, session)
+	h.fenceLocked(session, c.Epoch+1)
+	undo := func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if _, ok := h.copies[session]; !ok {
+			h.copies[session] = c
+		}
+		if h.fences[session] == c.Epoch+1 {
+			h.fences[session] = prev
+		}
+	}
+	return c, undo, nil
+}
+
 // Unpromote puts back a copy Promote took when the promotion did not go
 // through, keeping the fence.
 func (h *Holder) Unpromote(c Copy) {

@@ -28,6 +28,12 @@ type Standbys interface {
 	// one, and the copy's holder refuses the old epoch from then on. undo
 	// puts the copy back when the session could not start.
 	Promote(id string) (snap session.Snapshot, undo func(), err error)
+	// HandOver takes the copy of session id to run it here for its live,
+	// draining owner, as Promote does, but only if owner shipped it under
+	// epoch and accept takes its snapshot (the owner's final one). undo
+	// puts the copy back and lifts the fence, so the owner may keep the
+	// session or copy it elsewhere.
+	HandOver(id, owner string, epoch uint64, accept func(session.Snapshot) error) (snap session.Snapshot, undo func(), err error)
 	// Promoted tells the holder the session runs here now, so its copy
 	// can go.
 	Promoted(id string)

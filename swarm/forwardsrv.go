@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/mcpswarm/mcpswarm/authz"
+	"github.com/mcpswarm/mcpswarm/cluster"
 	forwardv1 "github.com/mcpswarm/mcpswarm/proto/mcpswarm/forward/v1"
 	"github.com/mcpswarm/mcpswarm/session"
 )
@@ -272,19 +273,32 @@ func (f forwardServer) SpendState(_ context.Context, req *forwardv1.SpendStateRe
 	return &forwardv1.SpendStateResponse{AlreadySpent: already}, nil
 }
 
-// AdoptSession starts a session handed off by another node and publishes it
+// AdoptSession starts a session handed off by another node, from the
+// snapshot it sent or from this node's standby copy, and publishes it
 // before answering.
 func (f forwardServer) AdoptSession(ctx context.Context, req *forwardv1.AdoptSessionRequest) (*forwardv1.AdoptSessionResponse, error) {
-	var snap session.Snapshot
-	if err := json.Unmarshal(req.GetSnapshot(), &snap); err != nil {
-		return nil, status.Errorf(codes.InvalidArgument, "the snapshot is not JSON: %v", err)
+	var code int
+	var msg string
+	if h := req.GetStandby(); h != nil {
+		code, msg = f.s.adoptFromStandby(ctx, cluster.PeerName(ctx), req.GetFrom(), h)
+	} else {
+		var snap session.Snapshot
+		if err := json.Unmarshal(req.GetSnapshot(), &snap); err != nil {
+			return nil, status.Errorf(codes.InvalidArgument, "the snapshot is not JSON: %v", err)
+		}
+		code, msg = f.s.adopt(ctx, req.GetFrom(), snap)
 	}
-	code, msg := f.s.adopt(ctx, req.GetFrom(), snap)
 	switch code {
 	case http.StatusOK:
 		return &forwardv1.AdoptSessionResponse{}, nil
 	case http.StatusServiceUnavailable:
 		return nil, status.Error(codes.Unavailable, msg)
+	case http.StatusForbidden:
+		return nil, status.Error(codes.PermissionDenied, msg)
+	case http.StatusBadRequest:
+		return nil, status.Error(codes.InvalidArgument, msg)
+	case http.StatusPreconditionFailed:
+		return nil, status.Error(codes.FailedPrecondition, msg)
 	default:
 		return nil, status.Error(codes.AlreadyExists, msg)
 	}

@@ -31,19 +31,40 @@ type HandOffResult struct {
 	// Stopped sessions were lost: detached, refused by the peer, and not
 	// restartable here either.
 	Stopped int
+	// Promoted counts the moved sessions a standby took over from its
+	// copy; the other moved sessions were copied to their adopter.
+	Promoted int
+	// Moves lists the moved sessions in the order they moved.
+	Moves []Move
+}
+
+// Move is one session HandOff moved.
+type Move struct {
+	// ID is the session; To the node that runs it now.
+	ID, To string
+	// Promoted: To was the session's in-sync standby and took it over
+	// from its copy under the next epoch; otherwise it was copied.
+	Promoted bool
+	// Took runs from the detach (calls to the session wait for it and
+	// are retried from then) to the new owner's answer, which comes once
+	// it has published the session.
+	Took time.Duration
 }
 
 // HandOff moves every session this node runs to live, non-draining peers,
-// round-robin, each by an ordered transfer of ownership:
+// each by an ordered transfer of ownership: to the session's in-sync
+// standby when it has one that can take it over from its copy (see
+// promoteOn), otherwise copied to a peer chosen round-robin:
 //
 //  1. the session is marked as handing off here, so a call that reaches
 //     this node from now on answers the retryable ErrHandingOff (nothing
 //     runs) instead of "not running";
 //  2. it is detached (its last update applied; its local snapshot is
 //     deleted only once the peer has saved it);
-//  3. the peer adopts it with the next handoff generation and publishes its
-//     record before answering, so on every node the adopter's record
-//     supersedes this one without any tie-break;
+//  3. the peer adopts it (from the snapshot sent, or from its standby
+//     copy of that same snapshot) with the next handoff generation and
+//     publishes its record before answering, so on every node the
+//     adopter's record supersedes this one without any tie-break;
 //  4. this node replaces its record with a forwarding record naming the
 //     adopter (withdrawn after movedTTL), so an entry node that has not yet
 //     heard of the adopter still routes calls to it.
@@ -79,10 +100,15 @@ func (s *Swarm) HandOff(ctx context.Context) (HandOffResult, error) {
 			res.Kept += len(local) - i
 			return res, fmt.Errorf("handing off sessions: %w", err)
 		}
-		switch s.handOffOne(ctx, info, peers[i%len(peers)]) {
+		outcome, mv := s.handOffOne(ctx, info, peers[i%len(peers)])
+		switch outcome {
 		case handedOff:
 			moved[info.ID] = info.Handoff
 			res.Moved++
+			res.Moves = append(res.Moves, mv)
+			if mv.Promoted {
+				res.Promoted++
+			}
 		case keptHere:
 			res.Kept++
 		case lost:
@@ -108,31 +134,61 @@ const (
 	lost
 )
 
-func (s *Swarm) handOffOne(ctx context.Context, info session.Info, target string) handoffOutcome {
-	s.handoffs.set(info.ID, handoffState{to: target})
+// handOffOne moves one session: to its standby by promotion when it has
+// one that may take it, else (or when the standby refuses) by copying it
+// to target.
+func (s *Swarm) handOffOne(ctx context.Context, info session.Info, target string) (handoffOutcome, Move) {
+	standby := s.handoverStandby(info.ID)
+	to := target
+	if standby != "" {
+		to = standby
+	}
+	s.handoffs.set(info.ID, handoffState{to: to})
+	began := time.Now()
 	snap, err := s.mgr.Detach(ctx, info.ID)
 	if err != nil {
 		s.handoffs.forget(info.ID)
 		// Stopped meanwhile, or it would not stop: nothing moved.
 		s.log.Warn("detaching a session for handoff", "session", info.ID, "err", err)
-		return keptHere
+		return keptHere, Move{}
 	}
 	moving := snap
 	moving.Info.Handoff = snap.Info.Handoff + 1
-	if err := s.adoptOn(ctx, target, moving); err != nil {
+	promoted := false
+	if standby != "" {
+		switch err := s.promoteOn(ctx, standby, snap); {
+		case err == nil:
+			promoted, target = true, standby
+		case !refusedOutright(err):
+			// The standby may have taken the session over and lost its
+			// answer: only it may then adopt under the next generation,
+			// so the copy goes to it too (and is refused if it runs the
+			// session already), never to a second node.
+			target = standby
+			fallthrough
+		default:
+			s.log.Info("the standby did not take the session over; copying it instead", "session", info.ID, "standby", standby, "node", target, "err", err)
+			s.handoffs.set(info.ID, handoffState{to: target})
+		}
+	}
+	if !promoted {
+		err = s.adoptOn(ctx, target, moving)
+	}
+	took := time.Since(began)
+	if err != nil {
 		s.log.Warn("a peer refused a handed-off session; keeping it here", "session", info.ID, "node", target, "err", err)
 		restarted, err := s.mgr.Adopt(context.WithoutCancel(ctx), snap)
 		s.handoffs.forget(info.ID)
 		if err != nil {
 			s.log.Error("a handed-off session could not be restarted here either: it is lost", "session", info.ID, "err", err)
 			s.unpublish(info.ID)
-			return lost
+			return lost, Move{}
 		}
 		s.writeThrough(restarted.ID)
 		if err := s.publishRecord(restarted); err != nil {
 			s.log.Warn("republishing a session kept here", "session", info.ID, "err", err)
 		}
-		return keptHere
+		return keptHere, Move{}
 	}
 	s.handoffs.set(info.ID, handoffState{to: target, done: true, at: time.Now()})
 	// The peer has saved it: only now may our copy go.
@@ -147,8 +203,13 @@ func (s *Swarm) handOffOne(ctx context.Context, info session.Info, target string
 	} else if err := s.sessions.Put(info.ID, b); err != nil {
 		s.log.Warn("publishing a forwarding record", "session", info.ID, "err", err)
 	}
-	s.log.Info("session handed off", "session", info.ID, "node", target, "generation", moving.Info.Handoff)
-	return handedOff
+	how := "copied"
+	if promoted {
+		how = "promoted"
+	}
+	s.met.handedOff(how)
+	s.log.Info("session handed off", "session", info.ID, "node", target, "how", how, "generation", moving.Info.Handoff, "took", took)
+	return handedOff, Move{ID: info.ID, To: target, Promoted: promoted, Took: took}
 }
 
 // adoptOn asks node to adopt snap.
@@ -174,33 +235,45 @@ func (s *Swarm) adoptOn(ctx context.Context, node string, snap session.Snapshot)
 // completes with the session visible under this node. It answers an HTTP
 // status and, unless 200, why.
 func (s *Swarm) adopt(ctx context.Context, from string, snap session.Snapshot) (int, string) {
-	s.mu.Lock()
-	draining := s.draining
-	s.mu.Unlock()
-	if draining {
-		return http.StatusServiceUnavailable, "node " + s.self + " is draining"
-	}
-	// The sender's own record is superseded by the generation the adoption
-	// carries; a record of another node with that generation or a later
-	// one means the id is taken.
-	if loc, ok := s.locate(snap.Info.ID); ok && loc.rec.Node != from && loc.rec.Handoff >= snap.Info.Handoff {
-		return http.StatusConflict, "session " + snap.Info.ID + " already runs on node " + route(loc.rec)
+	if code, why := s.mayAdopt(from, snap.Info.ID, snap.Info.Handoff); code != http.StatusOK {
+		return code, why
 	}
 	info, err := s.mgr.Adopt(ctx, snap)
 	if err != nil {
 		return http.StatusConflict, err.Error()
 	}
+	s.adopted(info)
+	return http.StatusOK, ""
+}
+
+// mayAdopt says whether this node may adopt session id from node from
+// under handoff generation gen: not while draining, nor when another node
+// runs the id under that generation or a later one.
+func (s *Swarm) mayAdopt(from, id string, gen uint64) (int, string) {
+	if s.isDraining() {
+		return http.StatusServiceUnavailable, "node " + s.self + " is draining"
+	}
+	// The sender's own record is superseded by the generation the adoption
+	// carries; a record of another node with that generation or a later
+	// one means the id is taken.
+	if loc, ok := s.locate(id); ok && loc.rec.Node != from && loc.rec.Handoff >= gen {
+		return http.StatusConflict, "session " + id + " already runs on node " + route(loc.rec)
+	}
+	return http.StatusOK, ""
+}
+
+// adopted publishes a session this node just adopted.
+func (s *Swarm) adopted(info session.Info) {
 	// The session may come back to a node that handed it off before.
 	s.handoffs.forget(info.ID)
 	s.writeThrough(info.ID)
-	err = s.publishRecord(info)
+	err := s.publishRecord(info)
 	if err == nil {
 		err = s.publishTools(info.ID, info.Principal)
 	}
 	if err != nil {
 		s.log.Warn("publishing an adopted session", "session", info.ID, "err", err)
 	}
-	return http.StatusOK, ""
 }
 
 // Draining reports whether this node is draining: it takes no new sessions

@@ -51,6 +51,10 @@ type nodeOptions struct {
 	previous bool
 	caps     []string
 	apps     map[string]func() session.App
+	// store and standbys, when set, are the manager's snapshot store and
+	// the swarm's standbys.
+	store    session.Store
+	standbys Standbys
 }
 
 func startTestNodeWith(t testing.TB, name string, opt nodeOptions, join ...string) testNode {
@@ -69,7 +73,7 @@ func startTestNodeWith(t testing.TB, name string, opt nodeOptions, join ...strin
 			startable = append(startable, app)
 		}
 	}
-	mgr, err := session.NewManager(session.ManagerConfig{Registry: reg, Startable: startable})
+	mgr, err := session.NewManager(session.ManagerConfig{Registry: reg, Startable: startable, Store: opt.store})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +88,7 @@ func startTestNodeWith(t testing.TB, name string, opt nodeOptions, join ...strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	sw, err := New(Config{Cluster: cl, Manager: mgr})
+	sw, err := New(Config{Cluster: cl, Manager: mgr, Standbys: opt.standbys})
 	if err != nil {
 		t.Fatal(err)
 	}

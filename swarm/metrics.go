@@ -16,6 +16,8 @@ type metrics struct {
 	sessionAckWait *prometheus.HistogramVec
 	// promotions counts standby copies this node took over (failover.go).
 	promotions prometheus.Counter
+	// handoffs counts the sessions this node's drains moved, by how.
+	handoffs *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer, s *Swarm) (*metrics, error) {
@@ -41,6 +43,10 @@ func newMetrics(reg prometheus.Registerer, s *Swarm) (*metrics, error) {
 			Name: "mcpswarm_swarm_failovers_total",
 			Help: "Sessions this node took over as their standby after their owner died.",
 		}),
+		handoffs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcpswarm_swarm_handoffs_total",
+			Help: "Sessions this node handed to another node while draining, by how: promoted (its standby took it over from its copy) or copied (its snapshot sent to the adopter).",
+		}, []string{"how"}),
 		sessionAckWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "mcpswarm_swarm_session_ack_seconds",
 			Help:    "Time a session start or tool-set change waited for every live peer to apply it, by registry (sessions, tools) and outcome (acked, lagging).",
@@ -65,7 +71,11 @@ func newMetrics(reg prometheus.Registerer, s *Swarm) (*metrics, error) {
 			Help: "Connection records in this node's replica (every node's, revocations included).",
 		}, func() float64 { return float64(s.conns.reg.Len()) }),
 	}
-	for _, c := range append(gauges, m.forwards, m.latency, m.ackWait, m.sessionAckWait, m.promotions) {
+	// Both series exist from the start, so a drain's first handoff of
+	// either kind shows as an increase from 0.
+	m.handoffs.WithLabelValues("promoted")
+	m.handoffs.WithLabelValues("copied")
+	for _, c := range append(gauges, m.forwards, m.latency, m.ackWait, m.sessionAckWait, m.promotions, m.handoffs) {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -118,4 +128,11 @@ func (m *metrics) sessionAck(reg string, d time.Duration, acked bool) {
 		outcome = "lagging"
 	}
 	m.sessionAckWait.WithLabelValues(reg, outcome).Observe(d.Seconds())
+}
+
+// handedOff counts one session a drain moved.
+func (m *metrics) handedOff(how string) {
+	if m != nil {
+		m.handoffs.WithLabelValues(how).Inc()
+	}
 }

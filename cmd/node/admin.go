@@ -216,13 +216,26 @@ func stopSession(ctx context.Context, c adminv1.AdminServiceClient, args []strin
 	return nil
 }
 
-func drain(ctx context.Context, c adminv1.AdminServiceClient, _ []string, out io.Writer, _ bool) error {
+func drain(ctx context.Context, c adminv1.AdminServiceClient, _ []string, out io.Writer, asJSON bool) error {
 	resp, err := c.Drain(ctx, &adminv1.DrainRequest{})
 	if err != nil {
 		return fmt.Errorf("draining: %w", err)
 	}
-	fmt.Fprintf(out, "draining: %d sessions moved to other nodes, %d kept here, %d lost\n",
-		resp.GetSessionsMoved(), resp.GetSessionsKept(), resp.GetSessionsStopped())
+	if asJSON {
+		return printJSON(out, resp)
+	}
+	how := ""
+	if moves := resp.GetMoves(); len(moves) > 0 {
+		took := make([]time.Duration, len(moves))
+		for i, m := range moves {
+			took[i] = m.GetTook().AsDuration()
+		}
+		slices.Sort(took)
+		how = fmt.Sprintf(" (%d by promoting a standby; each in %v median, %v max)",
+			resp.GetSessionsPromoted(), took[len(took)/2].Round(10*time.Microsecond), took[len(took)-1].Round(10*time.Microsecond))
+	}
+	fmt.Fprintf(out, "draining: %d sessions moved to other nodes%s, %d kept here, %d lost\n",
+		resp.GetSessionsMoved(), how, resp.GetSessionsKept(), resp.GetSessionsStopped())
 	return nil
 }
 

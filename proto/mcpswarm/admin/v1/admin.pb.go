@@ -13,6 +13,7 @@ package adminv1
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	durationpb "google.golang.org/protobuf/types/known/durationpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
@@ -922,7 +923,12 @@ type DrainResponse struct {
 	SessionsMoved int32 `protobuf:"varint,2,opt,name=sessions_moved,json=sessionsMoved,proto3" json:"sessions_moved,omitempty"`
 	// sessions_kept counts sessions still running here (no peer could take
 	// them).
-	SessionsKept  int32 `protobuf:"varint,3,opt,name=sessions_kept,json=sessionsKept,proto3" json:"sessions_kept,omitempty"`
+	SessionsKept int32 `protobuf:"varint,3,opt,name=sessions_kept,json=sessionsKept,proto3" json:"sessions_kept,omitempty"`
+	// sessions_promoted counts the moved sessions that a standby took over
+	// from its copy (the others were copied to their adopter).
+	SessionsPromoted int32 `protobuf:"varint,4,opt,name=sessions_promoted,json=sessionsPromoted,proto3" json:"sessions_promoted,omitempty"`
+	// moves lists each moved session, in the order they moved.
+	Moves         []*SessionMove `protobuf:"bytes,5,rep,name=moves,proto3" json:"moves,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -978,6 +984,93 @@ func (x *DrainResponse) GetSessionsKept() int32 {
 	return 0
 }
 
+func (x *DrainResponse) GetSessionsPromoted() int32 {
+	if x != nil {
+		return x.SessionsPromoted
+	}
+	return 0
+}
+
+func (x *DrainResponse) GetMoves() []*SessionMove {
+	if x != nil {
+		return x.Moves
+	}
+	return nil
+}
+
+// SessionMove is one session a drain moved.
+type SessionMove struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// id is the session id; node the node that runs it now.
+	Id   string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Node string `protobuf:"bytes,2,opt,name=node,proto3" json:"node,omitempty"`
+	// promoted: the node was its standby and took it over from its copy.
+	Promoted bool `protobuf:"varint,3,opt,name=promoted,proto3" json:"promoted,omitempty"`
+	// took is the time from the session's detach (calls to it wait and are
+	// retried from then) until the new owner had published it.
+	Took          *durationpb.Duration `protobuf:"bytes,4,opt,name=took,proto3" json:"took,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionMove) Reset() {
+	*x = SessionMove{}
+	mi := &file_mcpswarm_admin_v1_admin_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionMove) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionMove) ProtoMessage() {}
+
+func (x *SessionMove) ProtoReflect() protoreflect.Message {
+	mi := &file_mcpswarm_admin_v1_admin_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionMove.ProtoReflect.Descriptor instead.
+func (*SessionMove) Descriptor() ([]byte, []int) {
+	return file_mcpswarm_admin_v1_admin_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *SessionMove) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *SessionMove) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *SessionMove) GetPromoted() bool {
+	if x != nil {
+		return x.Promoted
+	}
+	return false
+}
+
+func (x *SessionMove) GetTook() *durationpb.Duration {
+	if x != nil {
+		return x.Took
+	}
+	return nil
+}
+
 // WatchEventsRequest has no fields.
 type WatchEventsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -987,7 +1080,7 @@ type WatchEventsRequest struct {
 
 func (x *WatchEventsRequest) Reset() {
 	*x = WatchEventsRequest{}
-	mi := &file_mcpswarm_admin_v1_admin_proto_msgTypes[16]
+	mi := &file_mcpswarm_admin_v1_admin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -999,7 +1092,7 @@ func (x *WatchEventsRequest) String() string {
 func (*WatchEventsRequest) ProtoMessage() {}
 
 func (x *WatchEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpswarm_admin_v1_admin_proto_msgTypes[16]
+	mi := &file_mcpswarm_admin_v1_admin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1012,7 +1105,7 @@ func (x *WatchEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEventsRequest.ProtoReflect.Descriptor instead.
 func (*WatchEventsRequest) Descriptor() ([]byte, []int) {
-	return file_mcpswarm_admin_v1_admin_proto_rawDescGZIP(), []int{16}
+	return file_mcpswarm_admin_v1_admin_proto_rawDescGZIP(), []int{17}
 }
 
 // WatchEventsResponse is one event.
@@ -1032,7 +1125,7 @@ type WatchEventsResponse struct {
 
 func (x *WatchEventsResponse) Reset() {
 	*x = WatchEventsResponse{}
-	mi := &file_mcpswarm_admin_v1_admin_proto_msgTypes[17]
+	mi := &file_mcpswarm_admin_v1_admin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1044,7 +1137,7 @@ func (x *WatchEventsResponse) String() string {
 func (*WatchEventsResponse) ProtoMessage() {}
 
 func (x *WatchEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpswarm_admin_v1_admin_proto_msgTypes[17]
+	mi := &file_mcpswarm_admin_v1_admin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1057,7 +1150,7 @@ func (x *WatchEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEventsResponse.ProtoReflect.Descriptor instead.
 func (*WatchEventsResponse) Descriptor() ([]byte, []int) {
-	return file_mcpswarm_admin_v1_admin_proto_rawDescGZIP(), []int{17}
+	return file_mcpswarm_admin_v1_admin_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *WatchEventsResponse) GetTime() *timestamppb.Timestamp {
@@ -1099,7 +1192,7 @@ var File_mcpswarm_admin_v1_admin_proto protoreflect.FileDescriptor
 
 const file_mcpswarm_admin_v1_admin_proto_rawDesc = "" +
 	"\n" +
-	"\x1dmcpswarm/admin/v1/admin.proto\x12\x11mcpswarm.admin.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xe0\x01\n" +
+	"\x1dmcpswarm/admin/v1/admin.proto\x12\x11mcpswarm.admin.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xe0\x01\n" +
 	"\x06Member\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12%\n" +
@@ -1152,11 +1245,18 @@ const file_mcpswarm_admin_v1_admin_proto_rawDesc = "" +
 	"\x12StopSessionRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"\x15\n" +
 	"\x13StopSessionResponse\"\x0e\n" +
-	"\fDrainRequest\"\x86\x01\n" +
+	"\fDrainRequest\"\xe9\x01\n" +
 	"\rDrainResponse\x12)\n" +
 	"\x10sessions_stopped\x18\x01 \x01(\x05R\x0fsessionsStopped\x12%\n" +
 	"\x0esessions_moved\x18\x02 \x01(\x05R\rsessionsMoved\x12#\n" +
-	"\rsessions_kept\x18\x03 \x01(\x05R\fsessionsKept\"\x14\n" +
+	"\rsessions_kept\x18\x03 \x01(\x05R\fsessionsKept\x12+\n" +
+	"\x11sessions_promoted\x18\x04 \x01(\x05R\x10sessionsPromoted\x124\n" +
+	"\x05moves\x18\x05 \x03(\v2\x1e.mcpswarm.admin.v1.SessionMoveR\x05moves\"|\n" +
+	"\vSessionMove\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04node\x18\x02 \x01(\tR\x04node\x12\x1a\n" +
+	"\bpromoted\x18\x03 \x01(\bR\bpromoted\x12-\n" +
+	"\x04took\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\x04took\"\x14\n" +
 	"\x12WatchEventsRequest\"\x9b\x01\n" +
 	"\x13WatchEventsResponse\x12.\n" +
 	"\x04time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x12\n" +
@@ -1193,7 +1293,7 @@ func file_mcpswarm_admin_v1_admin_proto_rawDescGZIP() []byte {
 }
 
 var file_mcpswarm_admin_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_mcpswarm_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_mcpswarm_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_mcpswarm_admin_v1_admin_proto_goTypes = []any{
 	(MemberState)(0),                // 0: mcpswarm.admin.v1.MemberState
 	(*Member)(nil),                  // 1: mcpswarm.admin.v1.Member
@@ -1212,40 +1312,44 @@ var file_mcpswarm_admin_v1_admin_proto_goTypes = []any{
 	(*StopSessionResponse)(nil),     // 14: mcpswarm.admin.v1.StopSessionResponse
 	(*DrainRequest)(nil),            // 15: mcpswarm.admin.v1.DrainRequest
 	(*DrainResponse)(nil),           // 16: mcpswarm.admin.v1.DrainResponse
-	(*WatchEventsRequest)(nil),      // 17: mcpswarm.admin.v1.WatchEventsRequest
-	(*WatchEventsResponse)(nil),     // 18: mcpswarm.admin.v1.WatchEventsResponse
-	nil,                             // 19: mcpswarm.admin.v1.Session.BehindEntry
-	(*timestamppb.Timestamp)(nil),   // 20: google.protobuf.Timestamp
+	(*SessionMove)(nil),             // 17: mcpswarm.admin.v1.SessionMove
+	(*WatchEventsRequest)(nil),      // 18: mcpswarm.admin.v1.WatchEventsRequest
+	(*WatchEventsResponse)(nil),     // 19: mcpswarm.admin.v1.WatchEventsResponse
+	nil,                             // 20: mcpswarm.admin.v1.Session.BehindEntry
+	(*timestamppb.Timestamp)(nil),   // 21: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),     // 22: google.protobuf.Duration
 }
 var file_mcpswarm_admin_v1_admin_proto_depIdxs = []int32{
 	0,  // 0: mcpswarm.admin.v1.Member.state:type_name -> mcpswarm.admin.v1.MemberState
 	1,  // 1: mcpswarm.admin.v1.ListMembersResponse.members:type_name -> mcpswarm.admin.v1.Member
-	20, // 2: mcpswarm.admin.v1.Session.created:type_name -> google.protobuf.Timestamp
-	19, // 3: mcpswarm.admin.v1.Session.behind:type_name -> mcpswarm.admin.v1.Session.BehindEntry
+	21, // 2: mcpswarm.admin.v1.Session.created:type_name -> google.protobuf.Timestamp
+	20, // 3: mcpswarm.admin.v1.Session.behind:type_name -> mcpswarm.admin.v1.Session.BehindEntry
 	4,  // 4: mcpswarm.admin.v1.ListSessionsResponse.sessions:type_name -> mcpswarm.admin.v1.Session
 	7,  // 5: mcpswarm.admin.v1.ListToolsResponse.tools:type_name -> mcpswarm.admin.v1.Tool
 	10, // 6: mcpswarm.admin.v1.ListConnectionsResponse.connections:type_name -> mcpswarm.admin.v1.Connection
-	20, // 7: mcpswarm.admin.v1.WatchEventsResponse.time:type_name -> google.protobuf.Timestamp
-	20, // 8: mcpswarm.admin.v1.Session.BehindEntry.value:type_name -> google.protobuf.Timestamp
-	2,  // 9: mcpswarm.admin.v1.AdminService.ListMembers:input_type -> mcpswarm.admin.v1.ListMembersRequest
-	5,  // 10: mcpswarm.admin.v1.AdminService.ListSessions:input_type -> mcpswarm.admin.v1.ListSessionsRequest
-	8,  // 11: mcpswarm.admin.v1.AdminService.ListTools:input_type -> mcpswarm.admin.v1.ListToolsRequest
-	11, // 12: mcpswarm.admin.v1.AdminService.ListConnections:input_type -> mcpswarm.admin.v1.ListConnectionsRequest
-	13, // 13: mcpswarm.admin.v1.AdminService.StopSession:input_type -> mcpswarm.admin.v1.StopSessionRequest
-	15, // 14: mcpswarm.admin.v1.AdminService.Drain:input_type -> mcpswarm.admin.v1.DrainRequest
-	17, // 15: mcpswarm.admin.v1.AdminService.WatchEvents:input_type -> mcpswarm.admin.v1.WatchEventsRequest
-	3,  // 16: mcpswarm.admin.v1.AdminService.ListMembers:output_type -> mcpswarm.admin.v1.ListMembersResponse
-	6,  // 17: mcpswarm.admin.v1.AdminService.ListSessions:output_type -> mcpswarm.admin.v1.ListSessionsResponse
-	9,  // 18: mcpswarm.admin.v1.AdminService.ListTools:output_type -> mcpswarm.admin.v1.ListToolsResponse
-	12, // 19: mcpswarm.admin.v1.AdminService.ListConnections:output_type -> mcpswarm.admin.v1.ListConnectionsResponse
-	14, // 20: mcpswarm.admin.v1.AdminService.StopSession:output_type -> mcpswarm.admin.v1.StopSessionResponse
-	16, // 21: mcpswarm.admin.v1.AdminService.Drain:output_type -> mcpswarm.admin.v1.DrainResponse
-	18, // 22: mcpswarm.admin.v1.AdminService.WatchEvents:output_type -> mcpswarm.admin.v1.WatchEventsResponse
-	16, // [16:23] is the sub-list for method output_type
-	9,  // [9:16] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	17, // 7: mcpswarm.admin.v1.DrainResponse.moves:type_name -> mcpswarm.admin.v1.SessionMove
+	22, // 8: mcpswarm.admin.v1.SessionMove.took:type_name -> google.protobuf.Duration
+	21, // 9: mcpswarm.admin.v1.WatchEventsResponse.time:type_name -> google.protobuf.Timestamp
+	21, // 10: mcpswarm.admin.v1.Session.BehindEntry.value:type_name -> google.protobuf.Timestamp
+	2,  // 11: mcpswarm.admin.v1.AdminService.ListMembers:input_type -> mcpswarm.admin.v1.ListMembersRequest
+	5,  // 12: mcpswarm.admin.v1.AdminService.ListSessions:input_type -> mcpswarm.admin.v1.ListSessionsRequest
+	8,  // 13: mcpswarm.admin.v1.AdminService.ListTools:input_type -> mcpswarm.admin.v1.ListToolsRequest
+	11, // 14: mcpswarm.admin.v1.AdminService.ListConnections:input_type -> mcpswarm.admin.v1.ListConnectionsRequest
+	13, // 15: mcpswarm.admin.v1.AdminService.StopSession:input_type -> mcpswarm.admin.v1.StopSessionRequest
+	15, // 16: mcpswarm.admin.v1.AdminService.Drain:input_type -> mcpswarm.admin.v1.DrainRequest
+	18, // 17: mcpswarm.admin.v1.AdminService.WatchEvents:input_type -> mcpswarm.admin.v1.WatchEventsRequest
+	3,  // 18: mcpswarm.admin.v1.AdminService.ListMembers:output_type -> mcpswarm.admin.v1.ListMembersResponse
+	6,  // 19: mcpswarm.admin.v1.AdminService.ListSessions:output_type -> mcpswarm.admin.v1.ListSessionsResponse
+	9,  // 20: mcpswarm.admin.v1.AdminService.ListTools:output_type -> mcpswarm.admin.v1.ListToolsResponse
+	12, // 21: mcpswarm.admin.v1.AdminService.ListConnections:output_type -> mcpswarm.admin.v1.ListConnectionsResponse
+	14, // 22: mcpswarm.admin.v1.AdminService.StopSession:output_type -> mcpswarm.admin.v1.StopSessionResponse
+	16, // 23: mcpswarm.admin.v1.AdminService.Drain:output_type -> mcpswarm.admin.v1.DrainResponse
+	19, // 24: mcpswarm.admin.v1.AdminService.WatchEvents:output_type -> mcpswarm.admin.v1.WatchEventsResponse
+	18, // [18:25] is the sub-list for method output_type
+	11, // [11:18] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_mcpswarm_admin_v1_admin_proto_init() }
@@ -1259,7 +1363,7 @@ func file_mcpswarm_admin_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_mcpswarm_admin_v1_admin_proto_rawDesc), len(file_mcpswarm_admin_v1_admin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   19,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

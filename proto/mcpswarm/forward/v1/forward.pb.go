@@ -1176,13 +1176,19 @@ func (x *SpendStateResponse) GetAlreadySpent() bool {
 	return false
 }
 
-// AdoptSessionRequest carries a detached session's snapshot.
+// AdoptSessionRequest carries a detached session's snapshot, or, sent to
+// one of the session's standbys, asks it to promote the copy it holds.
 type AdoptSessionRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// from is the node handing the session off.
 	From string `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
-	// snapshot is the session's snapshot as JSON.
-	Snapshot      []byte `protobuf:"bytes,2,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
+	// snapshot is the session's snapshot as JSON; empty with standby.
+	Snapshot []byte `protobuf:"bytes,2,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
+	// standby, when set, asks this node to run the session from its standby
+	// copy (mcpswarm.standby.v1) under the next epoch instead of from a
+	// snapshot: only a node that advertises the standby-handoff capability
+	// gets it, and only from the copy's owner (the authenticated caller).
+	Standby       *StandbyHandover `protobuf:"bytes,3,opt,name=standby,proto3" json:"standby,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1231,6 +1237,81 @@ func (x *AdoptSessionRequest) GetSnapshot() []byte {
 	return nil
 }
 
+func (x *AdoptSessionRequest) GetStandby() *StandbyHandover {
+	if x != nil {
+		return x.Standby
+	}
+	return nil
+}
+
+// StandbyHandover names the copy a standby must hold to take a session
+// over from its draining owner: anything else is refused, and the owner
+// copies the session instead.
+type StandbyHandover struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// session is the session id.
+	Session string `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
+	// epoch is the session's ownership epoch the copy was shipped under.
+	Epoch uint64 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// digest is the SHA-256 of the owner's final snapshot (the session
+	// detached, its last update applied), in the canonical encoding both
+	// sides compute.
+	Digest        []byte `protobuf:"bytes,3,opt,name=digest,proto3" json:"digest,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StandbyHandover) Reset() {
+	*x = StandbyHandover{}
+	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StandbyHandover) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StandbyHandover) ProtoMessage() {}
+
+func (x *StandbyHandover) ProtoReflect() protoreflect.Message {
+	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StandbyHandover.ProtoReflect.Descriptor instead.
+func (*StandbyHandover) Descriptor() ([]byte, []int) {
+	return file_mcpswarm_forward_v1_forward_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *StandbyHandover) GetSession() string {
+	if x != nil {
+		return x.Session
+	}
+	return ""
+}
+
+func (x *StandbyHandover) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *StandbyHandover) GetDigest() []byte {
+	if x != nil {
+		return x.Digest
+	}
+	return nil
+}
+
 // AdoptSessionResponse acknowledges an adoption: the session runs and is
 // published on the adopting node. A refusal is a gRPC status.
 type AdoptSessionResponse struct {
@@ -1241,7 +1322,7 @@ type AdoptSessionResponse struct {
 
 func (x *AdoptSessionResponse) Reset() {
 	*x = AdoptSessionResponse{}
-	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[19]
+	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1253,7 +1334,7 @@ func (x *AdoptSessionResponse) String() string {
 func (*AdoptSessionResponse) ProtoMessage() {}
 
 func (x *AdoptSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[19]
+	mi := &file_mcpswarm_forward_v1_forward_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1266,7 +1347,7 @@ func (x *AdoptSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdoptSessionResponse.ProtoReflect.Descriptor instead.
 func (*AdoptSessionResponse) Descriptor() ([]byte, []int) {
-	return file_mcpswarm_forward_v1_forward_proto_rawDescGZIP(), []int{19}
+	return file_mcpswarm_forward_v1_forward_proto_rawDescGZIP(), []int{20}
 }
 
 var File_mcpswarm_forward_v1_forward_proto protoreflect.FileDescriptor
@@ -1353,10 +1434,15 @@ const file_mcpswarm_forward_v1_forward_proto_rawDesc = "" +
 	"\x05nonce\x18\x01 \x01(\tR\x05nonce\x12!\n" +
 	"\fexpires_unix\x18\x02 \x01(\x03R\vexpiresUnix\"9\n" +
 	"\x12SpendStateResponse\x12#\n" +
-	"\ralready_spent\x18\x01 \x01(\bR\falreadySpent\"E\n" +
+	"\ralready_spent\x18\x01 \x01(\bR\falreadySpent\"\x85\x01\n" +
 	"\x13AdoptSessionRequest\x12\x12\n" +
 	"\x04from\x18\x01 \x01(\tR\x04from\x12\x1a\n" +
-	"\bsnapshot\x18\x02 \x01(\fR\bsnapshot\"\x16\n" +
+	"\bsnapshot\x18\x02 \x01(\fR\bsnapshot\x12>\n" +
+	"\astandby\x18\x03 \x01(\v2$.mcpswarm.forward.v1.StandbyHandoverR\astandby\"Y\n" +
+	"\x0fStandbyHandover\x12\x18\n" +
+	"\asession\x18\x01 \x01(\tR\asession\x12\x14\n" +
+	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x16\n" +
+	"\x06digest\x18\x03 \x01(\fR\x06digest\"\x16\n" +
 	"\x14AdoptSessionResponse2\xb2\x06\n" +
 	"\x0eForwardService\x12Y\n" +
 	"\bCallTool\x12$.mcpswarm.forward.v1.CallToolRequest\x1a%.mcpswarm.forward.v1.CallToolResponse0\x01\x12R\n" +
@@ -1381,7 +1467,7 @@ func file_mcpswarm_forward_v1_forward_proto_rawDescGZIP() []byte {
 	return file_mcpswarm_forward_v1_forward_proto_rawDescData
 }
 
-var file_mcpswarm_forward_v1_forward_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_mcpswarm_forward_v1_forward_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_mcpswarm_forward_v1_forward_proto_goTypes = []any{
 	(*Caller)(nil),                    // 0: mcpswarm.forward.v1.Caller
 	(*CallToolRequest)(nil),           // 1: mcpswarm.forward.v1.CallToolRequest
@@ -1402,8 +1488,9 @@ var file_mcpswarm_forward_v1_forward_proto_goTypes = []any{
 	(*SpendStateRequest)(nil),         // 16: mcpswarm.forward.v1.SpendStateRequest
 	(*SpendStateResponse)(nil),        // 17: mcpswarm.forward.v1.SpendStateResponse
 	(*AdoptSessionRequest)(nil),       // 18: mcpswarm.forward.v1.AdoptSessionRequest
-	(*AdoptSessionResponse)(nil),      // 19: mcpswarm.forward.v1.AdoptSessionResponse
-	(*anypb.Any)(nil),                 // 20: google.protobuf.Any
+	(*StandbyHandover)(nil),           // 19: mcpswarm.forward.v1.StandbyHandover
+	(*AdoptSessionResponse)(nil),      // 20: mcpswarm.forward.v1.AdoptSessionResponse
+	(*anypb.Any)(nil),                 // 21: google.protobuf.Any
 }
 var file_mcpswarm_forward_v1_forward_proto_depIdxs = []int32{
 	0,  // 0: mcpswarm.forward.v1.CallToolRequest.caller:type_name -> mcpswarm.forward.v1.Caller
@@ -1413,29 +1500,30 @@ var file_mcpswarm_forward_v1_forward_proto_depIdxs = []int32{
 	3,  // 4: mcpswarm.forward.v1.CallsResponse.progress:type_name -> mcpswarm.forward.v1.Progress
 	4,  // 5: mcpswarm.forward.v1.CallsResponse.result:type_name -> mcpswarm.forward.v1.ToolResult
 	7,  // 6: mcpswarm.forward.v1.CallsResponse.error:type_name -> mcpswarm.forward.v1.CallError
-	20, // 7: mcpswarm.forward.v1.CallError.details:type_name -> google.protobuf.Any
+	21, // 7: mcpswarm.forward.v1.CallError.details:type_name -> google.protobuf.Any
 	0,  // 8: mcpswarm.forward.v1.ReadResourceRequest.caller:type_name -> mcpswarm.forward.v1.Caller
-	1,  // 9: mcpswarm.forward.v1.ForwardService.CallTool:input_type -> mcpswarm.forward.v1.CallToolRequest
-	5,  // 10: mcpswarm.forward.v1.ForwardService.Calls:input_type -> mcpswarm.forward.v1.CallsRequest
-	8,  // 11: mcpswarm.forward.v1.ForwardService.ReadResource:input_type -> mcpswarm.forward.v1.ReadResourceRequest
-	10, // 12: mcpswarm.forward.v1.ForwardService.DeliverResponse:input_type -> mcpswarm.forward.v1.DeliverResponseRequest
-	12, // 13: mcpswarm.forward.v1.ForwardService.DeliverCancel:input_type -> mcpswarm.forward.v1.DeliverCancelRequest
-	14, // 14: mcpswarm.forward.v1.ForwardService.DeliverSseMessage:input_type -> mcpswarm.forward.v1.DeliverSseMessageRequest
-	16, // 15: mcpswarm.forward.v1.ForwardService.SpendState:input_type -> mcpswarm.forward.v1.SpendStateRequest
-	18, // 16: mcpswarm.forward.v1.ForwardService.AdoptSession:input_type -> mcpswarm.forward.v1.AdoptSessionRequest
-	2,  // 17: mcpswarm.forward.v1.ForwardService.CallTool:output_type -> mcpswarm.forward.v1.CallToolResponse
-	6,  // 18: mcpswarm.forward.v1.ForwardService.Calls:output_type -> mcpswarm.forward.v1.CallsResponse
-	9,  // 19: mcpswarm.forward.v1.ForwardService.ReadResource:output_type -> mcpswarm.forward.v1.ReadResourceResponse
-	11, // 20: mcpswarm.forward.v1.ForwardService.DeliverResponse:output_type -> mcpswarm.forward.v1.DeliverResponseResponse
-	13, // 21: mcpswarm.forward.v1.ForwardService.DeliverCancel:output_type -> mcpswarm.forward.v1.DeliverCancelResponse
-	15, // 22: mcpswarm.forward.v1.ForwardService.DeliverSseMessage:output_type -> mcpswarm.forward.v1.DeliverSseMessageResponse
-	17, // 23: mcpswarm.forward.v1.ForwardService.SpendState:output_type -> mcpswarm.forward.v1.SpendStateResponse
-	19, // 24: mcpswarm.forward.v1.ForwardService.AdoptSession:output_type -> mcpswarm.forward.v1.AdoptSessionResponse
-	17, // [17:25] is the sub-list for method output_type
-	9,  // [9:17] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	19, // 9: mcpswarm.forward.v1.AdoptSessionRequest.standby:type_name -> mcpswarm.forward.v1.StandbyHandover
+	1,  // 10: mcpswarm.forward.v1.ForwardService.CallTool:input_type -> mcpswarm.forward.v1.CallToolRequest
+	5,  // 11: mcpswarm.forward.v1.ForwardService.Calls:input_type -> mcpswarm.forward.v1.CallsRequest
+	8,  // 12: mcpswarm.forward.v1.ForwardService.ReadResource:input_type -> mcpswarm.forward.v1.ReadResourceRequest
+	10, // 13: mcpswarm.forward.v1.ForwardService.DeliverResponse:input_type -> mcpswarm.forward.v1.DeliverResponseRequest
+	12, // 14: mcpswarm.forward.v1.ForwardService.DeliverCancel:input_type -> mcpswarm.forward.v1.DeliverCancelRequest
+	14, // 15: mcpswarm.forward.v1.ForwardService.DeliverSseMessage:input_type -> mcpswarm.forward.v1.DeliverSseMessageRequest
+	16, // 16: mcpswarm.forward.v1.ForwardService.SpendState:input_type -> mcpswarm.forward.v1.SpendStateRequest
+	18, // 17: mcpswarm.forward.v1.ForwardService.AdoptSession:input_type -> mcpswarm.forward.v1.AdoptSessionRequest
+	2,  // 18: mcpswarm.forward.v1.ForwardService.CallTool:output_type -> mcpswarm.forward.v1.CallToolResponse
+	6,  // 19: mcpswarm.forward.v1.ForwardService.Calls:output_type -> mcpswarm.forward.v1.CallsResponse
+	9,  // 20: mcpswarm.forward.v1.ForwardService.ReadResource:output_type -> mcpswarm.forward.v1.ReadResourceResponse
+	11, // 21: mcpswarm.forward.v1.ForwardService.DeliverResponse:output_type -> mcpswarm.forward.v1.DeliverResponseResponse
+	13, // 22: mcpswarm.forward.v1.ForwardService.DeliverCancel:output_type -> mcpswarm.forward.v1.DeliverCancelResponse
+	15, // 23: mcpswarm.forward.v1.ForwardService.DeliverSseMessage:output_type -> mcpswarm.forward.v1.DeliverSseMessageResponse
+	17, // 24: mcpswarm.forward.v1.ForwardService.SpendState:output_type -> mcpswarm.forward.v1.SpendStateResponse
+	20, // 25: mcpswarm.forward.v1.ForwardService.AdoptSession:output_type -> mcpswarm.forward.v1.AdoptSessionResponse
+	18, // [18:26] is the sub-list for method output_type
+	10, // [10:18] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_mcpswarm_forward_v1_forward_proto_init() }
@@ -1462,7 +1550,7 @@ func file_mcpswarm_forward_v1_forward_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_mcpswarm_forward_v1_forward_proto_rawDesc), len(file_mcpswarm_forward_v1_forward_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   20,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -68,7 +68,8 @@ type ForwardServiceClient interface {
 	// nonce: it answers whether the nonce had been spent before.
 	SpendState(ctx context.Context, in *SpendStateRequest, opts ...grpc.CallOption) (*SpendStateResponse, error)
 	// AdoptSession hands a detached session to this node, which starts and
-	// publishes it before answering.
+	// publishes it before answering: from the snapshot the request carries,
+	// or from the standby copy this node holds (StandbyHandover).
 	AdoptSession(ctx context.Context, in *AdoptSessionRequest, opts ...grpc.CallOption) (*AdoptSessionResponse, error)
 }
 
@@ -203,7 +204,8 @@ type ForwardServiceServer interface {
 	// nonce: it answers whether the nonce had been spent before.
 	SpendState(context.Context, *SpendStateRequest) (*SpendStateResponse, error)
 	// AdoptSession hands a detached session to this node, which starts and
-	// publishes it before answering.
+	// publishes it before answering: from the snapshot the request carries,
+	// or from the standby copy this node holds (StandbyHandover).
 	AdoptSession(context.Context, *AdoptSessionRequest) (*AdoptSessionResponse, error)
 	mustEmbedUnimplementedForwardServiceServer()
 }
