@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -94,12 +95,13 @@ func main() {
 // fleet is every server process of one run.
 type fleet struct {
 	mcpgo, gosdk, single, nodeA, nodeB *proc // the load series' servers
+	process                            *proc // a lone node in `process` durability: the reference of the replicated click
 	memMcpgo, memGosdk                 *proc // fresh peers for the memory figures
 	crowded                            *proc // an mcpswarm node left holding the idle connections and sessions
 }
 
 func (f *fleet) stop() {
-	for _, p := range []*proc{f.nodeB, f.nodeA, f.single, f.gosdk, f.mcpgo, f.crowded, f.memGosdk, f.memMcpgo} {
+	for _, p := range []*proc{f.nodeB, f.nodeA, f.process, f.single, f.gosdk, f.mcpgo, f.crowded, f.memGosdk, f.memMcpgo} {
 		if p != nil {
 			p.stop()
 		}
@@ -158,7 +160,21 @@ func run(ctx context.Context, o options) error {
 		workers[s.key] = ws
 	}
 
+	rtt, err := newPeerRTT(f.nodeB)
+	if err != nil {
+		return err
+	}
+	defer rtt.close()
 	for r := range o.rounds {
+		// One peer round trip, measured in every round beside the series
+		// it is compared with (the replicated click's extra latency).
+		cl, err := measure(ctx, rtt.workers(), []*proc{f.nodeB}, o.warm, o.dur)
+		if err != nil {
+			return err
+		}
+		cl.Round, cl.Series = r, rttSeries
+		slog.Info("cell", "round", r, "series", rttSeries, "p50_us", int(cl.P50us), "p99_us", int(cl.P99us), "errors", cl.Errors)
+		rep.Cells = append(rep.Cells, cl)
 		for ci, c := range o.conc {
 			n := len(all)
 			for k := range n {
@@ -254,6 +270,10 @@ func (f *fleet) start(ctx context.Context, b bins, tmp string, extra []string) e
 	if f.single, _, err = startNode(ctx, b.mcpswarm, tmp, "bench1", "", extra); err != nil {
 		return err
 	}
+	// After extra, so that its flag wins over a --durability given there.
+	if f.process, _, err = startNode(ctx, b.mcpswarm, tmp, "benchP", "", append(slices.Clone(extra), "--durability", "process")); err != nil {
+		return err
+	}
 	var gossipA string
 	if f.nodeA, gossipA, err = startNode(ctx, b.mcpswarm, tmp, "benchA", "", extra); err != nil {
 		return err
@@ -282,6 +302,9 @@ func startNode(ctx context.Context, bin, tmp, name, join string, extra []string)
 	}
 	args = append(args, extra...)
 	p, err := startProc(ctx, "mcpswarm "+name, bin, "http://"+addrs[0], args...)
+	if p != nil {
+		p.grpc = addrs[1]
+	}
 	return p, addrs[2], err
 }
 
