@@ -37,7 +37,7 @@ type options struct {
 	conc        []int         // concurrencies
 	idle        int           // idle connections / sessions opened for the memory figures
 	profile     string        // directory for CPU and allocation profiles (profile mode)
-	profSeries  string        // the load profiled: click, forward or spread
+	profSeries  string        // the load profiled: click, static, replica, forward or spread
 	profWaits   bool          // also take mutex and blocking profiles
 	profClients int           // clients driving the profiled load
 	strict      bool          // fail when any series had a failed call or answered none (smoke runs, CI)
@@ -60,7 +60,7 @@ func main() {
 	flag.StringVar(&o.profile, "profile", "", "profile mode: take CPU and allocation profiles of a node under the 16-client click load and write `go tool pprof -top` text into this directory")
 	flag.IntVar(&o.profClients, "profile-clients", 16, "clients driving the load in profile mode")
 	flag.BoolVar(&o.profWaits, "profile-waits", false, "with -profile: also record where calls wait (mutex and blocking profiles; the node records them only then)")
-	flag.StringVar(&o.profSeries, "profile-series", "click", "the load profiled: click (one node), static (one node, swarm_list: the front's own cost), forward (clients on B, sessions on A: both nodes profiled) or spread (clients on both, every call forwarded)")
+	flag.StringVar(&o.profSeries, "profile-series", "click", "the load profiled: click (one node), static (one node, swarm_list: the front's own cost), replica (clients on A, sessions on A, their standby B: both nodes profiled), forward (clients on B, sessions on A: both nodes profiled) or spread (clients on both, every call forwarded)")
 	flag.Parse()
 	if *quick {
 		o.rounds, o.dur, o.warm, o.idle, o.docsDir, o.strict = 1, time.Second, 300*time.Millisecond, 100, "", true
