@@ -177,9 +177,17 @@ func runProfile(ctx context.Context, o options) error {
 		for _, v := range views {
 			args := append([]string{"tool", "pprof"}, v.args...)
 			args = append(args, bin, filepath.Join(tmp, n.name+"-"+v.prof+".pb.gz"))
-			out, err := exec.CommandContext(ctx, "go", args...).Output()
+			cmd := exec.CommandContext(ctx, "go", args...)
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			out, err := cmd.Output()
+			if err != nil && v.args[0] == "-peek" {
+				// A node none of the peeked steps ran on (a standby serving
+				// no MCP call) has nothing to show; say so in the file.
+				out, err = []byte("# pprof: "+strings.TrimSpace(stderr.String())+"\n"), nil
+			}
 			if err != nil {
-				return fmt.Errorf("go tool pprof %s: %w", strings.Join(v.args, " "), err)
+				return fmt.Errorf("go tool pprof %s: %w: %s", strings.Join(v.args, " "), err, strings.TrimSpace(stderr.String()))
 			}
 			if err := os.WriteFile(filepath.Join(o.profile, prefix+v.file), append([]byte(header), out...), 0o644); err != nil {
 				return fmt.Errorf("writing %s: %w", prefix+v.file, err)
