@@ -14,11 +14,11 @@ import (
 
 // clusterBytesPerSession starts n counter sessions on node1 of a two-node
 // cluster whose nodes keep `replicas` standbys per session, waits until
-// node2's registry holds every one (and, with a standby, until node1 counts node2's
-// copy of each in sync and node2's record names it), and returns the live
-// heap the two nodes gained per session, once idle. Both nodes and the
-// client share this process, so the figure is the cluster's: what node2
-// holds and what node1 keeps to ship to it.
+// node2's registry holds every one (and, with a standby, until node1 counts
+// node2's copy of each in sync and node2's record names it), and returns
+// the live heap the two nodes gained per session, once idle. Both nodes and
+// the client share this process, so the figure is the cluster's: what
+// node2 holds and what node1 keeps to ship to it.
 func clusterBytesPerSession(t testing.TB, n, replicas int) float64 {
 	e := newSwarmEnv(t)
 	e.limit(fmt.Sprintf("limits:\n  sessions_per_principal: %d\n  calls_per_second: 100000\n  call_burst: 100000\n", n+1))
