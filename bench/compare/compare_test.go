@@ -103,3 +103,31 @@ func TestCheckFailsOnAFailedOrSilentSeries(t *testing.T) {
 		}
 	}
 }
+
+func TestExtraRoundTripsAreTakenRoundByRound(t *testing.T) {
+	// Round 1's round trip is twice as slow, and so is its gap: both rounds
+	// count the replicated click one round trip above `process`.
+	r := &report{Conc: []int{1}, Cells: []cell{
+		{Round: 0, Conc: 1, Series: "replica", P50us: 300},
+		{Round: 0, Conc: 1, Series: "process", P50us: 200},
+		{Round: 0, Conc: 1, Series: rttSeries, P50us: 100},
+		{Round: 1, Conc: 1, Series: "replica", P50us: 600},
+		{Round: 1, Conc: 1, Series: "process", P50us: 400},
+		{Round: 1, Conc: 1, Series: rttSeries, P50us: 200},
+	}}
+	if got := r.extraRoundTrips(); got.Med != 1 || got.Lo != 1 || got.Hi != 1 {
+		t.Fatalf("extra round trips = %+v, want 1 in both rounds", got)
+	}
+	if got := r.p50Gap("replica", "process"); got.Lo != 100 || got.Hi != 200 {
+		t.Fatalf("p50 gap = %+v, want 100–200 µs", got)
+	}
+	var met bool
+	for _, tg := range r.targets() {
+		if strings.Contains(tg.what, "peer round trip") {
+			met = tg.met
+		}
+	}
+	if !met {
+		t.Fatal("a gap of exactly one round trip failed the #36 target")
+	}
+}

@@ -8,11 +8,22 @@ import (
 	"time"
 )
 
-// worker is one load client: a connection and the tool call it repeats.
+// worker is one load client: a connection and the tool call it repeats,
+// or, when do is set, the call it makes instead (the peer round trip).
 type worker struct {
 	c    *client
 	tool string
 	args map[string]any
+	do   func(context.Context) error
+}
+
+// call makes the worker's call once.
+func (w worker) call(ctx context.Context) error {
+	if w.do != nil {
+		return w.do(ctx)
+	}
+	_, err := w.c.callTool(ctx, w.tool, w.args)
+	return err
 }
 
 // cell is one measured (round, concurrency, series) window.
@@ -51,7 +62,7 @@ func measure(ctx context.Context, ws []worker, servers []*proc, warm, dur time.D
 				if !t0.Before(mEnd) || ctx.Err() != nil {
 					return
 				}
-				_, err := ws[i].c.callTool(ctx, ws[i].tool, ws[i].args)
+				err := ws[i].call(ctx)
 				t1 := time.Now()
 				if t0.Before(mStart) || t1.After(mEnd) {
 					continue

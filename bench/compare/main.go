@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -36,7 +37,7 @@ type options struct {
 	conc        []int         // concurrencies
 	idle        int           // idle connections / sessions opened for the memory figures
 	profile     string        // directory for CPU and allocation profiles (profile mode)
-	profSeries  string        // the load profiled: click, forward or spread
+	profSeries  string        // the load profiled: click, static, replica, forward or spread
 	profWaits   bool          // also take mutex and blocking profiles
 	profClients int           // clients driving the profiled load
 	strict      bool          // fail when any series had a failed call or answered none (smoke runs, CI)
@@ -59,7 +60,7 @@ func main() {
 	flag.StringVar(&o.profile, "profile", "", "profile mode: take CPU and allocation profiles of a node under the 16-client click load and write `go tool pprof -top` text into this directory")
 	flag.IntVar(&o.profClients, "profile-clients", 16, "clients driving the load in profile mode")
 	flag.BoolVar(&o.profWaits, "profile-waits", false, "with -profile: also record where calls wait (mutex and blocking profiles; the node records them only then)")
-	flag.StringVar(&o.profSeries, "profile-series", "click", "the load profiled: click (one node), static (one node, swarm_list: the front's own cost), forward (clients on B, sessions on A: both nodes profiled) or spread (clients on both, every call forwarded)")
+	flag.StringVar(&o.profSeries, "profile-series", "click", "the load profiled: click (one node), static (one node, swarm_list: the front's own cost), replica (clients on A, sessions on A, their standby B: both nodes profiled), forward (clients on B, sessions on A: both nodes profiled) or spread (clients on both, every call forwarded)")
 	flag.Parse()
 	if *quick {
 		o.rounds, o.dur, o.warm, o.idle, o.docsDir, o.strict = 1, time.Second, 300*time.Millisecond, 100, "", true
@@ -94,12 +95,13 @@ func main() {
 // fleet is every server process of one run.
 type fleet struct {
 	mcpgo, gosdk, single, nodeA, nodeB *proc // the load series' servers
+	process                            *proc // a lone node in `process` durability: the reference of the replicated click
 	memMcpgo, memGosdk                 *proc // fresh peers for the memory figures
 	crowded                            *proc // an mcpswarm node left holding the idle connections and sessions
 }
 
 func (f *fleet) stop() {
-	for _, p := range []*proc{f.nodeB, f.nodeA, f.single, f.gosdk, f.mcpgo, f.crowded, f.memGosdk, f.memMcpgo} {
+	for _, p := range []*proc{f.nodeB, f.nodeA, f.process, f.single, f.gosdk, f.mcpgo, f.crowded, f.memGosdk, f.memMcpgo} {
 		if p != nil {
 			p.stop()
 		}
@@ -158,7 +160,21 @@ func run(ctx context.Context, o options) error {
 		workers[s.key] = ws
 	}
 
+	rtt, err := newPeerRTT(f.nodeB)
+	if err != nil {
+		return err
+	}
+	defer rtt.close()
 	for r := range o.rounds {
+		// One peer round trip, measured in every round beside the series
+		// it is compared with (the replicated click's extra latency).
+		cl, err := measure(ctx, rtt.workers(), []*proc{f.nodeB}, o.warm, o.dur)
+		if err != nil {
+			return err
+		}
+		cl.Round, cl.Series = r, rttSeries
+		slog.Info("cell", "round", r, "series", rttSeries, "p50_us", int(cl.P50us), "p99_us", int(cl.P99us), "errors", cl.Errors)
+		rep.Cells = append(rep.Cells, cl)
 		for ci, c := range o.conc {
 			n := len(all)
 			for k := range n {
@@ -254,6 +270,10 @@ func (f *fleet) start(ctx context.Context, b bins, tmp string, extra []string) e
 	if f.single, _, err = startNode(ctx, b.mcpswarm, tmp, "bench1", "", extra); err != nil {
 		return err
 	}
+	// After extra, so that its flag wins over a --durability given there.
+	if f.process, _, err = startNode(ctx, b.mcpswarm, tmp, "benchP", "", append(slices.Clone(extra), "--durability", "process")); err != nil {
+		return err
+	}
 	var gossipA string
 	if f.nodeA, gossipA, err = startNode(ctx, b.mcpswarm, tmp, "benchA", "", extra); err != nil {
 		return err
@@ -282,6 +302,9 @@ func startNode(ctx context.Context, bin, tmp, name, join string, extra []string)
 	}
 	args = append(args, extra...)
 	p, err := startProc(ctx, "mcpswarm "+name, bin, "http://"+addrs[0], args...)
+	if p != nil {
+		p.grpc = addrs[1]
+	}
 	return p, addrs[2], err
 }
 

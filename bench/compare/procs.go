@@ -25,6 +25,7 @@ const clockTicks = 100
 type proc struct {
 	name    string
 	baseURL string // http://127.0.0.1:PORT
+	grpc    string // an mcpswarm node's gRPC address (host:port); empty for the peers
 	cmd     *exec.Cmd
 	log     *syncBuffer
 	exited  chan struct{}

@@ -19,12 +19,13 @@ import (
 // runProfile takes CPU and allocation profiles of mcpswarm nodes (the
 // bench/profnode build of `serve --dev`) while 16 clients click their
 // `counter` sessions (-profile-clients, 16 by default), and writes `go tool pprof -top` text into o.profile.
-// The click and static (swarm_list) series profile one node; forward and spread profile both
-// nodes of a two-node cluster (B joined to A), each into files named after
-// the series and the node, since the forward's cost is split between them.
+// The click and static (swarm_list) series profile one node; replica (local
+// clicks on A, whose standby is B), forward and spread profile both nodes of
+// a two-node cluster (B joined to A), each into files named after the
+// series and the node, since their cost is split between them.
 func runProfile(ctx context.Context, o options) error {
-	if o.profSeries != "click" && o.profSeries != "forward" && o.profSeries != "spread" && o.profSeries != "static" {
-		return fmt.Errorf("-profile-series: %q is not click, forward, spread or static", o.profSeries)
+	if o.profSeries != "click" && o.profSeries != "forward" && o.profSeries != "spread" && o.profSeries != "static" && o.profSeries != "replica" {
+		return fmt.Errorf("-profile-series: %q is not click, replica, forward, spread or static", o.profSeries)
 	}
 	tmp, err := os.MkdirTemp("", "bench-profile-")
 	if err != nil {
@@ -81,6 +82,8 @@ func runProfile(ctx context.Context, o options) error {
 		connect = clicks(a.p, a.p, "p")
 	case "static":
 		connect = plainCalls(a.p, "swarm_list")
+	case "replica":
+		connect = clicks(a.p, a.p, "r")
 	case "forward":
 		connect = clicks(a.p, nodes[1].p, "f")
 	case "spread":
@@ -135,6 +138,7 @@ func runProfile(ctx context.Context, o options) error {
 	what := map[string]string{
 		"click":   "each clicking its own counter session on the node",
 		"static":  "each calling the static tool swarm_list on the node",
+		"replica": "each on node A clicking its own counter session there, whose standby is node B (every write held by B before it is answered)",
 		"forward": "each on node B clicking its own counter session owned by node A (every call forwarded B -> A)",
 		"spread":  "alternately on A and B, each clicking a counter session owned by the other node (every call forwarded)",
 	}[o.profSeries]
@@ -173,9 +177,17 @@ func runProfile(ctx context.Context, o options) error {
 		for _, v := range views {
 			args := append([]string{"tool", "pprof"}, v.args...)
 			args = append(args, bin, filepath.Join(tmp, n.name+"-"+v.prof+".pb.gz"))
-			out, err := exec.CommandContext(ctx, "go", args...).Output()
+			cmd := exec.CommandContext(ctx, "go", args...)
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			out, err := cmd.Output()
+			if err != nil && v.args[0] == "-peek" {
+				// A node none of the peeked steps ran on (a standby serving
+				// no MCP call) has nothing to show; say so in the file.
+				out, err = []byte("# pprof: "+strings.TrimSpace(stderr.String())+"\n"), nil
+			}
 			if err != nil {
-				return fmt.Errorf("go tool pprof %s: %w", strings.Join(v.args, " "), err)
+				return fmt.Errorf("go tool pprof %s: %w: %s", strings.Join(v.args, " "), err, strings.TrimSpace(stderr.String()))
 			}
 			if err := os.WriteFile(filepath.Join(o.profile, prefix+v.file), append([]byte(header), out...), 0o644); err != nil {
 				return fmt.Errorf("writing %s: %w", prefix+v.file, err)

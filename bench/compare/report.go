@@ -190,6 +190,7 @@ func (r *report) markdown(charts []string) string {
 				fmtRatio(r.ratio(k, "click", c, mCPU)))
 		}
 	}
+	r.replicationSection(w)
 	w("\nThe same click on a node that also holds the memory test's idle connections and sessions (`crowded`), against a fresh node (`click`), same round:\n\n")
 	w("| clients | throughput | p50 | p99 | CPU per call |\n|---|---|---|---|---|\n")
 	for _, c := range r.Conc {
@@ -219,7 +220,7 @@ func (r *report) markdown(charts []string) string {
 		}
 		w("| %s | %d | %.1f MB | %s | %s | %s | %s |\n", m.Server, m.Idle, float64(m.BaseKB)/1024, fmtNum(m.PerConnKB), ratio, sess, start)
 	}
-	w("\nTargets of issue #17 (ratios from this run):\n\n| target | measured | met |\n|---|---|---|\n")
+	w("\nTargets of issues #17 and #36 (ratios from this run):\n\n| target | measured | met |\n|---|---|---|\n")
 	for _, t := range r.targets() {
 		met := "no"
 		if t.met {
@@ -267,6 +268,10 @@ func (r *report) targets() []target {
 	if r.hasConc(1) {
 		p := r.ratio("forward", "click", 1, mP50)
 		ts = append(ts, target{"forwarded click p50 at 1 client ≤ 1.5× local", fmtRatio(p), p.Med <= 1.5})
+		if x := r.extraRoundTrips(); x.Med != 0 || x.Hi != 0 {
+			ts = append(ts, target{"#36: `replica` click p50 at 1 client ≤ `process` p50 + one peer round trip",
+				fmt.Sprintf("+%s µs = %s round trips (one round trip: %s µs)", fmtNum(r.p50Gap("replica", "process").Med), fmtSpan(x), fmtNum(r.value(rttSeries, 1, mP50).Med)), x.Med <= 1})
+		}
 	}
 	bare, ok1 := r.memOf("mcp-go")
 	for _, m := range r.Memory {

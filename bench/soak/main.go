@@ -149,7 +149,7 @@ func run(ctx context.Context, bin string, k knobs) (*report, error) {
 	if err := awaitMembers(ctx, cl, urls); err != nil {
 		return nil, err
 	}
-	rep := &report{Started: t0.UTC(), Knobs: k.describe(), Machine: hostinfo.Now(), Tolerance: k.tol}
+	rep := &report{Started: t0.UTC(), Knobs: k.describe(), Machine: hostinfo.Now(), Tolerance: k.tol, SessionReplicas: sessionReplicas}
 	for _, n := range cl.nodes {
 		rep.Nodes = append(rep.Nodes, n.Name)
 	}

@@ -30,6 +30,12 @@ type cluster struct {
 // first. The per-source HTTP connection cap is lifted (0): every client of
 // the soak is 127.0.0.1, as behind a proxy, and the docs say to raise it
 // there.
+// sessionReplicas is every node's --session-replicas, spelled out although
+// 1 is the default: the soak measures a cluster whose every session has a
+// standby on another node, each write answered after that standby's
+// acknowledgement (durability replica, the default with a standby).
+const sessionReplicas = 1
+
 func startCluster(ctx context.Context, bin, dir, logDir string, n, clients int, profile bool) (*cluster, error) {
 	key, err := exec.CommandContext(ctx, bin, "keygen").Output()
 	if err != nil {
@@ -60,7 +66,8 @@ func startCluster(ctx context.Context, bin, dir, logDir string, n, clients int, 
 			join = c.nodes[0].Gossip
 		}
 		args := []string{"--data-dir", filepath.Join(dir, name), "--cluster-key-file", keyFile, "--policy", polFile,
-			"--http-conns-per-source", "0", "--log-format", "text", "--log-level", "warn"}
+			"--http-conns-per-source", "0", "--log-format", "text", "--log-level", "warn",
+			"--session-replicas", strconv.Itoa(sessionReplicas)}
 		debug := ""
 		if profile {
 			if debug, err = procnode.FreeAddr(); err != nil {

@@ -13,14 +13,17 @@ import (
 
 // report is everything one soak measured.
 type report struct {
-	Started       time.Time        `json:"started"`
-	Elapsed       string           `json:"elapsed"`
-	Knobs         string           `json:"knobs"`
-	Machine       hostinfo.Machine `json:"machine"`
-	Nodes         []string         `json:"nodes"`
-	Tolerance     float64          `json:"tolerance"`
-	LoadSeconds   float64          `json:"load_seconds"`
-	SettleSeconds float64          `json:"settle_seconds"`
+	Started time.Time        `json:"started"`
+	Elapsed string           `json:"elapsed"`
+	Knobs   string           `json:"knobs"`
+	Machine hostinfo.Machine `json:"machine"`
+	Nodes   []string         `json:"nodes"`
+	// SessionReplicas is the nodes' --session-replicas (absent in runs from
+	// before standbys existed).
+	SessionReplicas int     `json:"session_replicas,omitempty"`
+	Tolerance       float64 `json:"tolerance"`
+	LoadSeconds     float64 `json:"load_seconds"`
+	SettleSeconds   float64 `json:"settle_seconds"`
 
 	Cycles       int64    `json:"cycles"` // sessions started, driven, verified, stopped
 	Calls        int64    `json:"calls"`
@@ -110,7 +113,12 @@ func (r *report) markdown(plot string) string {
 	p("Written by `make soak` (`bench/soak`; not part of CI) on %s (%d CPUs, %s, load average %s before and %s after), started %s, %s in all.\n",
 		r.Machine.CPUModel, r.Machine.CPUs, r.Machine.GoVersion, r.Machine.LoadBefore, r.Machine.LoadAfter, r.Started.Format(time.RFC3339), r.Elapsed)
 	p("Settings: `%s`.\n\n", r.Knobs)
-	p("Three `bin/mcpswarm` processes on loopback with a policy of one bearer token per client; " +
+	p("Three `bin/mcpswarm` processes on loopback")
+	if r.SessionReplicas > 0 {
+		p(", each started with `--session-replicas %d` (every session has a standby on another node, and a write is answered after "+
+			"the standbys' acknowledgement: durability `replica`, the default with a standby)", r.SessionReplicas)
+	}
+	p("; a policy of one bearer token per client; " +
 		"each client, its own principal, repeats: open an MCP connection (2025-11-25) on a random node, `swarm_start` a counter (3 in 4) or login session " +
 		"through a random node, 3–12 `inc.click` or 2–6 `username.type_into` each through a random node, `swarm_get_model` through a random node, " +
 		"`swarm_stop`, DELETE, each step after a random think time. One answer is expected: " +
