@@ -164,10 +164,18 @@ func (s *Shipper) shipLocked(ctx context.Context, id string, st *shipped) (Outco
 		acks := make(chan ack, len(placed))
 		req := &standbyv1.HoldRequest{Session: id, Owner: s.cfg.Peers.Self().Name, Epoch: st.epoch, Seq: st.seq, Snapshot: st.last}
 		began := s.cfg.Now()
-		for _, node := range placed {
-			go func() {
-				acks <- ack{node, s.hold(ctx, node, req)}
-			}()
+		if len(placed) == 1 {
+			// One standby (the default): call it on this goroutine. A
+			// goroutine per write would start on a small stack and grow
+			// it into gRPC's deep client path every time (measured: 20 µs
+			// of the owner's CPU per write, docs/bench/replication.md).
+			acks <- ack{placed[0], s.hold(ctx, placed[0], req)}
+		} else {
+			for _, node := range placed {
+				go func() {
+					acks <- ack{node, s.hold(ctx, node, req)}
+				}()
+			}
 		}
 		for range placed {
 			a := <-acks
