@@ -42,7 +42,9 @@ func (s *Swarm) resolve(c authz.Context, id string) (located, error) {
 		rec, hidden := s.unavailable[id]
 		s.mu.Unlock()
 		if hidden && authz.Owns(c.Principal, rec.Principal) {
-			return loc, fmt.Errorf("%w: node %s (session %s)", ErrOwnerUnavailable, rec.Node, id)
+			// Nothing ran: the session is back once its standby promotes
+			// or its owner returns, so the client may retry as it is.
+			return loc, fmt.Errorf("%w: node %s (session %s); nothing ran: retry later", ErrOwnerUnavailable, rec.Node, id)
 		}
 		return loc, fmt.Errorf("session %s: %w", id, session.ErrNotRunning)
 	}

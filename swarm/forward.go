@@ -19,8 +19,10 @@ import (
 )
 
 // ErrMayHaveApplied marks a forwarded write whose answer never came: the
-// owner may or may not have applied it.
-var ErrMayHaveApplied = errors.New("the update may still have applied")
+// owner may or may not have applied it. It ends every such answer, so its
+// text tells the client both that and what to do: a blind retry could
+// apply the write twice.
+var ErrMayHaveApplied = errors.New("the update may still have applied; retry once a read of the session shows it did not")
 
 // maxForwardResult bounds a forwarded result (the peer connection's message
 // limit bounds it too; this keeps a hostile peer from making us decode more).
