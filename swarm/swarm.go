@@ -302,11 +302,16 @@ func (s *Swarm) record(info session.Info) sessionRecord {
 
 // publishRecord writes a local session's record.
 func (s *Swarm) publishRecord(info session.Info) error {
-	b, err := json.Marshal(s.record(info))
+	return s.putRecord(info.ID, s.record(info))
+}
+
+// putRecord writes rec as local session id's record.
+func (s *Swarm) putRecord(id string, rec sessionRecord) error {
+	b, err := json.Marshal(rec)
 	if err != nil {
 		return err
 	}
-	return s.sessions.Put(info.ID, b)
+	return s.sessions.Put(id, b)
 }
 
 func (s *Swarm) publishTools(id, principal string) error {
