@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -38,12 +39,22 @@ func newReplicaCluster(t *testing.T) *replicaCluster {
 		t.Fatal(err)
 	}
 	policy := filepath.Join(repoRoot(t), "deploy", "local-policy.yaml")
-	c := &replicaCluster{t: t}
+	var ms []*member
 	for i := range 3 {
 		// Info, not the launcher's debug: the log tail on a failure shows the failover.
 		m := newMember(t, bin, fmt.Sprintf("node%d", i+1), "--cluster-key-file", keyFile, "--policy", policy, "--log-level", "info")
 		m.prod = true
-		c.nodes = append(c.nodes, m)
+		ms = append(ms, m)
+	}
+	return startReplicaCluster(t, ms, key)
+}
+
+// startReplicaCluster starts the three members, node2 first as the seed,
+// and waits until each sees all three; key is their cluster key.
+func startReplicaCluster(t *testing.T, ms []*member, key []byte) *replicaCluster {
+	t.Helper()
+	c := &replicaCluster{t: t, nodes: ms}
+	for _, m := range ms {
 		c.admins = append(c.admins, m.admin(t, key))
 	}
 	c.nodes[1].start()
@@ -124,11 +135,20 @@ func countVia(cl *mcpClient, id string) (int64, error) {
 // returns its count.
 func (c *replicaCluster) awaitCount(i int, id string) int64 {
 	c.t.Helper()
-	cl := dialMCP(c.t, c.nodes[i].BaseURL())
-	defer cl.Close()
+	var cl *mcpClient
+	defer func() {
+		if cl != nil {
+			_ = cl.Close()
+		}
+	}()
 	var n int64
-	if _, err := c.nodes[i].await(30*time.Second, func(context.Context) error {
+	if _, err := c.nodes[i].await(30*time.Second, func(ctx context.Context) error {
 		var err error
+		if cl == nil { // a node catching up refuses new connections for a moment
+			if cl, err = tryDialMCP(ctx, c.nodes[i].BaseURL()); err != nil {
+				return err
+			}
+		}
 		n, err = countVia(cl, id)
 		return err
 	}); err != nil {
@@ -168,8 +188,9 @@ type repClicker struct {
 	// refused counts failed calls whose answer says nothing applied.
 	refused atomic.Int64
 	// mark is when the test disturbed the cluster (unix ns; 0: not yet);
-	// back is when the first click after it was acknowledged.
-	mark, back atomic.Int64
+	// back is when the first click after it was acknowledged, and
+	// ackedSentAfter counts acknowledged clicks sent after it.
+	mark, back, ackedSentAfter atomic.Int64
 
 	mu    sync.Mutex
 	fails []repFailure // in order
@@ -191,6 +212,7 @@ func (k *repClicker) click(stop <-chan struct{}) {
 			return
 		default:
 		}
+		sent := time.Now()
 		res, err := k.cl.call(k.id+".inc.click", nil)
 		now := time.Now()
 		switch {
@@ -208,6 +230,9 @@ func (k *repClicker) click(stop <-chan struct{}) {
 			k.acked.Add(1)
 			if m := k.mark.Load(); m != 0 && k.back.Load() == 0 && now.UnixNano() > m {
 				k.back.Store(now.UnixNano())
+			}
+			if m := k.mark.Load(); m != 0 && sent.UnixNano() > m {
+				k.ackedSentAfter.Add(1)
 			}
 		}
 		// A pause between clicks, longer after a failure (a client backs
@@ -306,13 +331,17 @@ func checkCount(t *testing.T, k *repClicker, via string, count int64) {
 	}
 }
 
+// varying matches what differs between answers of one kind: connection
+// ids and durations.
+var varying = regexp.MustCompile(`s2\.[A-Za-z0-9_-]+|\d+(\.\d+)?m?s\b`)
+
 // failureKinds groups failure texts (timestamps and node names kept) by
 // their text, for the log, and returns those that are not retryable.
 func failureKinds(ks []*repClicker) (kinds map[string]int, notRetryable []repFailure) {
 	kinds = map[string]int{}
 	for _, k := range ks {
 		for _, f := range k.failures() {
-			kinds[strings.ReplaceAll(f.text, k.id, "<id>")]++
+			kinds[varying.ReplaceAllString(strings.ReplaceAll(f.text, k.id, "<id>"), "…")]++
 			if !strings.Contains(strings.ToLower(f.text), "retry") {
 				notRetryable = append(notRetryable, f)
 			}
