@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -359,4 +360,45 @@ func percentile(ds []time.Duration, p int) time.Duration {
 	}
 	i := (p*len(s) + 99) / 100
 	return s[max(0, min(len(s)-1, i-1))]
+}
+
+// firstLogged returns how long after from a line of m's JSON log first
+// held every part; ok is false when none did.
+func firstLogged(m *member, from time.Time, parts ...string) (d time.Duration, ok bool) {
+	for _, line := range strings.Split(m.Log.String(), "\n") {
+		all := strings.HasPrefix(line, "{")
+		for _, p := range parts {
+			all = all && strings.Contains(line, p)
+		}
+		var rec struct {
+			Time time.Time `json:"time"`
+		}
+		if all && json.Unmarshal([]byte(line), &rec) == nil && rec.Time.After(from) {
+			return rec.Time.Sub(from), true
+		}
+	}
+	return 0, false
+}
+
+// promotions returns how long after from each session of ids was promoted,
+// by the "promoted" lines of the nodes' JSON logs (ids not promoted are
+// left out).
+func (c *replicaCluster) promotions(from time.Time, ids []string) []time.Duration {
+	var out []time.Duration
+	for _, id := range ids {
+		for _, m := range c.nodes {
+			for _, line := range strings.Split(m.Log.String(), "\n") {
+				if !strings.Contains(line, `"msg":"promoted`) || !strings.Contains(line, `"session":"`+id+`"`) {
+					continue
+				}
+				var rec struct {
+					Time time.Time `json:"time"`
+				}
+				if json.Unmarshal([]byte(line), &rec) == nil {
+					out = append(out, rec.Time.Sub(from))
+				}
+			}
+		}
+	}
+	return out
 }

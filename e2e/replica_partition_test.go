@@ -143,7 +143,12 @@ func TestPartitionedOwnerStopsAndTheMajorityTakesOver(t *testing.T) {
 	for _, f := range bad {
 		t.Errorf("a failed call's answer does not say to retry: %s", f)
 	}
-	t.Logf("owner cut off: the majority served every session again after p50 %v, max %v; node1 demoted its copies %v after the heal",
+	promoted := c.promotions(cut, ids)
+	if dead, ok := firstLogged(c.nodes[1], cut, `"msg":"member dead"`, `"member":"node1@`); ok {
+		t.Logf("node2 declared node1 dead %v after the cut", dead.Round(time.Millisecond))
+	}
+	t.Logf("owner cut off: the majority promoted the standbys after p50 %v, max %v, and served every session again after p50 %v, max %v; node1 demoted its copies %v after the heal",
+		percentile(promoted, 50).Round(time.Millisecond), percentile(promoted, 100).Round(time.Millisecond),
 		percentile(failover, 50).Round(time.Millisecond), percentile(failover, 100).Round(time.Millisecond), took.Round(time.Millisecond))
 	for _, m := range c.nodes {
 		m.stop()

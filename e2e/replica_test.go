@@ -128,8 +128,13 @@ func loseOwnerMachine(t *testing.T, c *replicaCluster, lose func()) {
 	for _, f := range bad {
 		t.Errorf("a failed call's answer does not say to retry: %s", f)
 	}
-	t.Logf("owner machine lost: %d clicks acknowledged, 0 lost; %d failed calls may have applied, %d said they did not; failover p50 %v, max %v",
-		acked, maybe, refused, percentile(failover, 50).Round(time.Millisecond), percentile(failover, 100).Round(time.Millisecond))
+	promoted := c.promotions(killed, ids)
+	if dead, ok := firstLogged(c.nodes[1], killed, `"msg":"member dead"`, `"member":"node1@`); ok {
+		t.Logf("node2 declared node1 dead %v after the loss", dead.Round(time.Millisecond))
+	}
+	t.Logf("owner machine lost: %d clicks acknowledged, 0 lost; %d failed calls may have applied, %d said they did not; promoted after p50 %v, max %v; failover p50 %v, max %v",
+		acked, maybe, refused, percentile(promoted, 50).Round(time.Millisecond), percentile(promoted, 100).Round(time.Millisecond),
+		percentile(failover, 50).Round(time.Millisecond), percentile(failover, 100).Round(time.Millisecond))
 }
 
 // The owner killed -9 comes back from its old data after a standby took
