@@ -97,6 +97,9 @@ type Swarm struct {
 	// so a call answers "owner unavailable: node X" rather than "not
 	// running" until the grace period deletes them.
 	unavailable map[string]sessionRecord
+	// superseded holds the local sessions stopped because another node
+	// took them over (Superseded), until that node's record arrives.
+	superseded map[string]superseded
 	// rev counts local resource changes per session, published in the
 	// session record.
 	rev map[string]map[string]uint64
@@ -157,6 +160,7 @@ func New(cfg Config) (*Swarm, error) {
 		log:         cfg.Logger,
 		timeout:     cfg.ForwardTimeout,
 		unavailable: map[string]sessionRecord{},
+		superseded:  map[string]superseded{},
 		rev:         map[string]map[string]uint64{},
 		toolGen:     map[string]uint64{},
 		pending:     map[string]dirty{},
