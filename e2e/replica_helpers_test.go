@@ -336,14 +336,15 @@ func checkCount(t *testing.T, k *repClicker, via string, count int64) {
 // ids and durations.
 var varying = regexp.MustCompile(`s2\.[A-Za-z0-9_-]+|\d+(\.\d+)?m?s\b`)
 
-// failureKinds groups failure texts (timestamps and node names kept) by
-// their text, for the log, and returns those that are not retryable.
+// failureKinds groups failure texts by their text (ids and durations
+// masked), for the log, and returns those that do not tell the client to
+// retry or call again.
 func failureKinds(ks []*repClicker) (kinds map[string]int, notRetryable []repFailure) {
 	kinds = map[string]int{}
 	for _, k := range ks {
 		for _, f := range k.failures() {
 			kinds[varying.ReplaceAllString(strings.ReplaceAll(f.text, k.id, "<id>"), "…")]++
-			if !strings.Contains(strings.ToLower(f.text), "retry") {
+			if low := strings.ToLower(f.text); !strings.Contains(low, "retry") && !strings.Contains(low, "call again") {
 				notRetryable = append(notRetryable, f)
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -102,6 +103,12 @@ func TestPartitionedOwnerStopsAndTheMajorityTakesOver(t *testing.T) {
 	for _, k := range majority {
 		failover = append(failover, time.Duration(k.back.Load()-cut.UnixNano()))
 	}
+	if percentile(failover, 100) > 15*time.Second {
+		// Seen once in ten runs (36 s): say why, for whoever looks next.
+		for _, m := range c.nodes[1:] {
+			t.Logf("slow failover; cluster log of %s:\n%s", m.Name, clusterLines(m.Log.String()))
+		}
+	}
 	if loggedLine(c.nodes[0], "promoted") {
 		t.Error("the cut-off node1 promoted a copy")
 	}
@@ -153,4 +160,16 @@ func TestPartitionedOwnerStopsAndTheMajorityTakesOver(t *testing.T) {
 	for _, m := range c.nodes {
 		m.stop()
 	}
+}
+
+// clusterLines keeps the log lines of membership, leases and promotions.
+func clusterLines(log string) string {
+	var b strings.Builder
+	for _, line := range strings.Split(log, "\n") {
+		if strings.Contains(line, `"component":"cluster"`) || strings.Contains(line, "promoted") {
+			b.WriteString(line)
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
 }
