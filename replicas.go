@@ -197,10 +197,13 @@ func (r *replicas) publishStandbys(id string) error {
 // must return before the session can stop.
 func (r *replicas) demote(id string) {
 	r.mu.Lock()
-	mgr := r.mgr
+	mgr, sw := r.mgr, r.sw
 	r.mu.Unlock()
 	if mgr == nil {
 		return
+	}
+	if info, ok := mgr.Get(id); ok && sw != nil {
+		sw.Superseded(id, info.Principal)
 	}
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -261,26 +261,36 @@ type mcpClient struct {
 
 func dialMCP(t *testing.T, base string) *mcpClient {
 	t.Helper()
+	c, err := tryDialMCP(t.Context(), base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// tryDialMCP is dialMCP returning its failure, for a caller that waits
+// until a node serves connections.
+func tryDialMCP(ctx context.Context, base string) (*mcpClient, error) {
 	tr, err := transport.NewStreamableHTTP(base+"/mcp",
 		transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + aliceToken}),
 		transport.WithHTTPTimeout(15*time.Second),
 		transport.WithHTTPLogger(slog.New(slog.DiscardHandler))) // closing a client of a killed node fails, by design
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	c := client.NewClient(tr, client.WithProtocolVersion(mcp.ProtocolVersion20251125))
-	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	req := mcp.InitializeRequest{}
 	req.Params.ClientInfo = mcp.Implementation{Name: "durability-e2e", Version: "1"}
 	if _, err := c.Initialize(ctx, req); err != nil {
 		_ = c.Close()
-		t.Fatalf("initialize on %s: %v", base, err)
+		return nil, fmt.Errorf("initialize on %s: %w", base, err)
 	}
-	return &mcpClient{c}
+	return &mcpClient{c}, nil
 }
 
 func (c *mcpClient) call(name string, args map[string]any) (*mcp.CallToolResult, error) {

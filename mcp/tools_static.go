@@ -143,7 +143,7 @@ func (s *Server) ownedSession(c authz.Context, id string) (SessionInfo, *mcp.Cal
 		return SessionInfo{}, staleResult(id)
 	}
 	if !info.Available {
-		return SessionInfo{}, toolError(fmt.Sprintf("owner unavailable: node %s (session %q is hidden until its node returns or the grace period removes it); retry later", info.Owner, id),
+		return SessionInfo{}, toolError(fmt.Sprintf("owner unavailable: node %s (session %q is hidden until a standby takes it over, its node returns or the grace period removes it); nothing ran: retry later", info.Owner, id),
 			map[string]any{"error": "owner_unavailable", "session": id, "owner": info.Owner})
 	}
 	return info, nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/mcpswarm/mcpswarm/authz"
 	"github.com/mcpswarm/mcpswarm/crdt"
@@ -42,7 +43,12 @@ func (s *Swarm) resolve(c authz.Context, id string) (located, error) {
 		rec, hidden := s.unavailable[id]
 		s.mu.Unlock()
 		if hidden && authz.Owns(c.Principal, rec.Principal) {
-			return loc, fmt.Errorf("%w: node %s (session %s)", ErrOwnerUnavailable, rec.Node, id)
+			// Nothing ran: the session is back once its standby promotes
+			// or its owner returns, so the client may retry as it is.
+			return loc, fmt.Errorf("%w: node %s (session %s); nothing ran: retry later", ErrOwnerUnavailable, rec.Node, id)
+		}
+		if s.takenOver(c, id) {
+			return loc, fmt.Errorf("session %s: another node took it over and its record has not reached this node yet; nothing ran: retry", id)
 		}
 		return loc, fmt.Errorf("session %s: %w", id, session.ErrNotRunning)
 	}
@@ -52,6 +58,37 @@ func (s *Swarm) resolve(c authz.Context, id string) (located, error) {
 	// A suspect owner (gRPC failing while memberlist says alive) needs no
 	// check here: the cluster hides its entries, and PeerConn refuses it.
 	return loc, nil
+}
+
+// superseded is a local session stopped because another node took it
+// over: whose it was and when.
+type superseded struct {
+	principal string
+	at        time.Time
+}
+
+// Superseded records that local session id, of principal, stops because
+// another node owns it under a later epoch (a standby refused this node's
+// write): until that owner's record reaches this node, at most movedTTL, a
+// call answers a retryable "taken over" instead of "not running", which
+// would send the client off to start a new session.
+func (s *Swarm) Superseded(id, principal string) {
+	s.mu.Lock()
+	s.superseded[id] = superseded{principal: principal, at: time.Now()}
+	s.mu.Unlock()
+}
+
+// takenOver reports whether c's session id was superseded here lately
+// and its new owner's record has not arrived.
+func (s *Swarm) takenOver(c authz.Context, id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.superseded[id]
+	if ok && time.Since(t.at) > movedTTL {
+		delete(s.superseded, id)
+		return false
+	}
+	return ok && authz.Owns(c.Principal, t.principal)
 }
 
 // Apps implements mcp.Backend.

@@ -272,7 +272,7 @@ func (s *Swarm) forwardOnStream(ctx context.Context, node string, cc grpc.Client
 			if status.Code(cs.err) == codes.Unimplemented {
 				return session.Result{}, errNoCallStream // the peer serves no Calls: nothing ran
 			}
-			return session.Result{}, s.forwardErr(node, cs.err, true)
+			return session.Result{}, s.forwardErr(node, notCancelled(ctx, cs.err), true)
 		case <-ctx.Done():
 			cs.abandon(id)
 			return session.Result{}, s.forwardErr(node, status.FromContextError(ctx.Err()).Err(), true)

@@ -24,6 +24,9 @@ func (s *Swarm) onSessionChange(ch crdt.Change) {
 		}
 		s.mu.Lock()
 		delete(s.unavailable, ch.Key)
+		if ch.Origin != s.cl.Origin() {
+			delete(s.superseded, ch.Key) // the new owner's record is here
+		}
 		s.mu.Unlock()
 		if ch.Old != nil {
 			s.emitRevisions(ch.Key, rec, ch.Old)

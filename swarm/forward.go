@@ -19,8 +19,10 @@ import (
 )
 
 // ErrMayHaveApplied marks a forwarded write whose answer never came: the
-// owner may or may not have applied it.
-var ErrMayHaveApplied = errors.New("the update may still have applied")
+// owner may or may not have applied it. It ends every such answer, so its
+// text tells the client both that and what to do: a blind retry could
+// apply the write twice.
+var ErrMayHaveApplied = errors.New("the update may still have applied; retry once a read of the session shows it did not")
 
 // maxForwardResult bounds a forwarded result (the peer connection's message
 // limit bounds it too; this keeps a hostile peer from making us decode more).
@@ -124,7 +126,7 @@ func (s *Swarm) forward(ctx context.Context, c authz.Context, node, id, tool str
 			if errors.Is(err, io.EOF) {
 				return session.Result{}, fmt.Errorf("node %s ended the call without a result: %w", node, ErrMayHaveApplied)
 			}
-			return session.Result{}, s.forwardErr(node, err, true)
+			return session.Result{}, s.forwardErr(node, notCancelled(ctx, err), true)
 		}
 		switch e := ev.GetEvent().(type) {
 		case *forwardv1.CallToolResponse_Progress:
@@ -181,6 +183,17 @@ func openCallTool(ctx context.Context, cc grpc.ClientConnInterface, req *forward
 		}
 		return stream.Recv()
 	}, nil
+}
+
+// notCancelled turns a Canceled status that the caller did not cause (ctx
+// is live) into Unavailable: gRPC ends a call with Canceled when its
+// connection closes under it, as when the owner is declared dead
+// mid-call, and that is the owner going away, not the client giving up.
+func notCancelled(ctx context.Context, err error) error {
+	if status.Code(err) == codes.Canceled && ctx.Err() == nil {
+		return status.Error(codes.Unavailable, status.Convert(err).Message())
+	}
+	return err
 }
 
 // forwardErr turns a gRPC failure into the error the client sees.

@@ -212,8 +212,15 @@ func (s *Swarm) flush() {
 			continue
 		}
 		if d.record {
-			if err := s.publishRecord(info); err != nil {
+			rec := s.record(info)
+			if err := s.putRecord(id, rec); err != nil {
 				s.log.Warn("publishing session", "session", id, "err", err)
+			} else {
+				// Own records reach the index only written through (a
+				// replicated change from this origin is skipped), so this
+				// node's own listing shows what it published: its in-sync
+				// standbys change with no start or tool change.
+				s.idx.setSession(id, s.cl.Origin(), &rec)
 			}
 		}
 		if d.tools {

@@ -97,6 +97,9 @@ type Swarm struct {
 	// so a call answers "owner unavailable: node X" rather than "not
 	// running" until the grace period deletes them.
 	unavailable map[string]sessionRecord
+	// superseded holds the local sessions stopped because another node
+	// took them over (Superseded), until that node's record arrives.
+	superseded map[string]superseded
 	// rev counts local resource changes per session, published in the
 	// session record.
 	rev map[string]map[string]uint64
@@ -157,6 +160,7 @@ func New(cfg Config) (*Swarm, error) {
 		log:         cfg.Logger,
 		timeout:     cfg.ForwardTimeout,
 		unavailable: map[string]sessionRecord{},
+		superseded:  map[string]superseded{},
 		rev:         map[string]map[string]uint64{},
 		toolGen:     map[string]uint64{},
 		pending:     map[string]dirty{},
@@ -308,11 +312,16 @@ func (s *Swarm) record(info session.Info) sessionRecord {
 
 // publishRecord writes a local session's record.
 func (s *Swarm) publishRecord(info session.Info) error {
-	b, err := json.Marshal(s.record(info))
+	return s.putRecord(info.ID, s.record(info))
+}
+
+// putRecord writes rec as local session id's record.
+func (s *Swarm) putRecord(id string, rec sessionRecord) error {
+	b, err := json.Marshal(rec)
 	if err != nil {
 		return err
 	}
-	return s.sessions.Put(info.ID, b)
+	return s.sessions.Put(id, b)
 }
 
 func (s *Swarm) publishTools(id, principal string) error {

@@ -209,6 +209,9 @@ func viaOwner[T any](ctx context.Context, s *Swarm, c authz.Context, id string, 
 			}
 			// The sender left; its adopter's record is on its way.
 			if time.Now().Add(wait).After(stopAt) || sleepCtx(ctx, wait) != nil {
+				if errors.Is(err, ErrOwnerUnavailable) {
+					return zero, err // its text says to retry
+				}
 				return zero, fmt.Errorf("%w; retry later", err)
 			}
 			wait = min(2*wait, 50*time.Millisecond)
