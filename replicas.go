@@ -32,7 +32,7 @@ const standbyDir = "standby"
 // acknowledge it and the owner cannot rule out that it is the one cut off
 // (the standby is not known down, or the owner is not in the cluster's
 // majority), so it must not answer on its own. The call may be retried.
-var ErrFenced = errors.New("the owner is cut off from its standbys and from the cluster's majority")
+var ErrFenced = errors.New("a standby did not acknowledge the update and the owner cannot rule out being cut off from the cluster's majority")
 
 // ErrDemoted is the cause of a write refused because a standby holds the
 // session under a later ownership epoch: another node took it over.
@@ -144,7 +144,7 @@ func (r *replicas) replicate(id string, epoch uint64, b []byte, j *journal.Journ
 	switch {
 	case out.Stale != nil:
 		r.demote(id)
-		return fmt.Errorf("session %s: %w (%v); the update was not applied here: call again, it reaches the new owner", id, ErrDemoted, out.Stale)
+		return fmt.Errorf("session %s: %w (%v); calls now reach the new owner", id, ErrDemoted, out.Stale)
 	case out.Replicated():
 		return nil
 	case len(out.Placed) > 0:
@@ -155,15 +155,15 @@ func (r *replicas) replicate(id string, epoch uint64, b []byte, j *journal.Journ
 		// this write.
 		for node, why := range out.Missed {
 			if !cluster.RefusedConn(why) && !r.down(node) {
-				return fmt.Errorf("session %s: %w: standby %s did not acknowledge (%v) and is not known down; the update may have reached a standby: read the session before you retry", id, ErrFenced, node, why)
+				return fmt.Errorf("session %s: %w: standby %s did not acknowledge (%v) and is not known down", id, ErrFenced, node, why)
 			}
 		}
 		if err := r.quorum(); err != nil {
-			return fmt.Errorf("session %s: %w (%v); the update may have reached a standby: read the session before you retry", id, ErrFenced, err)
+			return fmt.Errorf("session %s: %w (%v)", id, ErrFenced, err)
 		}
 		if out.Changed {
 			if err := r.publishStandbys(id); err != nil {
-				return fmt.Errorf("session %s: %w: the record that drops its lagging standby did not reach every peer (%v); the update was applied here: read the session before you retry", id, ErrFenced, err)
+				return fmt.Errorf("session %s: %w: the record that drops its lagging standby did not reach every peer (%v)", id, ErrFenced, err)
 			}
 		}
 		r.degraded.Inc()

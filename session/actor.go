@@ -467,7 +467,15 @@ func (a *actor) apply(ctx context.Context, msg Msg, what string) (reply, []Event
 		return reply{res: errorResult(fmt.Errorf("%s: session %s: update refused: %w", what, a.info.ID, err))}, nil
 	}
 	if err := a.mgr.persist(st.snap); err != nil {
-		return reply{res: errorResult(fmt.Errorf("%s: the new state could not be saved, so it was not applied: %w", what, err)), fault: true}, nil
+		// The store may hold the refused state all the same: a replicating
+		// store writes the owner's journal before a standby refuses.
+		// Saving the state the session keeps puts it back, so a restart
+		// cannot bring back an update the caller was told failed; when
+		// that save fails too, the update may be held somewhere.
+		if rerr := a.mgr.persist(a.snapshot()); rerr != nil {
+			return reply{res: errorResult(fmt.Errorf("%s: the new state could not be saved everywhere (%w); the session here keeps its previous state, but the update may have been recorded: read the session before you retry", what, err)), fault: true}, nil
+		}
+		return reply{res: errorResult(fmt.Errorf("%s: the new state could not be saved, so it was not applied (%w); the previous state was saved back: retrying is safe", what, err)), fault: true}, nil
 	}
 	return reply{}, a.publish(st)
 }

@@ -453,7 +453,9 @@ func TestStoreErrorsRefuseTheWrite(t *testing.T) {
 	f.start("s")
 	store.full.Store(true)
 	res, err := f.m.Call(f.ctx, "s", "s.inc.click", nil)
-	if err != nil || !res.IsError || !strings.Contains(res.Text, "disk full") || !strings.Contains(res.Text, "not applied") {
+	// Nothing could be saved, the previous state included: the caller
+	// is told to read before retrying.
+	if err != nil || !res.IsError || !strings.Contains(res.Text, "disk full") || !strings.Contains(res.Text, "read the session before you retry") {
 		t.Fatalf("call with a failing store: %+v, %v", res, err)
 	}
 	if model, _ := f.m.Model("s"); !strings.Contains(string(model), `"count":0`) {
@@ -474,5 +476,47 @@ func TestStoreErrorsRefuseTheWrite(t *testing.T) {
 	}
 	if model, _ := f.m.Model("s"); !strings.Contains(string(model), `"count":1`) {
 		t.Errorf("after the disk recovered: %s", model)
+	}
+}
+
+// recordingRefuser is a store that records a snapshot and then refuses it
+// once, as a replicating store does when its standby does not acknowledge
+// a write its own journal already took.
+type recordingRefuser struct {
+	MemoryStore
+	refuse atomic.Bool
+}
+
+func (r *recordingRefuser) Save(s Snapshot) error {
+	if err := r.MemoryStore.Save(s); err != nil {
+		return err
+	}
+	if r.refuse.CompareAndSwap(true, false) {
+		return errors.New("standby did not acknowledge")
+	}
+	return nil
+}
+
+// An update whose save is refused after the store recorded it is not
+// applied, and the store gets the session's previous state back: a restart
+// from it cannot bring back the update the caller was told failed.
+func TestARefusedSaveIsUndoneInTheStore(t *testing.T) {
+	store := &recordingRefuser{MemoryStore: *NewMemoryStore()}
+	f := newFixture(t, func(c *ManagerConfig) { c.Store = store })
+	f.start("s")
+	store.refuse.Store(true)
+	res, err := f.m.Call(f.ctx, "s", "s.inc.click", nil)
+	if err != nil || !res.IsError || !strings.Contains(res.Text, "not applied") || !strings.Contains(res.Text, "retrying is safe") {
+		t.Fatalf("call with a refused save: %+v, %v", res, err)
+	}
+	saved, err := store.Load()
+	if err != nil || len(saved) != 1 || !strings.Contains(string(saved[0].Model), `"count":0`) {
+		t.Fatalf("the store holds %+v (%v) after the refused update, want the previous count 0", saved, err)
+	}
+	if res, _ := f.m.Call(f.ctx, "s", "s.inc.click", nil); res.IsError {
+		t.Fatalf("the next click: %s", res.Text)
+	}
+	if model, _ := f.m.Model("s"); !strings.Contains(string(model), `"count":1`) {
+		t.Errorf("after one refused and one applied click: %s", model)
 	}
 }
