@@ -141,26 +141,17 @@ func (r *replicas) replicate(id string, epoch uint64, b []byte, j *journal.Journ
 		return nil
 	}
 	out := r.ship.Ship(context.Background(), id, epoch, b)
-	switch {
-	case out.Stale != nil:
+	switch a, why := standby.Verdict(out, r.knownDown, r.quorum); a {
+	case standby.Demoted:
 		r.demote(id)
-		return fmt.Errorf("session %s: %w (%v); the update was not applied here: call again, it reaches the new owner", id, ErrDemoted, out.Stale)
-	case out.Replicated():
+		return fmt.Errorf("session %s: %w (%v); the update was not applied here: call again, it reaches the new owner", id, ErrDemoted, why)
+	case standby.Fenced:
+		return fmt.Errorf("session %s: %w: %v; the update may have reached a standby: read the session before you retry", id, ErrFenced, why)
+	case standby.Replicated:
 		return nil
-	case len(out.Placed) > 0:
-		// A standby that missed the write may only be left behind when it
-		// is known down (declared dead, or its port refused us: nothing
-		// runs there): one merely unreachable may be on the majority's
-		// side of a partition, about to take the session over without
-		// this write.
-		for node, why := range out.Missed {
-			if !cluster.RefusedConn(why) && !r.down(node) {
-				return fmt.Errorf("session %s: %w: standby %s did not acknowledge (%v) and is not known down; the update may have reached a standby: read the session before you retry", id, ErrFenced, node, why)
-			}
-		}
-		if err := r.quorum(); err != nil {
-			return fmt.Errorf("session %s: %w (%v); the update may have reached a standby: read the session before you retry", id, ErrFenced, err)
-		}
+	case standby.Degraded:
+		// The in-sync set this write leaves behind must reach every live
+		// peer first, so the standby it drops cannot take over without it.
 		if out.Changed {
 			if err := r.publishStandbys(id); err != nil {
 				return fmt.Errorf("session %s: %w: the record that drops its lagging standby did not reach every peer (%v); the update was applied here: read the session before you retry", id, ErrFenced, err)
@@ -190,6 +181,13 @@ func (r *replicas) publishStandbys(id string) error {
 		return nil
 	}
 	return err
+}
+
+// knownDown reports whether a standby that missed a write (with why) is
+// known not to be running: its port refused us, or the cluster knows it
+// down (cluster.Down).
+func (r *replicas) knownDown(node string, why error) bool {
+	return cluster.RefusedConn(why) || r.down(node)
 }
 
 // demote stops this node's copy of a session another node took over. It
