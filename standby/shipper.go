@@ -156,38 +156,16 @@ func (s *Shipper) shipLocked(ctx context.Context, id string, st *shipped) (Outco
 		}
 	}
 	if len(placed) > 0 {
-		ctx, cancel := context.WithTimeout(ctx, s.cfg.AckTimeout)
-		type ack struct {
-			node string
-			err  error
-		}
-		acks := make(chan ack, len(placed))
-		req := &standbyv1.HoldRequest{Session: id, Owner: s.cfg.Peers.Self().Name, Epoch: st.epoch, Seq: st.seq, Snapshot: st.last}
-		began := s.cfg.Now()
-		for _, node := range placed {
-			go func() {
-				acks <- ack{node, s.hold(ctx, node, req)}
-			}()
-		}
-		for range placed {
-			a := <-acks
-			switch {
-			case a.err == nil:
-				out.Acked = append(out.Acked, a.node)
-			case errors.Is(a.err, ErrStale):
-				out.Stale = a.err
-				fallthrough
-			default:
-				if out.Missed == nil {
-					out.Missed = map[string]error{}
-				}
-				out.Missed[a.node] = a.err
-			}
-		}
-		cancel()
-		slices.Sort(out.Acked)
-		if s.cfg.Observe != nil {
-			s.cfg.Observe(s.cfg.Now().Sub(began))
+		var ahead uint64
+		out, ahead = s.fanOut(ctx, id, st, placed)
+		if ahead > 0 {
+			// A standby holds a later snapshot number of this epoch than
+			// this owner sent: an earlier run of this owner shipped it
+			// before a restart (numbers start again with the process).
+			// What it holds is older than st.last whatever its number:
+			// ship again above it, or it takes st.last for a duplicate.
+			st.seq = ahead + 1
+			out, _ = s.fanOut(ctx, id, st, placed)
 		}
 	}
 	st.track(placed, out.Acked, s.cfg.Now())
@@ -200,6 +178,55 @@ func (s *Shipper) shipLocked(ctx context.Context, id string, st *shipped) (Outco
 	st.placed, st.inSync = placed, out.Acked
 	return out, out.Changed
 }
+
+// fanOut ships st.last as snapshot st.seq to the placed standbys, in
+// parallel within AckTimeout. ahead is the highest snapshot number of this
+// epoch a standby answered it holds beyond st.seq (0 when none does); such
+// a standby is counted as missed.
+func (s *Shipper) fanOut(ctx context.Context, id string, st *shipped, placed []string) (out Outcome, ahead uint64) {
+	out.Placed = placed
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.AckTimeout)
+	defer cancel()
+	type ack struct {
+		node string
+		held uint64
+		err  error
+	}
+	acks := make(chan ack, len(placed))
+	req := &standbyv1.HoldRequest{Session: id, Owner: s.cfg.Peers.Self().Name, Epoch: st.epoch, Seq: st.seq, Snapshot: st.last}
+	began := s.cfg.Now()
+	for _, node := range placed {
+		go func() {
+			held, err := s.hold(ctx, node, req)
+			acks <- ack{node, held, err}
+		}()
+	}
+	for range placed {
+		a := <-acks
+		switch {
+		case a.err == nil:
+			out.Acked = append(out.Acked, a.node)
+			continue
+		case errors.Is(a.err, errAhead):
+			ahead = max(ahead, a.held)
+		case errors.Is(a.err, ErrStale):
+			out.Stale = a.err
+		}
+		if out.Missed == nil {
+			out.Missed = map[string]error{}
+		}
+		out.Missed[a.node] = a.err
+	}
+	slices.Sort(out.Acked)
+	if s.cfg.Observe != nil {
+		s.cfg.Observe(s.cfg.Now().Sub(began))
+	}
+	return out, ahead
+}
+
+// errAhead is a standby's answer that it holds a later snapshot number of
+// the epoch than the one shipped (see shipLocked).
+var errAhead = errors.New("holds a later snapshot number of this epoch from an earlier run of the owner")
 
 // track records which placed standbys hold snapshot st.seq now and since
 // when the others have been behind; standbys no longer placed are dropped.
@@ -239,19 +266,25 @@ func (st *shipped) lag(now time.Time) map[string]Lag {
 	return out
 }
 
-// hold ships req to node and maps a refusal of an older epoch to ErrStale.
-func (s *Shipper) hold(ctx context.Context, node string, req *standbyv1.HoldRequest) error {
+// hold ships req to node and maps a refusal of an older epoch to ErrStale,
+// and an answer that the standby holds a later snapshot number of the
+// epoch to errAhead (with that number).
+func (s *Shipper) hold(ctx context.Context, node string, req *standbyv1.HoldRequest) (held uint64, err error) {
 	c, err := s.cfg.Peers.Client(node)
 	if err != nil {
-		return fmt.Errorf("reaching standby %s: %w", node, err)
+		return 0, fmt.Errorf("reaching standby %s: %w", node, err)
 	}
-	if _, err := c.Hold(ctx, req); err != nil {
+	resp, err := c.Hold(ctx, req)
+	if err != nil {
 		if status.Code(err) == codes.FailedPrecondition {
-			return fmt.Errorf("standby %s: %w: %s", node, ErrStale, status.Convert(err).Message())
+			return 0, fmt.Errorf("standby %s: %w: %s", node, ErrStale, status.Convert(err).Message())
 		}
-		return fmt.Errorf("standby %s: %w", node, err)
+		return 0, fmt.Errorf("standby %s: %w", node, err)
 	}
-	return nil
+	if resp.GetEpoch() == req.GetEpoch() && resp.GetSeq() > req.GetSeq() {
+		return resp.GetSeq(), fmt.Errorf("standby %s: %w (%d > %d)", node, errAhead, resp.GetSeq(), req.GetSeq())
+	}
+	return resp.GetSeq(), nil
 }
 
 // releaseOn tells node, in the background and within AckTimeout, that it

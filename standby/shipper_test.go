@@ -140,3 +140,31 @@ func TestShipperLagCountsTheCurrentEpoch(t *testing.T) {
 		t.Fatalf("one missed snapshot of epoch 2: lag %d, want 1", got)
 	}
 }
+
+// An owner that restarts numbers its snapshots from 1 again under the
+// same epoch, while its standby still holds a higher number from the run
+// before: the new snapshot must replace the held one, not pass for a
+// duplicate that is acknowledged without being held (the simulation's
+// seed 9632 in TestReplicationHasOneHistory lost a write that way).
+func TestARestartedOwnersSnapshotReplacesItsEarlierRunsCopy(t *testing.T) {
+	peers := newLocalPeers(t, "node1", "node2")
+	ctx := context.Background()
+	before := NewShipper(ShipperConfig{Replicas: 1, Peers: peers})
+	for _, snap := range []string{`{"count":1}`, `{"count":2}`, `{"count":3}`} {
+		before.Ship(ctx, "ct", 1, []byte(snap))
+	}
+
+	after := NewShipper(ShipperConfig{Replicas: 1, Peers: peers}) // the owner's next run
+	after.Prime("ct", 1, []byte(`{"count":3}`))
+	if out := after.Ship(ctx, "ct", 1, []byte(`{"count":4}`)); !out.Replicated() {
+		t.Fatalf("restarted owner's first snapshot: outcome %+v, want replicated", out)
+	}
+	held, ok := peers.svcs["node2"].h.Get("ct")
+	if !ok || string(held.Snapshot) != `{"count":4}` {
+		t.Fatalf("the standby holds %s, want the restarted owner's acknowledged snapshot {\"count\":4}", held.Snapshot)
+	}
+	st, _ := after.Status("ct")
+	if st.Seq <= 3 {
+		t.Fatalf("restarted owner numbers its snapshot %d, want above the 3 its earlier run shipped", st.Seq)
+	}
+}
