@@ -141,22 +141,27 @@ func (r *replicas) replicate(id string, epoch uint64, b []byte, j *journal.Journ
 		return nil
 	}
 	out := r.ship.Ship(context.Background(), id, epoch, b)
-	switch a, why := standby.Verdict(out, r.knownDown, r.quorum); a {
+	a, why := standby.Verdict(out, r.knownDown, r.quorum)
+	switch a {
 	case standby.Demoted:
 		r.demote(id)
 		return fmt.Errorf("session %s: %w (%v); the update was not applied here: call again, it reaches the new owner", id, ErrDemoted, why)
 	case standby.Fenced:
 		return fmt.Errorf("session %s: %w: %v; the update may have reached a standby: read the session before you retry", id, ErrFenced, why)
+	}
+	// A standby a peer's record may still name lacks this write (it left
+	// the in-sync set, or the placement moved): the record as it is now
+	// must reach every live peer first, so that standby cannot take the
+	// session over without the write.
+	if len(out.Unconfirmed) > 0 {
+		if err := r.publishStandbys(id); err != nil {
+			return fmt.Errorf("session %s: %w: the record that drops standby %v did not reach every peer (%v); the update was applied here: read the session before you retry", id, ErrFenced, out.Unconfirmed, err)
+		}
+	}
+	switch a {
 	case standby.Replicated:
 		return nil
 	case standby.Degraded:
-		// The in-sync set this write leaves behind must reach every live
-		// peer first, so the standby it drops cannot take over without it.
-		if out.Changed {
-			if err := r.publishStandbys(id); err != nil {
-				return fmt.Errorf("session %s: %w: the record that drops its lagging standby did not reach every peer (%v); the update was applied here: read the session before you retry", id, ErrFenced, err)
-			}
-		}
 		r.degraded.Inc()
 	}
 	return j.Sync()
@@ -173,12 +178,16 @@ func (r *replicas) publishStandbys(id string) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), standby.DefaultAckTimeout)
 	defer cancel()
+	published := r.InSync(id)
 	err := sw.PublishStandbys(ctx, id)
 	// A peer known down cannot take anything over; when it comes back, it
 	// is a new incarnation that reads the record before it may act.
 	var lag *cluster.LaggingError
 	if errors.As(err, &lag) && !slices.ContainsFunc(lag.Peers, func(p string) bool { return !r.down(p) }) {
-		return nil
+		err = nil
+	}
+	if err == nil {
+		r.ship.Confirmed(id, published)
 	}
 	return err
 }

@@ -79,6 +79,10 @@ type shipped struct {
 	// snapshot.
 	acked  map[string]uint64
 	behind map[string]time.Time
+	// named are the standbys of every in-sync set since the owner last
+	// confirmed its record reached every live peer: a peer may still read
+	// any of them in the record.
+	named []string
 }
 
 // Outcome says what became of one snapshot.
@@ -94,6 +98,12 @@ type Outcome struct {
 	Stale error
 	// Changed is set when the in-sync set is not what it was before.
 	Changed bool
+	// Unconfirmed are the standbys a record of the session may still
+	// name on some peer (published since the owner last confirmed one
+	// reached every live peer: Confirmed) that do not hold this snapshot.
+	// Any of them could take the session over without it: the owner must
+	// confirm the record as it is now before it answers.
+	Unconfirmed []string
 }
 
 // Replicated reports whether every placed standby holds the snapshot and
@@ -176,6 +186,12 @@ func (s *Shipper) shipLocked(ctx context.Context, id string, st *shipped) (Outco
 	}
 	out.Changed = !slices.Equal(st.inSync, out.Acked)
 	st.placed, st.inSync = placed, out.Acked
+	st.named = union(st.named, out.Acked)
+	for _, node := range st.named {
+		if !slices.Contains(out.Acked, node) {
+			out.Unconfirmed = append(out.Unconfirmed, node)
+		}
+	}
 	return out, out.Changed
 }
 
@@ -320,7 +336,7 @@ func (s *Shipper) Forget(id string) {
 		s.releaseOn(node, id, st.epoch)
 	}
 	st.placed, st.inSync, st.last = nil, nil, nil
-	st.acked, st.behind = nil, nil
+	st.acked, st.behind, st.named = nil, nil, nil
 }
 
 // Rebalance ships each session's last snapshot again where its placement
@@ -353,6 +369,33 @@ func (s *Shipper) Rebalance(ctx context.Context) int {
 		}
 	}
 	return n
+}
+
+// Confirmed tells the shipper that session id's record, published with
+// in-sync set published, has reached every live peer: the standbys no
+// longer in sync stop being Unconfirmed.
+func (s *Shipper) Confirmed(id string, published []string) {
+	s.mu.Lock()
+	st := s.sessions[id]
+	s.mu.Unlock()
+	if st == nil {
+		return
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	// A set that changed since was published too, without confirmation.
+	st.named = union(slices.Clone(published), st.inSync)
+}
+
+// union returns a with the elements of b it lacks, sorted.
+func union(a, b []string) []string {
+	for _, x := range b {
+		if !slices.Contains(a, x) {
+			a = append(a, x)
+		}
+	}
+	slices.Sort(a)
+	return a
 }
 
 // Status is what the owner knows of one session's standbys.

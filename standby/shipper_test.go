@@ -3,6 +3,7 @@ package standby
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -144,8 +145,8 @@ func TestShipperLagCountsTheCurrentEpoch(t *testing.T) {
 // An owner that restarts numbers its snapshots from 1 again under the
 // same epoch, while its standby still holds a higher number from the run
 // before: the new snapshot must replace the held one, not pass for a
-// duplicate that is acknowledged without being held (the simulation's
-// seed 9632 in TestReplicationHasOneHistory lost a write that way).
+// duplicate that is acknowledged without being held (the simulation lost
+// writes that way: TestReplicationForksFoundStayFixed).
 func TestARestartedOwnersSnapshotReplacesItsEarlierRunsCopy(t *testing.T) {
 	peers := newLocalPeers(t, "node1", "node2")
 	ctx := context.Background()
@@ -167,4 +168,44 @@ func TestARestartedOwnersSnapshotReplacesItsEarlierRunsCopy(t *testing.T) {
 	if st.Seq <= 3 {
 		t.Fatalf("restarted owner numbers its snapshot %d, want above the 3 its earlier run shipped", st.Seq)
 	}
+}
+
+// A standby that leaves the in-sync set stays Unconfirmed, write after
+// write, until the owner confirms a record without it reached every peer:
+// until then a peer may read a record naming it and let it take over
+// without those writes (the simulation found it where the placement moved
+// back to a restarted standby: TestReplicationForksFoundStayFixed).
+func TestAStandbyLeftBehindStaysUnconfirmedUntilTheRecordIsConfirmed(t *testing.T) {
+	peers := &leavingPeers{localPeers: newLocalPeers(t, "node1", "node2", "node3")}
+	s := NewShipper(ShipperConfig{Replicas: 1, Peers: peers})
+	ctx := context.Background()
+	first := s.Ship(ctx, "ct", 1, []byte(`{"count":1}`))
+	if len(first.Acked) != 1 || first.Unconfirmed != nil {
+		t.Fatalf("first snapshot: outcome %+v, want one standby and nothing unconfirmed", first)
+	}
+	standby := first.Acked[0]
+
+	peers.setCut(standby, true)
+	peers.left = standby // no longer a candidate: the placement moves
+	for i := 2; i <= 3; i++ {
+		out := s.Ship(ctx, "ct", 1, []byte(`{"count":2}`))
+		if !out.Replicated() || !slices.Equal(out.Unconfirmed, []string{standby}) {
+			t.Fatalf("snapshot %d after the placement moved: outcome %+v, want replicated with %s unconfirmed", i, out, standby)
+		}
+	}
+	st, _ := s.Status("ct")
+	s.Confirmed("ct", st.InSync)
+	if out := s.Ship(ctx, "ct", 1, []byte(`{"count":4}`)); out.Unconfirmed != nil {
+		t.Fatalf("after the record was confirmed: unconfirmed %v, want none", out.Unconfirmed)
+	}
+}
+
+// leavingPeers are localPeers of which one is no longer a candidate.
+type leavingPeers struct {
+	*localPeers
+	left string
+}
+
+func (p *leavingPeers) Candidates() []Candidate {
+	return slices.DeleteFunc(p.localPeers.Candidates(), func(c Candidate) bool { return c.Name == p.left })
 }
