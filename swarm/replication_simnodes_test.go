@@ -21,6 +21,8 @@ import (
 	"github.com/mcpswarm/mcpswarm/standby"
 )
 
+// memStore is a node's standby journal on its disk: it survives the node's
+// crash, not the loss of its disk.
 type memStore struct{ m map[string][]byte }
 
 func (s *memStore) Load(fn func(string, []byte) error) error {
@@ -35,6 +37,7 @@ func (s *memStore) Put(k string, v []byte) error { s.m[k] = slices.Clone(v); ret
 func (s *memStore) Delete(k string) error        { delete(s.m, k); return nil }
 func (s *memStore) Close() error                 { return nil }
 
+// ownSnap is a session's snapshot in its owner's journal.
 type ownSnap struct {
 	Val   int    `json:"val"`
 	Epoch uint64 `json:"epoch"`
@@ -49,6 +52,7 @@ type peerView struct {
 	refusedAt int
 }
 
+// partition is one origin incarnation's published records.
 type partition struct {
 	incarn  int
 	version int
@@ -77,6 +81,7 @@ type simNode struct {
 	inbox    []func()             // work queued while paused
 }
 
+// start boots nd from its disk under a new incarnation.
 func (s *sim) start(nd *simNode) {
 	nd.up, nd.paused = true, false
 	nd.incarn++
@@ -92,7 +97,7 @@ func (s *sim) start(nd *simNode) {
 	nd.deaths = deaths{}
 	old := nd.view
 	nd.view = map[string]*peerView{}
-	if *simRemember {
+	if s.cfg.remember {
 		// The members it knew count as dead until heard again.
 		for _, name := range slices.Sorted(maps.Keys(old)) {
 			nd.view[name] = &peerView{state: cluster.StateDead, heard: 0, silent: s.now, incarn: old[name].incarn}
@@ -120,6 +125,7 @@ func (s *sim) reachable(a, b *simNode) bool {
 	return a.up && b.up && !a.paused && !b.paused && s.group[a.name] == s.group[b.name]
 }
 
+// simPeers is the cluster as one node's Shipper sees it.
 type simPeers struct {
 	s  *sim
 	nd *simNode
@@ -142,6 +148,9 @@ func (p simPeers) Client(node string) (standbyv1.StandbyServiceClient, error) {
 	return &simClient{s: p.s, from: p.nd, to: p.s.byName[node]}, nil
 }
 
+// simClient is one call from one node to another's standby service over
+// the simulated network. It never blocks: a call that would time out
+// returns DeadlineExceeded at once (and reaches a paused node later).
 type simClient struct {
 	s        *sim
 	from, to *simNode
@@ -156,6 +165,9 @@ func (c *simClient) Hold(ctx context.Context, req *standbyv1.HoldRequest, _ ...g
 	case c.s.group[c.from.name] != c.s.group[c.to.name]:
 		return nil, status.Error(codes.DeadlineExceeded, "context deadline exceeded")
 	case !c.to.up:
+		c.s.mu.Lock()
+		c.s.refused = append(c.s.refused, [2]*simNode{c.from, c.to})
+		c.s.mu.Unlock()
 		return nil, status.Error(codes.Unavailable, "dial tcp: connect: connection refused")
 	case c.to.paused:
 		c.s.enqueue(msg{from: c.from.name, to: c.to.name, hold: req})
@@ -176,10 +188,19 @@ func (s *sim) enqueue(m msg) {
 	s.queue = append(s.queue, m)
 }
 
+// settled waits for the Shipper's goroutines and orders what they queued.
 func (s *sim) settled() {
 	s.pending.Wait()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// The peer link saw the refusal too: the member is gone
+	// (cluster.Down) if the lease on it ran.
+	for _, r := range s.refused {
+		if v := r[0].view[r[1].name]; v != nil && !v.gone && v.heard >= 0 {
+			v.gone, v.refusedAt = true, s.now
+		}
+	}
+	s.refused = nil
 	sort.SliceStable(s.queue, func(i, j int) bool {
 		a, b := s.queue[i], s.queue[j]
 		if a.from != b.from {
@@ -189,6 +210,8 @@ func (s *sim) settled() {
 	})
 }
 
+// deliver hands queued calls to nodes that can take them now; a release
+// to a node out of reach is lost, a hold waits for its paused target.
 func (s *sim) deliver() {
 	s.mu.Lock()
 	q := s.queue
@@ -220,6 +243,7 @@ func errText(err error) string {
 	return err.Error()
 }
 
+// ship ships session id's state as nd holds it and returns the outcome.
 func (s *sim) ship(nd *simNode, id string) standby.Outcome {
 	snap := nd.sessions[id]
 	out := nd.ship.Ship(context.Background(), id, snap.Epoch, encodeSnap(*snap))
@@ -228,6 +252,7 @@ func (s *sim) ship(nd *simNode, id string) standby.Outcome {
 	return out
 }
 
+// publish writes nd's record of session id (or its removal).
 func (s *sim) publish(nd *simNode, id string) {
 	if nd.published.recs == nil {
 		nd.published.recs = map[string]sessionRecord{}
@@ -246,6 +271,9 @@ func (s *sim) publish(nd *simNode, id string) {
 	nd.published.version++
 }
 
+// observe is one tick of nd's view: membership and leases from what it can
+// reach, records pulled from every peer it reaches, then what the view
+// changes (rebalance, demotion, failover).
 func (s *sim) observe(nd *simNode) {
 	if !nd.up || nd.paused {
 		return
@@ -299,7 +327,10 @@ func (s *sim) observe(nd *simNode) {
 		}
 		s.merge(nd, p.name, p.published)
 		for o, part := range p.others {
-			if o != nd.name {
+			// A relay: only of a live member of the view with that
+			// incarnation (cluster.accept), or with -sim.relaydead also of
+			// a dead one, into its hidden partition.
+			if v := nd.view[o]; o != nd.name && v != nil && v.incarn == part.incarn && (v.state != cluster.StateDead || s.cfg.relayDead) {
 				s.merge(nd, o, part)
 			}
 		}
@@ -328,6 +359,8 @@ func (nd *simNode) visible(origin string) bool {
 	return v != nil && v.state == cluster.StateAlive
 }
 
+// locate returns the record of session id nd routes by (visible, latest
+// epoch) and, when there is none, the latest record of a hidden origin.
 func (s *sim) locate(nd *simNode, id string) (rec sessionRecord, visible bool, ok bool) {
 	if snap, ok := nd.sessions[id]; ok {
 		rec, visible = sessionRecord{Node: nd.name, Handoff: snap.Epoch}, true
@@ -353,6 +386,7 @@ func (s *sim) locate(nd *simNode, id string) (rec sessionRecord, visible bool, o
 	return hidden, false, haveHidden
 }
 
+// members is nd's membership view as cluster.Members lists it.
 func (s *sim) members(nd *simNode) []cluster.Member {
 	out := []cluster.Member{{Name: nd.name, State: cluster.StateAlive, Self: true}}
 	for _, name := range slices.Sorted(maps.Keys(nd.view)) {
@@ -361,12 +395,16 @@ func (s *sim) members(nd *simNode) []cluster.Member {
 	return out
 }
 
+// fresh reports whether nd heard from peer v within the lease.
 func (s *sim) fresh(v *peerView) bool {
 	return v.state == cluster.StateAlive && s.now-v.heard <= simLease
 }
 
+// goneInLease reports whether peer v's process went away while nd's lease
+// on it ran: every write it answered reached nd.
 func goneInLease(v *peerView) bool { return v.gone && v.refusedAt-v.heard <= simLease }
 
+// inMajority is cluster.InMajority.
 func (s *sim) inMajority(nd *simNode) error {
 	total, fresh := 1, 1
 	for _, v := range nd.view {
@@ -384,6 +422,8 @@ func (s *sim) inMajority(nd *simNode) error {
 	return errors.New("not in the majority")
 }
 
+// inSync is cluster.InSync; a node pulls from every peer it reaches each
+// tick, so it has caught up with its fresh peers.
 func (s *sim) inSync(nd *simNode) error {
 	fresh, gone := 0, 0
 	for _, v := range nd.view {
@@ -407,6 +447,7 @@ func (s *sim) inSync(nd *simNode) error {
 	return nil
 }
 
+// down is cluster.Down: declared dead, or gone while the lease ran.
 func (s *sim) down(nd *simNode, node string) bool {
 	v := nd.view[node]
 	return v == nil || v.state == cluster.StateDead || goneInLease(v)
