@@ -141,31 +141,27 @@ func (r *replicas) replicate(id string, epoch uint64, b []byte, j *journal.Journ
 		return nil
 	}
 	out := r.ship.Ship(context.Background(), id, epoch, b)
-	switch {
-	case out.Stale != nil:
+	a, why := standby.Verdict(out, r.knownDown, r.quorum)
+	switch a {
+	case standby.Demoted:
 		r.demote(id)
-		return fmt.Errorf("session %s: %w (%v); calls now reach the new owner", id, ErrDemoted, out.Stale)
-	case out.Replicated():
+		return fmt.Errorf("session %s: %w (%v); calls now reach the new owner", id, ErrDemoted, why)
+	case standby.Fenced:
+		return fmt.Errorf("session %s: %w: %v", id, ErrFenced, why)
+	}
+	// A standby a peer's record may still name lacks this write (it left
+	// the in-sync set, or the placement moved): the record as it is now
+	// must reach every live peer first, so that standby cannot take the
+	// session over without the write.
+	if len(out.Unconfirmed) > 0 {
+		if err := r.publishStandbys(id); err != nil {
+			return fmt.Errorf("session %s: %w: the record that drops standby %v did not reach every peer (%v)", id, ErrFenced, out.Unconfirmed, err)
+		}
+	}
+	switch a {
+	case standby.Replicated:
 		return nil
-	case len(out.Placed) > 0:
-		// A standby that missed the write may only be left behind when it
-		// is known down (declared dead, or its port refused us: nothing
-		// runs there): one merely unreachable may be on the majority's
-		// side of a partition, about to take the session over without
-		// this write.
-		for node, why := range out.Missed {
-			if !cluster.RefusedConn(why) && !r.down(node) {
-				return fmt.Errorf("session %s: %w: standby %s did not acknowledge (%v) and is not known down", id, ErrFenced, node, why)
-			}
-		}
-		if err := r.quorum(); err != nil {
-			return fmt.Errorf("session %s: %w (%v)", id, ErrFenced, err)
-		}
-		if out.Changed {
-			if err := r.publishStandbys(id); err != nil {
-				return fmt.Errorf("session %s: %w: the record that drops its lagging standby did not reach every peer (%v)", id, ErrFenced, err)
-			}
-		}
+	case standby.Degraded:
 		r.degraded.Inc()
 	}
 	return j.Sync()
@@ -182,14 +178,25 @@ func (r *replicas) publishStandbys(id string) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), standby.DefaultAckTimeout)
 	defer cancel()
+	published := r.InSync(id)
 	err := sw.PublishStandbys(ctx, id)
 	// A peer known down cannot take anything over; when it comes back, it
 	// is a new incarnation that reads the record before it may act.
 	var lag *cluster.LaggingError
 	if errors.As(err, &lag) && !slices.ContainsFunc(lag.Peers, func(p string) bool { return !r.down(p) }) {
-		return nil
+		err = nil
+	}
+	if err == nil {
+		r.ship.Confirmed(id, published)
 	}
 	return err
+}
+
+// knownDown reports whether a standby that missed a write (with why) is
+// known not to be running: its port refused us, or the cluster knows it
+// down (cluster.Down).
+func (r *replicas) knownDown(node string, why error) bool {
+	return cluster.RefusedConn(why) || r.down(node)
 }
 
 // demote stops this node's copy of a session another node took over. It
@@ -197,13 +204,10 @@ func (r *replicas) publishStandbys(id string) error {
 // must return before the session can stop.
 func (r *replicas) demote(id string) {
 	r.mu.Lock()
-	mgr, sw := r.mgr, r.sw
+	mgr := r.mgr
 	r.mu.Unlock()
 	if mgr == nil {
 		return
-	}
-	if info, ok := mgr.Get(id); ok && sw != nil {
-		sw.Superseded(id, info.Principal)
 	}
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -70,7 +70,7 @@ const maxFences = 100_000
 // journal of their own (fsynced in the background, as the owner's own
 // journal in replica mode). It is safe for concurrent use.
 type Holder struct {
-	j   *journal.Journal
+	j   Store
 	log *slog.Logger
 
 	mu     sync.Mutex
@@ -80,6 +80,17 @@ type Holder struct {
 	fences     map[string]uint64
 	fenceOrder []string
 }
+
+// Store is where a Holder keeps its copies: a journal.Journal, or in a
+// simulation an in-memory stand-in that outlives the holder's process.
+type Store interface {
+	Load(fn func(key string, value []byte) error) error
+	Put(key string, value []byte) error
+	Delete(key string) error
+	Close() error
+}
+
+var _ Store = (*journal.Journal)(nil)
 
 // OpenHolder opens (or creates) the standby journal in dir and loads the
 // copies it holds.
@@ -91,8 +102,17 @@ func OpenHolder(dir string, log *slog.Logger) (*Holder, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening the standby journal: %w", err)
 	}
-	h := &Holder{j: j, log: log, copies: map[string]Copy{}, fences: map[string]uint64{}}
-	err = j.Load(func(key string, value []byte) error {
+	return NewHolder(j, log)
+}
+
+// NewHolder returns a Holder keeping its copies in st and loads the copies
+// st holds. The Holder owns st: Close closes it.
+func NewHolder(st Store, log *slog.Logger) (*Holder, error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	h := &Holder{j: st, log: log, copies: map[string]Copy{}, fences: map[string]uint64{}}
+	err := st.Load(func(key string, value []byte) error {
 		var c Copy
 		if err := json.Unmarshal(value, &c); err != nil {
 			log.Error("skipping a standby copy that does not decode", "session", key, "err", err)
@@ -103,7 +123,7 @@ func OpenHolder(dir string, log *slog.Logger) (*Holder, error) {
 		return nil
 	})
 	if err != nil {
-		_ = j.Close()
+		_ = st.Close()
 		return nil, fmt.Errorf("loading the standby journal: %w", err)
 	}
 	return h, nil

@@ -79,6 +79,10 @@ type shipped struct {
 	// snapshot.
 	acked  map[string]uint64
 	behind map[string]time.Time
+	// named are the standbys of every in-sync set since the owner last
+	// confirmed its record reached every live peer: a peer may still read
+	// any of them in the record.
+	named []string
 }
 
 // Outcome says what became of one snapshot.
@@ -94,6 +98,12 @@ type Outcome struct {
 	Stale error
 	// Changed is set when the in-sync set is not what it was before.
 	Changed bool
+	// Unconfirmed are the standbys a record of the session may still
+	// name on some peer (published since the owner last confirmed one
+	// reached every live peer: Confirmed) that do not hold this snapshot.
+	// Any of them could take the session over without it: the owner must
+	// confirm the record as it is now before it answers.
+	Unconfirmed []string
 }
 
 // Replicated reports whether every placed standby holds the snapshot and
@@ -156,46 +166,16 @@ func (s *Shipper) shipLocked(ctx context.Context, id string, st *shipped) (Outco
 		}
 	}
 	if len(placed) > 0 {
-		ctx, cancel := context.WithTimeout(ctx, s.cfg.AckTimeout)
-		type ack struct {
-			node string
-			err  error
-		}
-		acks := make(chan ack, len(placed))
-		req := &standbyv1.HoldRequest{Session: id, Owner: s.cfg.Peers.Self().Name, Epoch: st.epoch, Seq: st.seq, Snapshot: st.last}
-		began := s.cfg.Now()
-		if len(placed) == 1 {
-			// One standby (the default): call it on this goroutine. A
-			// goroutine per write would start on a small stack and grow
-			// it into gRPC's deep client path every time (measured: 20 µs
-			// of the owner's CPU per write, docs/bench/replication.md).
-			acks <- ack{placed[0], s.hold(ctx, placed[0], req)}
-		} else {
-			for _, node := range placed {
-				go func() {
-					acks <- ack{node, s.hold(ctx, node, req)}
-				}()
-			}
-		}
-		for range placed {
-			a := <-acks
-			switch {
-			case a.err == nil:
-				out.Acked = append(out.Acked, a.node)
-			case errors.Is(a.err, ErrStale):
-				out.Stale = a.err
-				fallthrough
-			default:
-				if out.Missed == nil {
-					out.Missed = map[string]error{}
-				}
-				out.Missed[a.node] = a.err
-			}
-		}
-		cancel()
-		slices.Sort(out.Acked)
-		if s.cfg.Observe != nil {
-			s.cfg.Observe(s.cfg.Now().Sub(began))
+		var ahead uint64
+		out, ahead = s.fanOut(ctx, id, st, placed)
+		if ahead > 0 {
+			// A standby holds a later snapshot number of this epoch than
+			// this owner sent: an earlier run of this owner shipped it
+			// before a restart (numbers start again with the process).
+			// What it holds is older than st.last whatever its number:
+			// ship again above it, or it takes st.last for a duplicate.
+			st.seq = ahead + 1
+			out, _ = s.fanOut(ctx, id, st, placed)
 		}
 	}
 	st.track(placed, out.Acked, s.cfg.Now())
@@ -206,8 +186,72 @@ func (s *Shipper) shipLocked(ctx context.Context, id string, st *shipped) (Outco
 	}
 	out.Changed = !slices.Equal(st.inSync, out.Acked)
 	st.placed, st.inSync = placed, out.Acked
+	st.named = union(st.named, out.Acked)
+	for _, node := range st.named {
+		if !slices.Contains(out.Acked, node) {
+			out.Unconfirmed = append(out.Unconfirmed, node)
+		}
+	}
 	return out, out.Changed
 }
+
+// fanOut ships st.last as snapshot st.seq to the placed standbys, in
+// parallel within AckTimeout. ahead is the highest snapshot number of this
+// epoch a standby answered it holds beyond st.seq (0 when none does); such
+// a standby is counted as missed.
+func (s *Shipper) fanOut(ctx context.Context, id string, st *shipped, placed []string) (out Outcome, ahead uint64) {
+	out.Placed = placed
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.AckTimeout)
+	defer cancel()
+	type ack struct {
+		node string
+		held uint64
+		err  error
+	}
+	acks := make(chan ack, len(placed))
+	req := &standbyv1.HoldRequest{Session: id, Owner: s.cfg.Peers.Self().Name, Epoch: st.epoch, Seq: st.seq, Snapshot: st.last}
+	began := s.cfg.Now()
+	if len(placed) == 1 {
+		// One standby (the default): call it on this goroutine. A
+		// goroutine per write would start on a small stack and grow it
+		// into gRPC's deep client path every time (measured: 20 µs of
+		// the owner's CPU per write, docs/bench/replication.md).
+		held, err := s.hold(ctx, placed[0], req)
+		acks <- ack{placed[0], held, err}
+	} else {
+		for _, node := range placed {
+			go func() {
+				held, err := s.hold(ctx, node, req)
+				acks <- ack{node, held, err}
+			}()
+		}
+	}
+	for range placed {
+		a := <-acks
+		switch {
+		case a.err == nil:
+			out.Acked = append(out.Acked, a.node)
+			continue
+		case errors.Is(a.err, errAhead):
+			ahead = max(ahead, a.held)
+		case errors.Is(a.err, ErrStale):
+			out.Stale = a.err
+		}
+		if out.Missed == nil {
+			out.Missed = map[string]error{}
+		}
+		out.Missed[a.node] = a.err
+	}
+	slices.Sort(out.Acked)
+	if s.cfg.Observe != nil {
+		s.cfg.Observe(s.cfg.Now().Sub(began))
+	}
+	return out, ahead
+}
+
+// errAhead is a standby's answer that it holds a later snapshot number of
+// the epoch than the one shipped (see shipLocked).
+var errAhead = errors.New("holds a later snapshot number of this epoch from an earlier run of the owner")
 
 // track records which placed standbys hold snapshot st.seq now and since
 // when the others have been behind; standbys no longer placed are dropped.
@@ -247,19 +291,25 @@ func (st *shipped) lag(now time.Time) map[string]Lag {
 	return out
 }
 
-// hold ships req to node and maps a refusal of an older epoch to ErrStale.
-func (s *Shipper) hold(ctx context.Context, node string, req *standbyv1.HoldRequest) error {
+// hold ships req to node and maps a refusal of an older epoch to ErrStale,
+// and an answer that the standby holds a later snapshot number of the
+// epoch to errAhead (with that number).
+func (s *Shipper) hold(ctx context.Context, node string, req *standbyv1.HoldRequest) (held uint64, err error) {
 	c, err := s.cfg.Peers.Client(node)
 	if err != nil {
-		return fmt.Errorf("reaching standby %s: %w", node, err)
+		return 0, fmt.Errorf("reaching standby %s: %w", node, err)
 	}
-	if _, err := c.Hold(ctx, req); err != nil {
+	resp, err := c.Hold(ctx, req)
+	if err != nil {
 		if status.Code(err) == codes.FailedPrecondition {
-			return fmt.Errorf("standby %s: %w: %s", node, ErrStale, status.Convert(err).Message())
+			return 0, fmt.Errorf("standby %s: %w: %s", node, ErrStale, status.Convert(err).Message())
 		}
-		return fmt.Errorf("standby %s: %w", node, err)
+		return 0, fmt.Errorf("standby %s: %w", node, err)
 	}
-	return nil
+	if resp.GetEpoch() == req.GetEpoch() && resp.GetSeq() > req.GetSeq() {
+		return resp.GetSeq(), fmt.Errorf("standby %s: %w (%d > %d)", node, errAhead, resp.GetSeq(), req.GetSeq())
+	}
+	return resp.GetSeq(), nil
 }
 
 // releaseOn tells node, in the background and within AckTimeout, that it
@@ -295,7 +345,7 @@ func (s *Shipper) Forget(id string) {
 		s.releaseOn(node, id, st.epoch)
 	}
 	st.placed, st.inSync, st.last = nil, nil, nil
-	st.acked, st.behind = nil, nil
+	st.acked, st.behind, st.named = nil, nil, nil
 }
 
 // Rebalance ships each session's last snapshot again where its placement
@@ -328,6 +378,33 @@ func (s *Shipper) Rebalance(ctx context.Context) int {
 		}
 	}
 	return n
+}
+
+// Confirmed tells the shipper that session id's record, published with
+// in-sync set published, has reached every live peer: the standbys no
+// longer in sync stop being Unconfirmed.
+func (s *Shipper) Confirmed(id string, published []string) {
+	s.mu.Lock()
+	st := s.sessions[id]
+	s.mu.Unlock()
+	if st == nil {
+		return
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	// A set that changed since was published too, without confirmation.
+	st.named = union(slices.Clone(published), st.inSync)
+}
+
+// union returns a with the elements of b it lacks, sorted.
+func union(a, b []string) []string {
+	for _, x := range b {
+		if !slices.Contains(a, x) {
+			a = append(a, x)
+		}
+	}
+	slices.Sort(a)
+	return a
 }
 
 // Status is what the owner knows of one session's standbys.

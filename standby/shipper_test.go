@@ -3,6 +3,7 @@ package standby
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -139,4 +140,72 @@ func TestShipperLagCountsTheCurrentEpoch(t *testing.T) {
 	if got := st.Behind["node2"].Updates; got != 1 {
 		t.Fatalf("one missed snapshot of epoch 2: lag %d, want 1", got)
 	}
+}
+
+// An owner that restarts numbers its snapshots from 1 again under the
+// same epoch, while its standby still holds a higher number from the run
+// before: the new snapshot must replace the held one, not pass for a
+// duplicate that is acknowledged without being held (the simulation lost
+// writes that way: TestReplicationForksFoundStayFixed).
+func TestARestartedOwnersSnapshotReplacesItsEarlierRunsCopy(t *testing.T) {
+	peers := newLocalPeers(t, "node1", "node2")
+	ctx := context.Background()
+	before := NewShipper(ShipperConfig{Replicas: 1, Peers: peers})
+	for _, snap := range []string{`{"count":1}`, `{"count":2}`, `{"count":3}`} {
+		before.Ship(ctx, "ct", 1, []byte(snap))
+	}
+
+	after := NewShipper(ShipperConfig{Replicas: 1, Peers: peers}) // the owner's next run
+	after.Prime("ct", 1, []byte(`{"count":3}`))
+	if out := after.Ship(ctx, "ct", 1, []byte(`{"count":4}`)); !out.Replicated() {
+		t.Fatalf("restarted owner's first snapshot: outcome %+v, want replicated", out)
+	}
+	held, ok := peers.svcs["node2"].h.Get("ct")
+	if !ok || string(held.Snapshot) != `{"count":4}` {
+		t.Fatalf("the standby holds %s, want the restarted owner's acknowledged snapshot {\"count\":4}", held.Snapshot)
+	}
+	st, _ := after.Status("ct")
+	if st.Seq <= 3 {
+		t.Fatalf("restarted owner numbers its snapshot %d, want above the 3 its earlier run shipped", st.Seq)
+	}
+}
+
+// A standby that leaves the in-sync set stays Unconfirmed, write after
+// write, until the owner confirms a record without it reached every peer:
+// until then a peer may read a record naming it and let it take over
+// without those writes (the simulation found it where the placement moved
+// back to a restarted standby: TestReplicationForksFoundStayFixed).
+func TestAStandbyLeftBehindStaysUnconfirmedUntilTheRecordIsConfirmed(t *testing.T) {
+	peers := &leavingPeers{localPeers: newLocalPeers(t, "node1", "node2", "node3")}
+	s := NewShipper(ShipperConfig{Replicas: 1, Peers: peers})
+	ctx := context.Background()
+	first := s.Ship(ctx, "ct", 1, []byte(`{"count":1}`))
+	if len(first.Acked) != 1 || first.Unconfirmed != nil {
+		t.Fatalf("first snapshot: outcome %+v, want one standby and nothing unconfirmed", first)
+	}
+	standby := first.Acked[0]
+
+	peers.setCut(standby, true)
+	peers.left = standby // no longer a candidate: the placement moves
+	for i := 2; i <= 3; i++ {
+		out := s.Ship(ctx, "ct", 1, []byte(`{"count":2}`))
+		if !out.Replicated() || !slices.Equal(out.Unconfirmed, []string{standby}) {
+			t.Fatalf("snapshot %d after the placement moved: outcome %+v, want replicated with %s unconfirmed", i, out, standby)
+		}
+	}
+	st, _ := s.Status("ct")
+	s.Confirmed("ct", st.InSync)
+	if out := s.Ship(ctx, "ct", 1, []byte(`{"count":4}`)); out.Unconfirmed != nil {
+		t.Fatalf("after the record was confirmed: unconfirmed %v, want none", out.Unconfirmed)
+	}
+}
+
+// leavingPeers are localPeers of which one is no longer a candidate.
+type leavingPeers struct {
+	*localPeers
+	left string
+}
+
+func (p *leavingPeers) Candidates() []Candidate {
+	return slices.DeleteFunc(p.localPeers.Candidates(), func(c Candidate) bool { return c.Name == p.left })
 }

@@ -99,35 +99,76 @@ const (
 	promoteNow
 )
 
-// mayPromote applies the failover rule to the last record of session id,
-// whose owner is hidden: this node promotes its copy only if the record
-// names it as the first of the owner's in-sync standbys that is alive
-// (so exactly one node acts), its copy is of the record's epoch (it holds
-// every write the owner acknowledged), the owner did not hand the session
-// off, and this node is in the cluster's majority and caught up (the rule
-// the leases use): a node cut off with a dead owner's copy waits.
+// mayPromote applies the failover rule (promotionVerdict) to the last
+// record of session id, whose owner is hidden, as this node sees it now.
 func (s *Swarm) mayPromote(id string, rec sessionRecord) promoteVerdict {
-	if s.standbys == nil || s.senderLeft(rec) || s.isDraining() {
+	if s.standbys == nil {
 		return promoteNo
 	}
-	owner, epoch, ok := s.standbys.Held(id)
-	if !ok || owner != rec.Node || epoch != rec.Handoff {
+	in := promotion{self: s.self, rec: rec, senderLeft: s.senderLeft(rec), draining: s.isDraining()}
+	in.heldOwner, in.heldEpoch, in.held = s.standbys.Held(id)
+	_, in.running = s.mgr.Get(id)
+	in.alive = func(n string) bool {
+		m, ok := s.cl.Member(n)
+		return ok && m.State == cluster.StateAlive
+	}
+	in.inSync = s.cl.InSync
+	in.majority = func() bool { return s.deaths.majority(s.cl.Members()) }
+	return promotionVerdict(in)
+}
+
+// promotion is what the failover rule looks at: the last record of a
+// session whose owner is hidden, and this node's view.
+type promotion struct {
+	self string
+	rec  sessionRecord
+	// senderLeft: the record's owner handed the session off or is leaving;
+	// draining: this node is.
+	senderLeft, draining bool
+	// held, heldOwner, heldEpoch: the copy this node holds, if any.
+	held      bool
+	heldOwner string
+	heldEpoch uint64
+	// running: the session already runs here.
+	running bool
+	// alive reports whether a member is alive in this node's view.
+	alive func(node string) bool
+	// inSync is cluster.InSync (majority and caught up); majority reports
+	// whether the alive members are a strict majority of themselves and
+	// every member seen dying (deaths.majority). Both are asked last, only
+	// of the node that would promote.
+	inSync   func() error
+	majority func() bool
+}
+
+// promotionVerdict is the failover rule, with no I/O: this node promotes
+// its copy only if the record names it as the first of the owner's in-sync
+// standbys that is alive (so exactly one node acts), its copy is of the
+// record's owner and epoch (it holds every write the owner acknowledged),
+// the owner did not hand the session off, this node is not draining, and
+// it is in the cluster's majority and caught up (the rule the leases use):
+// a node cut off with a dead owner's copy waits (promoteLater).
+func promotionVerdict(in promotion) promoteVerdict {
+	if in.senderLeft || in.draining {
 		return promoteNo
 	}
-	if _, running := s.mgr.Get(id); running {
+	if !in.held || in.heldOwner != in.rec.Node || in.heldEpoch != in.rec.Handoff {
+		return promoteNo
+	}
+	if in.running {
 		return promoteNo
 	}
 	first := ""
-	for _, n := range rec.Standbys {
-		if m, ok := s.cl.Member(n); ok && m.State == cluster.StateAlive {
+	for _, n := range in.rec.Standbys {
+		if in.alive(n) {
 			first = n
 			break
 		}
 	}
-	if first != s.self {
+	if first != in.self {
 		return promoteNo
 	}
-	if s.cl.InSync() != nil || !s.deaths.majority(s.cl.Members()) {
+	if in.inSync() != nil || !in.majority() {
 		return promoteLater
 	}
 	return promoteNow
