@@ -27,7 +27,7 @@ func TestRevocationSurvivesTheRevokersDeath(t *testing.T) {
 	del.Header.Set("Mcp-Session-Id", c.id)
 	del.Header.Set("Mcp-Protocol-Version", mcp.ProtocolVersion20251125)
 	del.Header.Set("Authorization", "Bearer "+aliceToken)
-	resp, err := http.DefaultClient.Do(del)
+	resp, err := httpClient(nodes[1]).Do(del)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -83,7 +83,7 @@ func TestDrainUnderLoadLosesNothing(t *testing.T) {
 	key, _ := mcpswarm.LoadClusterKey(e.keyFile)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	admin := adminv1.NewAdminServiceClient(dial(t, nodes[0].GRPCAddr(), grpc.WithPerRPCCredentials(mcpswarm.AdminCredentials{Token: mcpswarm.AdminToken(key)})))
+	admin := adminv1.NewAdminServiceClient(dial(t, nodes[0], grpc.WithPerRPCCredentials(mcpswarm.AdminCredentials{Token: mcpswarm.AdminToken(key)})))
 	began := time.Now()
 	resp, err := admin.Drain(ctx, &adminv1.DrainRequest{})
 	took := time.Since(began)

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,6 +21,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcpswarm/mcpswarm"
+	"github.com/mcpswarm/mcpswarm/internal/memnet"
 	"github.com/mcpswarm/mcpswarm/session"
 )
 
@@ -55,9 +58,17 @@ reads:
 	return p
 }
 
-// swarmEnv is a set of in-process nodes sharing a key and a policy.
+// swarmEnv is a set of in-process nodes sharing a key and a policy, on
+// one in-memory network (memnet) unless sockets is set.
 type swarmEnv struct {
 	t       testing.TB
+	// net carries every node's gossip, gRPC and HTTP: no ports, and cut
+	// partitions a node from the others.
+	net *memnet.Network
+	// sockets, when set before the first start, runs the nodes on
+	// loopback sockets instead: for tests that reach a node the way only
+	// a socket can (raw TCP, pprof, a load balancer in front).
+	sockets bool
 	dir     string
 	keyFile string
 	policy  string
@@ -88,7 +99,8 @@ func newSwarmEnv(t testing.TB) *swarmEnv {
 	if err := os.WriteFile(keyFile, []byte(key), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	e := &swarmEnv{t: t, dir: dir, keyFile: keyFile, policy: testPolicy(t, dir), nodes: map[string]*mcpswarm.Node{}, dataDir: map[string]string{}, quiet: new(atomic.Bool)}
+	e := &swarmEnv{t: t, dir: dir, keyFile: keyFile, policy: testPolicy(t, dir), nodes: map[string]*mcpswarm.Node{}, dataDir: map[string]string{}, quiet: new(atomic.Bool),
+		net: memnet.New()}
 	t.Cleanup(func() {
 		e.stopAll()
 		e.quiet.Store(true)
@@ -132,6 +144,11 @@ func (e *swarmEnv) start(name string, join ...string) *mcpswarm.Node {
 	}
 	log := slog.New(slog.NewTextHandler(testWriter{e.t, name, e.quiet}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	opts := []mcpswarm.Option{mcpswarm.WithLogger(log)}
+	if !e.sockets {
+		ep := e.net.Node(name)
+		cfg.GossipAddr = ep.GossipAddr
+		opts = append(opts, mcpswarm.WithNetwork(ep))
+	}
 	if e.apps != nil {
 		opts = append(opts, mcpswarm.WithApps(e.apps))
 		cfg.Startable = e.startable
@@ -180,6 +197,35 @@ func (e *swarmEnv) stopAll() {
 func (e *swarmEnv) kill(name string) {
 	e.nodes[name].Kill()
 	delete(e.nodes, name)
+}
+
+// cut partitions node name from every other node: its gossip is dropped
+// and its peer connections close. Clients still reach it.
+func (e *swarmEnv) cut(name string) { e.net.Cut(name, true) }
+
+// heal reconnects a node cut off by cut.
+func (e *swarmEnv) heal(name string) { e.net.Cut(name, false) }
+
+// httpClient returns a client that reaches n's HTTP address (and its
+// peers'), over the in-memory network when n runs on one.
+func httpClient(n *mcpswarm.Node) *http.Client {
+	return &http.Client{Transport: httpTransport(n)}
+}
+
+// httpTransport is httpClient's transport. On the in-memory network it
+// keeps no idle connections, so a test leaves no connection goroutine
+// behind.
+func httpTransport(n *mcpswarm.Node) http.RoundTripper {
+	ep, ok := mcpswarm.NetworkOf(n).(*memnet.Node)
+	if !ok {
+		return http.DefaultTransport
+	}
+	return &http.Transport{
+		DisableKeepAlives: true,
+		DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
+			return ep.Network().DialClient(ctx, addr)
+		},
+	}
 }
 
 type testWriter struct {
@@ -253,6 +299,7 @@ func connect(t testing.TB, n *mcpswarm.Node, o connOpts) *conn {
 	if o.listen {
 		topts = append(topts, transport.WithContinuousListening())
 	}
+	topts = append(topts, transport.WithHTTPBasicClient(httpClient(n)))
 	tr, err := transport.NewStreamableHTTP("http://"+n.HTTPAddr()+"/mcp", topts...)
 	if err != nil {
 		t.Fatal(err)

@@ -78,7 +78,7 @@ func deleteConn(t testing.TB, n *mcpswarm.Node, token, id string) {
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Mcp-Session-Id", id)
 	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := httpClient(n).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,8 @@
 // Package memnet is an in-memory network for multi-node tests: channels
-// carry gossip (a memberlist.Transport), grpc's bufconn carries gRPC, and
-// any node can be cut off from the others and healed. No sockets, no ports.
+// carry gossip (a memberlist.Transport), grpc's bufconn carries gRPC and
+// HTTP, and any node can be cut off from the others and healed. No
+// sockets, no ports. A Node satisfies the root package's Network hook
+// (mcpswarm.WithNetwork).
 //
 // memberlist's own MockNetwork is not used: its unbuffered channels block a
 // sender forever once the receiving node has stopped, which leaks
@@ -32,13 +34,13 @@ const bufSize = 1 << 20
 
 // Network connects a fixed set of named nodes.
 type Network struct {
-	nodes map[string]*Node // by name; fixed after New
-	addrs map[string]*Node // gossip and gRPC addresses → node; fixed after New
-
 	mu    sync.Mutex
+	nodes map[string]*Node // by name
+	addrs map[string]*Node // gossip, gRPC and HTTP addresses → node
 	cut   map[string]bool
 	conns map[*conn]bool
-	ends  map[string]*endpoint // the running gossip endpoint per node name
+	ends  map[string]*endpoint         // the running gossip endpoint per node name
+	lns   map[string]*bufconn.Listener // the listener per gRPC and HTTP address, the latest Listen's
 }
 
 // Node is one node's endpoints.
@@ -49,35 +51,102 @@ type Node struct {
 	GRPCAddr string
 	// GossipAddr is the node's memberlist address, for Join lists.
 	GossipAddr string
-	// Listener accepts the node's inbound gRPC connections: serve the
-	// node's grpc.Server on it.
-	Listener *bufconn.Listener
+	// HTTPAddr is the node's HTTP address, as clients dial it
+	// (Network.DialClient).
+	HTTPAddr string
 	index    int
 }
 
-// New makes a network of the named nodes. memberlist's MockNetwork is not
-// safe to grow while in use, so every node is made here.
+// New makes a network of the named nodes; Node adds more.
 func New(names ...string) *Network {
-	n := &Network{nodes: map[string]*Node{}, addrs: map[string]*Node{}, cut: map[string]bool{}, conns: map[*conn]bool{}, ends: map[string]*endpoint{}}
-	for i, name := range names {
-		// Gossip addresses must be IP:port: memberlist parses them.
-		nd := &Node{net: n, name: name, index: i + 1, GRPCAddr: "grpc-" + name + ":1",
-			GossipAddr: fmt.Sprintf("127.0.0.1:%d", 10000+i+1), Listener: bufconn.Listen(bufSize)}
-		n.nodes[name] = nd
-		n.addrs[nd.GRPCAddr] = nd
-		n.addrs[nd.GossipAddr] = nd
+	n := &Network{nodes: map[string]*Node{}, addrs: map[string]*Node{}, cut: map[string]bool{}, conns: map[*conn]bool{},
+		ends: map[string]*endpoint{}, lns: map[string]*bufconn.Listener{}}
+	for _, name := range names {
+		n.Node(name)
 	}
 	return n
 }
 
-// Node returns the endpoints of node name; it panics on a name New was
-// not given (a test bug).
-func (n *Network) Node(name string) *Node {
-	nd, ok := n.nodes[name]
-	if !ok {
-		panic(fmt.Sprintf("memnet: no node %q", name))
+// Addr is an address on the network.
+type Addr string
+
+// Network is "memnet" (net.Addr).
+func (Addr) Network() string { return "memnet" }
+
+func (a Addr) String() string { return string(a) }
+
+// listener is a bufconn listener that reports its network address.
+type listener struct {
+	*bufconn.Listener
+	addr Addr
+}
+
+func (l listener) Addr() net.Addr { return l.addr }
+
+// listen replaces the listener at addr with a fresh one: a node's
+// listeners close when it stops, and a restarted node listens anew.
+func (n *Network) listen(addr string) net.Listener {
+	ln := bufconn.Listen(bufSize)
+	n.mu.Lock()
+	n.lns[addr] = ln
+	n.mu.Unlock()
+	return listener{Listener: ln, addr: Addr(addr)}
+}
+
+// ListenGRPC returns a fresh listener for the node's inbound gRPC
+// connections (serve its grpc.Server on it); its Addr is GRPCAddr.
+func (nd *Node) ListenGRPC() (net.Listener, error) { return nd.net.listen(nd.GRPCAddr), nil }
+
+// ListenHTTP returns a fresh listener for the node's HTTP server; its
+// Addr is HTTPAddr.
+func (nd *Node) ListenHTTP() (net.Listener, error) { return nd.net.listen(nd.HTTPAddr), nil }
+
+// Network returns the network the node is on.
+func (nd *Node) Network() *Network { return nd.net }
+
+// DialClient dials a node's HTTP or gRPC address from outside the
+// cluster, as a client would: a cut does not stop it, since a partition
+// separates the nodes from each other, and a client may sit on either
+// side (the point of a test that writes to a cut-off owner).
+func (n *Network) DialClient(ctx context.Context, addr string) (net.Conn, error) {
+	n.mu.Lock()
+	ln := n.lns[addr]
+	n.mu.Unlock()
+	if ln == nil {
+		return nil, fmt.Errorf("memnet: dialing %s: nothing listens there: %w", addr, syscall.ECONNREFUSED)
 	}
+	c, err := ln.DialContext(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("memnet: dialing %s: %v: %w", addr, err, syscall.ECONNREFUSED)
+	}
+	return c, nil
+}
+
+// Node returns the endpoints of node name, adding the node to the
+// network the first time.
+func (n *Network) Node(name string) *Node {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if nd, ok := n.nodes[name]; ok {
+		return nd
+	}
+	i := len(n.nodes) + 1
+	// Gossip addresses must be IP:port: memberlist parses them.
+	nd := &Node{net: n, name: name, index: i, GRPCAddr: "grpc-" + name + ":1", HTTPAddr: "http-" + name + ":1",
+		GossipAddr: fmt.Sprintf("127.0.0.1:%d", 10000+i)}
+	n.nodes[name] = nd
+	n.addrs[nd.GRPCAddr] = nd
+	n.addrs[nd.GossipAddr] = nd
+	n.addrs[nd.HTTPAddr] = nd
 	return nd
+}
+
+// at returns the node at addr.
+func (n *Network) at(addr string) (*Node, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	nd, ok := n.addrs[addr]
+	return nd, ok
 }
 
 // Cut partitions node name from every other node (heal: reconnects it):
@@ -102,8 +171,8 @@ func (n *Network) Cut(name string, cut bool) {
 
 // blocked reports whether traffic between from and the node at addr is cut.
 func (n *Network) blocked(from, addr string) bool {
-	to, ok := n.addrs[addr]
 	n.mu.Lock()
+	to, ok := n.addrs[addr]
 	defer n.mu.Unlock()
 	return n.cut[from] || (ok && n.cut[to.name])
 }
@@ -123,14 +192,20 @@ func (nd *Node) Transport() memberlist.Transport {
 // node's gRPC dialer.
 func (nd *Node) Dial(ctx context.Context, addr string) (net.Conn, error) {
 	n := nd.net
-	to, ok := n.addrs[addr]
+	to, ok := n.at(addr)
 	if !ok {
 		return nil, fmt.Errorf("memnet: no node at %s", addr)
 	}
 	if n.blocked(nd.name, addr) {
 		return nil, fmt.Errorf("dialing %s: %w", addr, ErrCut)
 	}
-	c, err := to.Listener.DialContext(ctx)
+	n.mu.Lock()
+	ln := n.lns[addr]
+	n.mu.Unlock()
+	if ln == nil {
+		return nil, fmt.Errorf("dialing %s: nothing listens there: %w", addr, syscall.ECONNREFUSED)
+	}
+	c, err := ln.DialContext(ctx)
 	if err != nil {
 		// Its listener is closed: the node is down, as a refused TCP dial.
 		return nil, fmt.Errorf("dialing %s: %v: %w", addr, err, syscall.ECONNREFUSED)
@@ -161,7 +236,7 @@ type endpoint struct {
 // cut or nobody runs there.
 func (e *endpoint) peer(addr string) *endpoint {
 	n := e.nd.net
-	to, ok := n.addrs[addr]
+	to, ok := n.at(addr)
 	if !ok || n.blocked(e.nd.name, addr) {
 		return nil
 	}
