@@ -52,6 +52,8 @@ func TestRevocationSurvivesTheRevokersDeath(t *testing.T) {
 				t.Fatalf("after the revoker died, node%d answered %d for the revoked id", n+1, st)
 			}
 		}
+		// Paces the samples of a refusal that must hold for the whole
+		// window: there is nothing to await, only to keep checking.
 		time.Sleep(50 * time.Millisecond)
 	}
 	// The revoker's partition goes (DeadGrace): each survivor holds the
@@ -66,6 +68,8 @@ func TestRevocationSurvivesTheRevokersDeath(t *testing.T) {
 				t.Fatalf("after the revoker's records went, node%d answered %d for the revoked id", n+1, st)
 			}
 		}
+		// Paces the samples of a refusal that must hold for the whole
+		// window: there is nothing to await, only to keep checking.
 		time.Sleep(50 * time.Millisecond)
 	}
 }

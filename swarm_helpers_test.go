@@ -5,9 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -61,7 +61,7 @@ reads:
 // swarmEnv is a set of in-process nodes sharing a key and a policy, on
 // one in-memory network (memnet) unless sockets is set.
 type swarmEnv struct {
-	t       testing.TB
+	t testing.TB
 	// net carries every node's gossip, gRPC and HTTP: no ports, and cut
 	// partitions a node from the others.
 	net *memnet.Network
@@ -103,6 +103,7 @@ func newSwarmEnv(t testing.TB) *swarmEnv {
 		net: memnet.New()}
 	t.Cleanup(func() {
 		e.stopAll()
+		e.net.HTTPTransport().CloseIdleConnections()
 		e.quiet.Store(true)
 	})
 	return e
@@ -212,20 +213,14 @@ func httpClient(n *mcpswarm.Node) *http.Client {
 	return &http.Client{Transport: httpTransport(n)}
 }
 
-// httpTransport is httpClient's transport. On the in-memory network it
-// keeps no idle connections, so a test leaves no connection goroutine
-// behind.
+// httpTransport is httpClient's transport: the network's when n runs on
+// the in-memory one (its idle connections close with the test's env).
 func httpTransport(n *mcpswarm.Node) http.RoundTripper {
 	ep, ok := mcpswarm.NetworkOf(n).(*memnet.Node)
 	if !ok {
 		return http.DefaultTransport
 	}
-	return &http.Transport{
-		DisableKeepAlives: true,
-		DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
-			return ep.Network().DialClient(ctx, addr)
-		},
-	}
+	return ep.Network().HTTPTransport()
 }
 
 type testWriter struct {
@@ -245,11 +240,30 @@ func (w testWriter) Write(p []byte) (int, error) {
 // eventually polls cond until it holds or the timeout passes.
 func eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting until %s", timeout, what)
+	await(t, timeout, what, func() error {
+		if cond() {
+			return nil
 		}
+		return errors.New("not yet")
+	})
+}
+
+// await polls cond until it returns nil or the timeout passes, and then
+// fails the test with cond's last answer.
+func await(t testing.TB, timeout time.Duration, what string, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting until %s: %v", timeout, what, err)
+		}
+		// The poll interval of the await itself: what it waits for (a
+		// replicated record, memberlist's verdict) has no event a test
+		// can subscribe to across nodes.
 		time.Sleep(10 * time.Millisecond)
 	}
 }

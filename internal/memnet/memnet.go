@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"sync"
 	"syscall"
 	"time"
@@ -29,7 +30,7 @@ import (
 // ErrCut is what a cut node's dials and writes fail with.
 var ErrCut = errors.New("memnet: link cut")
 
-// bufSize is each bufconn listener's buffer.
+// bufSize is each bufconn connection's buffer, per direction.
 const bufSize = 1 << 20
 
 // Network connects a fixed set of named nodes.
@@ -39,8 +40,11 @@ type Network struct {
 	addrs map[string]*Node // gossip, gRPC and HTTP addresses → node
 	cut   map[string]bool
 	conns map[*conn]bool
-	ends  map[string]*endpoint         // the running gossip endpoint per node name
-	lns   map[string]*bufconn.Listener // the listener per gRPC and HTTP address, the latest Listen's
+	ends  map[string]*endpoint // the running gossip endpoint per node name
+	lns   map[string]dialable  // the listener per gRPC and HTTP address, the latest Listen's
+
+	clientOnce sync.Once
+	client     *http.Transport
 }
 
 // Node is one node's endpoints.
@@ -60,7 +64,7 @@ type Node struct {
 // New makes a network of the named nodes; Node adds more.
 func New(names ...string) *Network {
 	n := &Network{nodes: map[string]*Node{}, addrs: map[string]*Node{}, cut: map[string]bool{}, conns: map[*conn]bool{},
-		ends: map[string]*endpoint{}, lns: map[string]*bufconn.Listener{}}
+		ends: map[string]*endpoint{}, lns: map[string]dialable{}}
 	for _, name := range names {
 		n.Node(name)
 	}
@@ -75,6 +79,11 @@ func (Addr) Network() string { return "memnet" }
 
 func (a Addr) String() string { return string(a) }
 
+// dialable is a listener a peer or client dials.
+type dialable interface {
+	DialContext(ctx context.Context) (net.Conn, error)
+}
+
 // listener is a bufconn listener that reports its network address.
 type listener struct {
 	*bufconn.Listener
@@ -83,26 +92,88 @@ type listener struct {
 
 func (l listener) Addr() net.Addr { return l.addr }
 
-// listen replaces the listener at addr with a fresh one: a node's
-// listeners close when it stops, and a restarted node listens anew.
-func (n *Network) listen(addr string) net.Listener {
-	ln := bufconn.Listen(bufSize)
-	n.mu.Lock()
-	n.lns[addr] = ln
-	n.mu.Unlock()
-	return listener{Listener: ln, addr: Addr(addr)}
+// pipeListener hands out net.Pipe connections. HTTP runs on it rather
+// than on bufconn: net/http aborts a pending read by setting a deadline in
+// the past, which bufconn applies from a timer goroutine that can fire
+// after the deadline was cleared again, failing a later read of a
+// keep-alive connection (a request answered with an empty 200).
+type pipeListener struct {
+	addr  Addr
+	conns chan net.Conn
+	done  chan struct{}
+	once  sync.Once
+}
+
+func (l *pipeListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *pipeListener) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return nil
+}
+
+func (l *pipeListener) Addr() net.Addr { return l.addr }
+
+func (l *pipeListener) DialContext(ctx context.Context) (net.Conn, error) {
+	client, server := net.Pipe()
+	select {
+	case l.conns <- server:
+		return client, nil
+	case <-l.done:
+	case <-ctx.Done():
+	}
+	_ = client.Close()
+	_ = server.Close()
+	return nil, errors.New("the listener is closed")
 }
 
 // ListenGRPC returns a fresh listener for the node's inbound gRPC
-// connections (serve its grpc.Server on it); its Addr is GRPCAddr.
-func (nd *Node) ListenGRPC() (net.Listener, error) { return nd.net.listen(nd.GRPCAddr), nil }
+// connections (serve its grpc.Server on it); its Addr is GRPCAddr. A
+// node's listeners close when it stops; a restarted node listens anew.
+func (nd *Node) ListenGRPC() (net.Listener, error) {
+	ln := bufconn.Listen(bufSize)
+	nd.net.setListener(nd.GRPCAddr, ln)
+	return listener{Listener: ln, addr: Addr(nd.GRPCAddr)}, nil
+}
 
 // ListenHTTP returns a fresh listener for the node's HTTP server; its
 // Addr is HTTPAddr.
-func (nd *Node) ListenHTTP() (net.Listener, error) { return nd.net.listen(nd.HTTPAddr), nil }
+func (nd *Node) ListenHTTP() (net.Listener, error) {
+	ln := &pipeListener{addr: Addr(nd.HTTPAddr), conns: make(chan net.Conn), done: make(chan struct{})}
+	nd.net.setListener(nd.HTTPAddr, ln)
+	return ln, nil
+}
+
+// setListener makes ln the listener that dials to addr reach.
+func (n *Network) setListener(addr string, ln dialable) {
+	n.mu.Lock()
+	n.lns[addr] = ln
+	n.mu.Unlock()
+}
 
 // Network returns the network the node is on.
 func (nd *Node) Network() *Network { return nd.net }
+
+// HTTPTransport returns the network's HTTP client transport: it dials
+// with DialClient, one per network so that connections are reused. Call
+// its CloseIdleConnections when the test ends.
+func (n *Network) HTTPTransport() *http.Transport {
+	n.clientOnce.Do(func() {
+		n.client = &http.Transport{
+			DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
+				return n.DialClient(ctx, addr)
+			},
+			MaxIdleConnsPerHost: 16,
+		}
+	})
+	return n.client
+}
 
 // DialClient dials a node's HTTP or gRPC address from outside the
 // cluster, as a client would: a cut does not stop it, since a partition
