@@ -3,3 +3,10 @@ package mcpswarm
 // NetworkOf returns the Network n runs on (nil: sockets), so a test's
 // clients can reach a node that has no socket.
 func NetworkOf(n *Node) Network { return n.opts.network }
+
+// RecordedStandbys returns the in-sync standbys of session id as n's
+// copy of the session's record names them: the set a failover acts on.
+func RecordedStandbys(n *Node, id string) []string {
+	info, _ := n.swarm.Lookup(id)
+	return info.Standbys
+}

@@ -256,3 +256,87 @@ func clickNow(c *conn, id string) string {
 	}
 	return ""
 }
+
+// A standby is cut off, alive but unreachable: its owner cannot tell that
+// from being cut off itself, so it refuses writes (saying they may have
+// applied) until memberlist declares the standby dead. Then, in the
+// majority, it answers again and places a new standby (R is restored).
+// The breaker of the refused tool does not open: the refusals were not
+// the tool's fault. Once the partition heals and the owner dies, the
+// session comes back exactly as the owner last had it, with every
+// acknowledged write.
+func TestACutOffStandbyIsReplaced(t *testing.T) {
+	e := newSwarmEnv(t)
+	nodes := e.cluster(3)
+	alice1 := connect(t, nodes[0], connOpts{token: aliceToken})
+	acked, maybe := 3, 0 // acknowledged clicks; refused ones that may have applied
+	startCounter(t, alice1, alice1, "ct", acked)
+	var standby string
+	eventually(t, 5*time.Second, "ct's record names a standby", func() bool {
+		standby = standbyOf(t, nodes[0], "ct")
+		return standby != ""
+	})
+	other := map[string]string{"node2": "node3", "node3": "node2"}[standby]
+	click := func() {
+		switch refusal := clickNow(alice1, "ct"); {
+		case refusal == "":
+			acked++
+		case strings.Contains(refusal, mcpswarm.ErrFenced.Error()):
+			maybe++
+		}
+	}
+
+	e.cut(standby)
+	if refusal := clickNow(alice1, "ct"); !strings.Contains(refusal, mcpswarm.ErrFenced.Error()) {
+		t.Fatalf("with its standby just cut off, the owner answered %q, want the retryable %q", refusal, mcpswarm.ErrFenced)
+	}
+	maybe++
+	eventually(t, 15*time.Second, "the owner names "+other+" as ct's standby", func() bool {
+		click()
+		return standbyOf(t, nodes[0], "ct") == other
+	})
+	for want := acked + 3; acked < want; {
+		eventually(t, 15*time.Second, "the owner acknowledges a click with its new standby", func() bool {
+			before := acked
+			click()
+			return acked > before
+		})
+	}
+
+	e.heal(standby)
+	for _, n := range nodes {
+		eventually(t, 15*time.Second, "every node sees all three alive again", func() bool { return n.AliveMembers() == 3 })
+	}
+	// Placement is a function of membership: the returning node is ct's
+	// standby again. The failover acts on the record's in-sync set, so
+	// the owner dies only once every node's record names it.
+	eventually(t, 15*time.Second, "every node's record names "+standby+" as ct's standby again", func() bool {
+		if !slices.Equal(nodes[0].SessionStandbys("ct"), []string{standby}) {
+			return false
+		}
+		for _, n := range nodes {
+			if !slices.Equal(mcpswarm.RecordedStandbys(n, "ct"), []string{standby}) {
+				return false
+			}
+		}
+		return true
+	})
+	var last int
+	eventually(t, 15*time.Second, "the owner reads ct", func() bool {
+		var ok bool
+		last, ok = countNow(alice1, "ct")
+		return ok
+	})
+	if last < acked || last > acked+maybe {
+		t.Fatalf("the owner reads ct at %d after %d acknowledged clicks and %d that may have applied", last, acked, maybe)
+	}
+	e.kill("node1")
+	survivor := connect(t, e.nodes[other], connOpts{token: aliceToken})
+	eventually(t, 15*time.Second, "ct is served again after its owner died", func() bool {
+		_, ok := countNow(survivor, "ct")
+		return ok
+	})
+	if n, _ := countOf(t, survivor, "ct"); n != last {
+		t.Fatalf("ct came back at %d, want %d as its owner last had it (%d acknowledged)", n, last, acked)
+	}
+}

@@ -467,7 +467,8 @@ func (a *actor) apply(ctx context.Context, msg Msg, what string) (reply, []Event
 		return reply{res: errorResult(fmt.Errorf("%s: session %s: update refused: %w", what, a.info.ID, err))}, nil
 	}
 	if err := a.mgr.persist(st.snap); err != nil {
-		return reply{res: errorResult(fmt.Errorf("%s: the new state could not be saved, so it was not applied: %w", what, err)), fault: true}, nil
+		return reply{res: errorResult(fmt.Errorf("%s: the new state could not be saved, so it was not applied: %w", what, err)),
+			fault: !errors.Is(err, ErrNotReplicated)}, nil
 	}
 	return reply{}, a.publish(st)
 }
