@@ -10,3 +10,13 @@ func RecordedStandbys(n *Node, id string) []string {
 	info, _ := n.swarm.Lookup(id)
 	return info.Standbys
 }
+
+// Incarnation returns the origin (name@epoch) under which n knows member
+// name, "" when it does not: it changes each time the member restarts.
+func Incarnation(n *Node, name string) string {
+	m, ok := n.cluster.Member(name)
+	if !ok {
+		return ""
+	}
+	return m.Origin.String()
+}
