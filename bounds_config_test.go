@@ -99,6 +99,9 @@ func TestNonsenseBoundsAreRefusedAtStart(t *testing.T) {
 func grpcNode(t *testing.T, l mcpswarm.GRPCLimits) (*mcpswarm.Node, *grpc.ClientConn) {
 	t.Helper()
 	e := newSwarmEnv(t)
+	// Sockets: the handshake and idle bounds are watched with raw TCP
+	// connections that never speak gRPC.
+	e.sockets = true
 	e.tweak = func(c *mcpswarm.Config) { c.GRPC = l }
 	n := e.start("node1")
 	cc, err := grpc.NewClient(n.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()),

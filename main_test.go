@@ -30,6 +30,8 @@ func TestMain(m *testing.M) {
 				code = 1
 				break
 			}
+			// The poll interval of this await: goroutines ending
+			// raise no event to wait on.
 			time.Sleep(100 * time.Millisecond)
 		}
 	}

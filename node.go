@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hashicorp/memberlist"
+	"github.com/jonboulle/clockwork"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"google.golang.org/grpc"
@@ -36,11 +38,40 @@ import (
 type Option func(*options)
 
 type options struct {
-	logger *slog.Logger
-	stdin  io.Reader
-	stdout io.Writer
-	apps   []func(*session.Registry) error
+	logger  *slog.Logger
+	stdin   io.Reader
+	stdout  io.Writer
+	apps    []func(*session.Registry) error
+	network Network
+	clock   clockwork.Clock
 }
+
+// Network carries a node's traffic in place of sockets: tests run whole
+// clusters in one process on it (internal/memnet), where a partition is
+// a method call. The node's configured HTTP and gRPC addresses are then
+// not bound; GossipAddr still names the node on the gossip network.
+type Network interface {
+	// ListenHTTP returns a fresh listener for MCP, health and metrics;
+	// its Addr is the address clients dial. Called once per Start.
+	ListenHTTP() (net.Listener, error)
+	// ListenGRPC returns a fresh listener for the peer and admin APIs;
+	// its Addr is the address peers dial. Called once per Start.
+	ListenGRPC() (net.Listener, error)
+	// Dial dials a peer's gRPC address.
+	Dial(ctx context.Context, addr string) (net.Conn, error)
+	// Transport returns a fresh gossip transport (memberlist shuts it
+	// down when the node stops). Called once per Start.
+	Transport() memberlist.Transport
+}
+
+// WithNetwork runs the node on nw instead of sockets (tests).
+func WithNetwork(nw Network) Option { return func(o *options) { o.network = nw } }
+
+// WithClock drives the cluster's own timers (heartbeats, leases, the
+// acknowledgement bound, anti-entropy, the dead grace) with c instead of
+// the wall clock, so a test moves them by advancing a fake clock.
+// memberlist, gRPC and the node's other timers keep wall time.
+func WithClock(c clockwork.Clock) Option { return func(o *options) { o.clock = c } }
 
 // WithApps registers an embedder's own apps next to the demo apps. Which
 // apps clients may start is still Config.Startable (default: the demos).
@@ -252,17 +283,6 @@ func (n *Node) SessionStandbys(id string) []string {
 	return n.replicas.InSync(id)
 }
 
-// RecordedStandbys lists the in-sync standbys of session id as this
-// node's copy of the session's record names them: the nodes this node
-// would let take the session over.
-func (n *Node) RecordedStandbys(id string) []string {
-	info, ok := n.swarm.Lookup(id)
-	if !ok {
-		return nil
-	}
-	return info.Standbys
-}
-
 // AliveMembers counts the members this node sees alive (itself included).
 func (n *Node) AliveMembers() int {
 	if n.cluster == nil {
@@ -371,6 +391,9 @@ func (n *Node) bind() component {
 	return component{
 		name: "listeners",
 		start: func(context.Context) error {
+			if nw := n.opts.network; nw != nil {
+				return n.bindNetwork(nw)
+			}
 			var err error
 			if n.httpLn, err = listen("http", n.cfg.HTTPAddr); err != nil {
 				return err
@@ -393,6 +416,20 @@ func (n *Node) bind() component {
 			return nil
 		},
 	}
+}
+
+// bindNetwork takes the listeners from the node's Network hook.
+func (n *Node) bindNetwork(nw Network) error {
+	var err error
+	if n.httpLn, err = nw.ListenHTTP(); err != nil {
+		return &FieldError{Flag: "http", Err: err}
+	}
+	if n.grpcLn, err = nw.ListenGRPC(); err != nil {
+		_ = n.httpLn.Close()
+		n.httpLn = nil
+		return &FieldError{Flag: "grpc", Err: err}
+	}
+	return n.limitListeners()
 }
 
 // serveGRPC starts the gRPC server (peer and admin APIs, health). Its stop

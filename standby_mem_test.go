@@ -40,7 +40,7 @@ func clusterBytesPerSession(t testing.TB, n, replicas int) float64 {
 			return true
 		}
 		return slices.Equal(nodes[0].SessionStandbys(id), []string{"node2"}) &&
-			slices.Equal(nodes[1].RecordedStandbys(id), []string{"node2"})
+			slices.Equal(mcpswarm.RecordedStandbys(nodes[1], id), []string{"node2"})
 	}
 	// One session first, so lazily built per-node state (the standby
 	// journal, the shipper's connection to node2) is not counted.

@@ -66,7 +66,13 @@ func TestOwnerDeathHidesSessionsAndRestartRestoresThem(t *testing.T) {
 		t.Fatalf("starting ct elsewhere while its owner is away answered %q", textOf(res))
 	}
 
-	e.start("node2", n1.GossipAddr())
+	restarted := e.start("node2", n1.GossipAddr())
+	// Until node1's membership has the new incarnation, its link to the
+	// old one may reach the new process at the same address, and closing
+	// that link when the new incarnation arrives cancels a call on it.
+	eventually(t, 10*time.Second, "node1 knows the restarted node2", func() bool {
+		return mcpswarm.Incarnation(n1, "node2") == mcpswarm.Incarnation(restarted, "node2")
+	})
 	eventually(t, 10*time.Second, "ct is listed again on node1, owned by node2", func() bool {
 		return alice1.listed()["ct"] == "node2" && alice1.tools()["ct.inc.click"]
 	})

@@ -16,14 +16,22 @@ import (
 
 	"github.com/mcpswarm/mcpswarm"
 	"github.com/mcpswarm/mcpswarm/cluster"
+	"github.com/mcpswarm/mcpswarm/internal/memnet"
 	adminv1 "github.com/mcpswarm/mcpswarm/proto/mcpswarm/admin/v1"
 	forwardv1 "github.com/mcpswarm/mcpswarm/proto/mcpswarm/forward/v1"
 	peerv1 "github.com/mcpswarm/mcpswarm/proto/mcpswarm/peer/v1"
 )
 
-func dial(t *testing.T, addr string, opts ...grpc.DialOption) *grpc.ClientConn {
+// dial opens a gRPC client to node n's gRPC address as an outsider would
+// (over the in-memory network when n runs on one), in plaintext unless
+// opts say otherwise.
+func dial(t *testing.T, n *mcpswarm.Node, opts ...grpc.DialOption) *grpc.ClientConn {
 	t.Helper()
-	cc, err := grpc.NewClient(addr, append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, opts...)...)
+	base := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+	if ep, ok := mcpswarm.NetworkOf(n).(*memnet.Node); ok {
+		base = append(base, grpc.WithContextDialer(ep.Network().DialClient))
+	}
+	cc, err := grpc.NewClient("passthrough:///"+n.GRPCAddr(), append(base, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +88,7 @@ func TestForgedTrafficIsRefused(t *testing.T) {
 	}
 	for _, legacy := range []bool{false, true} {
 		// No cluster credential: refused before anything runs.
-		err := forwardClick(ctx, dial(t, n1.GRPCAddr()), "alice", legacy)
+		err := forwardClick(ctx, dial(t, n1), "alice", legacy)
 		if status.Code(err) != codes.Unauthenticated {
 			t.Fatalf("forward (legacy %v) without credential: %v, want Unauthenticated", legacy, err)
 		}
@@ -88,20 +96,20 @@ func TestForgedTrafficIsRefused(t *testing.T) {
 		otherKey, _ := mcpswarm.GenerateClusterKey()
 		k, _ := mcpswarm.ParseClusterKey(otherKey)
 		wrong, _ := cluster.PeerCredentials(k, "node2")
-		err = forwardClick(ctx, dial(t, n1.GRPCAddr(), grpc.WithPerRPCCredentials(wrong)), "alice", legacy)
+		err = forwardClick(ctx, dial(t, n1, grpc.WithPerRPCCredentials(wrong)), "alice", legacy)
 		if status.Code(err) != codes.Unauthenticated {
 			t.Fatalf("forward (legacy %v) with another cluster's credential: %v, want Unauthenticated", legacy, err)
 		}
 		// A genuine peer credential claiming a principal that does not own
 		// the session: the owner re-checks and refuses.
 		creds, _ := cluster.PeerCredentials(key, "node2")
-		err = forwardClick(ctx, dial(t, n1.GRPCAddr(), grpc.WithPerRPCCredentials(creds)), "mallory", legacy)
+		err = forwardClick(ctx, dial(t, n1, grpc.WithPerRPCCredentials(creds)), "mallory", legacy)
 		if status.Code(err) != codes.PermissionDenied {
 			t.Fatalf("forward (legacy %v) claiming mallory: %v, want PermissionDenied", legacy, err)
 		}
 	}
 	// The forward service's other calls need the credential too.
-	anon := forwardv1.NewForwardServiceClient(dial(t, n1.GRPCAddr()))
+	anon := forwardv1.NewForwardServiceClient(dial(t, n1))
 	if _, err := anon.SpendState(ctx, &forwardv1.SpendStateRequest{Nonce: "n", ExpiresUnix: time.Now().Add(time.Hour).Unix()}); status.Code(err) != codes.Unauthenticated {
 		t.Fatalf("SpendState without credential: %v, want Unauthenticated", err)
 	}
@@ -115,7 +123,7 @@ func TestForgedTrafficIsRefused(t *testing.T) {
 	wrong, _ := cluster.PeerCredentials(k, "node2")
 	for name, fc := range map[string]forwardv1.ForwardServiceClient{
 		"without a credential":   anon,
-		"with another cluster's": forwardv1.NewForwardServiceClient(dial(t, n1.GRPCAddr(), grpc.WithPerRPCCredentials(wrong))),
+		"with another cluster's": forwardv1.NewForwardServiceClient(dial(t, n1, grpc.WithPerRPCCredentials(wrong))),
 	} {
 		st, err := fc.Calls(ctx)
 		if err == nil {
@@ -154,17 +162,17 @@ func TestAdminAPIRequiresTheClusterKey(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 
-	anon := adminv1.NewAdminServiceClient(dial(t, nodes[1].GRPCAddr()))
+	anon := adminv1.NewAdminServiceClient(dial(t, nodes[1]))
 	if _, err := anon.ListSessions(ctx, &adminv1.ListSessionsRequest{}); status.Code(err) != codes.Unauthenticated {
 		t.Fatalf("admin call without a token: %v", err)
 	}
-	bad := adminv1.NewAdminServiceClient(dial(t, nodes[1].GRPCAddr(), grpc.WithPerRPCCredentials(mcpswarm.AdminCredentials{Token: mcpswarm.AdminToken(mcpswarm.DevClusterKey())})))
+	bad := adminv1.NewAdminServiceClient(dial(t, nodes[1], grpc.WithPerRPCCredentials(mcpswarm.AdminCredentials{Token: mcpswarm.AdminToken(mcpswarm.DevClusterKey())})))
 	if _, err := bad.ListSessions(ctx, &adminv1.ListSessionsRequest{}); status.Code(err) != codes.PermissionDenied {
 		t.Fatalf("admin call with another key's token: %v", err)
 	}
 
 	key, _ := mcpswarm.LoadClusterKey(e.keyFile)
-	admin := adminv1.NewAdminServiceClient(dial(t, nodes[1].GRPCAddr(), grpc.WithPerRPCCredentials(mcpswarm.AdminCredentials{Token: mcpswarm.AdminToken(key)})))
+	admin := adminv1.NewAdminServiceClient(dial(t, nodes[1], grpc.WithPerRPCCredentials(mcpswarm.AdminCredentials{Token: mcpswarm.AdminToken(key)})))
 	members, err := admin.ListMembers(ctx, &adminv1.ListMembersRequest{})
 	if err != nil || len(members.GetMembers()) != 2 {
 		t.Fatalf("members: %v %v", members, err)
@@ -215,7 +223,7 @@ func TestDrainingNodeRefusesNewSessions(t *testing.T) {
 	key, _ := mcpswarm.LoadClusterKey(e.keyFile)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	admin2 := adminv1.NewAdminServiceClient(dial(t, nodes[1].GRPCAddr(), grpc.WithPerRPCCredentials(mcpswarm.AdminCredentials{Token: mcpswarm.AdminToken(key)})))
+	admin2 := adminv1.NewAdminServiceClient(dial(t, nodes[1], grpc.WithPerRPCCredentials(mcpswarm.AdminCredentials{Token: mcpswarm.AdminToken(key)})))
 	if _, err := admin2.Drain(ctx, &adminv1.DrainRequest{}); err != nil {
 		t.Fatalf("drain: %v", err)
 	}
@@ -224,7 +232,7 @@ func TestDrainingNodeRefusesNewSessions(t *testing.T) {
 	if !res.IsError || !strings.Contains(textOf(res), "draining") {
 		t.Fatalf("swarm_start on a draining node answered %q", textOf(res))
 	}
-	admin1 := adminv1.NewAdminServiceClient(dial(t, nodes[0].GRPCAddr(), grpc.WithPerRPCCredentials(mcpswarm.AdminCredentials{Token: mcpswarm.AdminToken(key)})))
+	admin1 := adminv1.NewAdminServiceClient(dial(t, nodes[0], grpc.WithPerRPCCredentials(mcpswarm.AdminCredentials{Token: mcpswarm.AdminToken(key)})))
 	eventually(t, 5*time.Second, "node1 sees node2 draining", func() bool {
 		m, err := admin1.ListMembers(ctx, &adminv1.ListMembersRequest{})
 		if err != nil {
@@ -261,7 +269,7 @@ func TestDrainHandsSessionsToPeers(t *testing.T) {
 	key, _ := mcpswarm.LoadClusterKey(e.keyFile)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	admin2 := adminv1.NewAdminServiceClient(dial(t, nodes[1].GRPCAddr(), grpc.WithPerRPCCredentials(mcpswarm.AdminCredentials{Token: mcpswarm.AdminToken(key)})))
+	admin2 := adminv1.NewAdminServiceClient(dial(t, nodes[1], grpc.WithPerRPCCredentials(mcpswarm.AdminCredentials{Token: mcpswarm.AdminToken(key)})))
 	resp, err := admin2.Drain(ctx, &adminv1.DrainRequest{})
 	if err != nil {
 		t.Fatalf("drain: %v", err)

@@ -130,22 +130,40 @@ func drainUnderLoad(t *testing.T, e *swarmEnv, nodes []*mcpswarm.Node, before fu
 				default:
 					acked[i].Add(1)
 				}
+				// Paces the load (one click per 5 ms per session), so
+				// the drain meets a steady stream rather than a flood.
 				time.Sleep(5 * time.Millisecond)
 			}
 		}()
 	}
-	time.Sleep(300 * time.Millisecond)
+	// The drain starts under load: every session has acknowledged clicks.
+	sum := func() (n int64) {
+		for i := range acked {
+			n += acked[i].Load()
+		}
+		return n
+	}
+	await(t, 10*time.Second, "every session acknowledges clicks before the drain", func() error {
+		for i := range acked {
+			if acked[i].Load() < 3 {
+				return fmt.Errorf("%s has %d", ids[i], acked[i].Load())
+			}
+		}
+		return nil
+	})
 	key, _ := mcpswarm.LoadClusterKey(e.keyFile)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	admin := adminv1.NewAdminServiceClient(dial(t, nodes[0].GRPCAddr(), grpc.WithPerRPCCredentials(mcpswarm.AdminCredentials{Token: mcpswarm.AdminToken(key)})))
+	admin := adminv1.NewAdminServiceClient(dial(t, nodes[0], grpc.WithPerRPCCredentials(mcpswarm.AdminCredentials{Token: mcpswarm.AdminToken(key)})))
 	began := time.Now()
 	resp, err := admin.Drain(ctx, &adminv1.DrainRequest{})
 	took := time.Since(began)
 	if err != nil {
 		t.Fatalf("drain: %v", err)
 	}
-	time.Sleep(500 * time.Millisecond)
+	// The load goes on past the drain, on the new owners.
+	atDrain := sum()
+	eventually(t, 10*time.Second, "clicks are acknowledged after the drain", func() bool { return sum() >= atDrain+int64(3*sessions) })
 	close(stop)
 	wg.Wait()
 	if resp.GetSessionsMoved() != sessions || resp.GetSessionsKept() != 0 || resp.GetSessionsStopped() != 0 {

@@ -37,7 +37,7 @@ func TestAStandbyTakesASessionOverOnlyAsItsOwnerHandsItOver(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return forwardv1.NewForwardServiceClient(dial(t, nodes[1].GRPCAddr(), grpc.WithPerRPCCredentials(creds)))
+		return forwardv1.NewForwardServiceClient(dial(t, nodes[1], grpc.WithPerRPCCredentials(creds)))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

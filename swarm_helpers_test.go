@@ -5,8 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,6 +21,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcpswarm/mcpswarm"
+	"github.com/mcpswarm/mcpswarm/internal/memnet"
 	"github.com/mcpswarm/mcpswarm/session"
 )
 
@@ -55,9 +58,17 @@ reads:
 	return p
 }
 
-// swarmEnv is a set of in-process nodes sharing a key and a policy.
+// swarmEnv is a set of in-process nodes sharing a key and a policy, on
+// one in-memory network (memnet) unless sockets is set.
 type swarmEnv struct {
-	t       testing.TB
+	t testing.TB
+	// net carries every node's gossip, gRPC and HTTP: no ports, and cut
+	// partitions a node from the others.
+	net *memnet.Network
+	// sockets, when set before the first start, runs the nodes on
+	// loopback sockets instead: for tests that reach a node the way only
+	// a socket can (raw TCP, pprof, a load balancer in front).
+	sockets bool
 	dir     string
 	keyFile string
 	policy  string
@@ -88,9 +99,11 @@ func newSwarmEnv(t testing.TB) *swarmEnv {
 	if err := os.WriteFile(keyFile, []byte(key), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	e := &swarmEnv{t: t, dir: dir, keyFile: keyFile, policy: testPolicy(t, dir), nodes: map[string]*mcpswarm.Node{}, dataDir: map[string]string{}, quiet: new(atomic.Bool)}
+	e := &swarmEnv{t: t, dir: dir, keyFile: keyFile, policy: testPolicy(t, dir), nodes: map[string]*mcpswarm.Node{}, dataDir: map[string]string{}, quiet: new(atomic.Bool),
+		net: memnet.New()}
 	t.Cleanup(func() {
 		e.stopAll()
+		e.net.HTTPTransport().CloseIdleConnections()
 		e.quiet.Store(true)
 	})
 	return e
@@ -132,6 +145,11 @@ func (e *swarmEnv) start(name string, join ...string) *mcpswarm.Node {
 	}
 	log := slog.New(slog.NewTextHandler(testWriter{e.t, name, e.quiet}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	opts := []mcpswarm.Option{mcpswarm.WithLogger(log)}
+	if !e.sockets {
+		ep := e.net.Node(name)
+		cfg.GossipAddr = ep.GossipAddr
+		opts = append(opts, mcpswarm.WithNetwork(ep))
+	}
 	if e.apps != nil {
 		opts = append(opts, mcpswarm.WithApps(e.apps))
 		cfg.Startable = e.startable
@@ -182,6 +200,29 @@ func (e *swarmEnv) kill(name string) {
 	delete(e.nodes, name)
 }
 
+// cut partitions node name from every other node: its gossip is dropped
+// and its peer connections close. Clients still reach it.
+func (e *swarmEnv) cut(name string) { e.net.Cut(name, true) }
+
+// heal reconnects a node cut off by cut.
+func (e *swarmEnv) heal(name string) { e.net.Cut(name, false) }
+
+// httpClient returns a client that reaches n's HTTP address (and its
+// peers'), over the in-memory network when n runs on one.
+func httpClient(n *mcpswarm.Node) *http.Client {
+	return &http.Client{Transport: httpTransport(n)}
+}
+
+// httpTransport is httpClient's transport: the network's when n runs on
+// the in-memory one (its idle connections close with the test's env).
+func httpTransport(n *mcpswarm.Node) http.RoundTripper {
+	ep, ok := mcpswarm.NetworkOf(n).(*memnet.Node)
+	if !ok {
+		return http.DefaultTransport
+	}
+	return ep.Network().HTTPTransport()
+}
+
 type testWriter struct {
 	t     testing.TB
 	name  string
@@ -199,11 +240,30 @@ func (w testWriter) Write(p []byte) (int, error) {
 // eventually polls cond until it holds or the timeout passes.
 func eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting until %s", timeout, what)
+	await(t, timeout, what, func() error {
+		if cond() {
+			return nil
 		}
+		return errors.New("not yet")
+	})
+}
+
+// await polls cond until it returns nil or the timeout passes, and then
+// fails the test with cond's last answer.
+func await(t testing.TB, timeout time.Duration, what string, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting until %s: %v", timeout, what, err)
+		}
+		// The poll interval of the await itself: what it waits for (a
+		// replicated record, memberlist's verdict) has no event a test
+		// can subscribe to across nodes.
 		time.Sleep(10 * time.Millisecond)
 	}
 }
@@ -253,6 +313,7 @@ func connect(t testing.TB, n *mcpswarm.Node, o connOpts) *conn {
 	if o.listen {
 		topts = append(topts, transport.WithContinuousListening())
 	}
+	topts = append(topts, transport.WithHTTPBasicClient(httpClient(n)))
 	tr, err := transport.NewStreamableHTTP("http://"+n.HTTPAddr()+"/mcp", topts...)
 	if err != nil {
 		t.Fatal(err)

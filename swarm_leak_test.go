@@ -45,18 +45,16 @@ func TestEndedConnectionsAndStoppedSessionsLeaveOnlySmallRevocations(t *testing.
 	}
 	for k, n := range nodes {
 		var f mcpswarm.Footprint
-		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		await(t, 30*time.Second, fmt.Sprintf("node %d holds only what %d ended cycles must leave: no front connections, no cached tools, "+
+			"no remembered activity, no session, tool or UI journal records, one revocation per connection, held by the node that took "+
+			"its DELETE (a third of them here) in one block entry per node, and none of the other nodes' records kept decoded", k, cycles), func() error {
 			f = n.Footprint()
 			if f.FrontConns == 0 && f.CachedTools == 0 && f.ConnActivity == 0 && f.Sessions == 0 && f.Tools == 0 && f.UIActions == 0 &&
 				f.ConnsRevoked == cycles/3 && f.RevokedElsewhere == cycles-cycles/3 && f.Conns == 3 && f.ConnsDecoded == 0 && f.ConnsIndexed == 0 {
-				break
+				return nil
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("node %d still holds, 30 s after %d cycles: %+v; want no front connections, no cached tools, "+
-					"no remembered activity, no session, tool or UI journal records, one revocation per connection, held by the node that took "+
-					"its DELETE (a third of them here) in one block entry per node, and none of the other nodes' records kept decoded", k, cycles, f)
-			}
-		}
+			return fmt.Errorf("it holds %+v", f)
+		})
 		per := (f.ConnKeyBytes + f.ConnBytes) / f.Conns
 		t.Logf("node %d after %d cycles: %+v (%d bytes of key and value per entry)", k, cycles, f, per)
 		// An entry is a block's key (19 bytes) and its time and bitmap (8
@@ -78,7 +76,7 @@ func deleteConn(t testing.TB, n *mcpswarm.Node, token, id string) {
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Mcp-Session-Id", id)
 	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := httpClient(n).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

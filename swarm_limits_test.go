@@ -84,7 +84,7 @@ func rawInitialize(t testing.TB, n *mcpswarm.Node, token string) (int, string, s
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Authorization", "Bearer "+token)
-	res, err := http.DefaultClient.Do(req)
+	res, err := httpClient(n).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func rawList(t testing.TB, n *mcpswarm.Node, token, id string) int {
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Mcp-Session-Id", id)
 	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
-	res, err := http.DefaultClient.Do(req)
+	res, err := httpClient(n).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,7 +33,7 @@ func modernCall(t *testing.T, n *mcpswarm.Node, name, state string, responses ma
 	req.Header.Set(mcp.HeaderMethod, "tools/call")
 	req.Header.Set(mcp.HeaderName, name)
 	req.Header.Set("Authorization", "Bearer "+aliceToken)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := httpClient(n).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

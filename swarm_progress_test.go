@@ -131,7 +131,7 @@ func TestCancellationReachesTheOwnerFromAnyNode(t *testing.T) {
 		req.Header.Set("Mcp-Session-Id", c.id)
 		req.Header.Set("Mcp-Protocol-Version", mcp.ProtocolVersion20251125)
 		req.Header.Set("Authorization", "Bearer "+aliceToken)
-		return http.DefaultClient.Do(req)
+		return httpClient(n).Do(req)
 	}
 	answered := make(chan string, 1)
 	go func() {

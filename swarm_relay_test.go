@@ -93,14 +93,14 @@ func TestServerRequestsAnsweredOnAnyNode(t *testing.T) {
 	e := newSwarmEnv(t)
 	e.conformance = true
 	nodes := e.cluster(3)
-	rr := &roundRobin{seen: map[string]int{}}
+	rr := &roundRobin{seen: map[string]int{}, via: httpTransport(nodes[0])}
 	for _, n := range nodes {
 		rr.hosts = append(rr.hosts, n.HTTPAddr())
 	}
 	for _, via := range []struct {
 		name string
 		rt   http.RoundTripper
-	}{{"straight to node1", nil}, {"round robin", rr}} {
+	}{{"straight to node1", httpTransport(nodes[0])}, {"round robin", rr}} {
 		t.Run(via.name, func(t *testing.T) {
 			l := &llm{}
 			c := relayClient(t, nodes[0].HTTPAddr(), via.rt, l)

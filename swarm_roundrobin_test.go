@@ -19,6 +19,7 @@ import (
 // roundRobin is a load balancer with no stickiness: each HTTP request goes
 // to the next node.
 type roundRobin struct {
+	via   http.RoundTripper // how each host is reached
 	hosts []string
 	next  atomic.Int64
 	mu    sync.Mutex
@@ -32,7 +33,7 @@ func (rr *roundRobin) RoundTrip(r *http.Request) (*http.Response, error) {
 	rr.mu.Unlock()
 	r = r.Clone(r.Context())
 	r.URL.Host, r.Host = host, host
-	return http.DefaultTransport.RoundTrip(r)
+	return rr.via.RoundTrip(r)
 }
 
 type approver struct{ asked atomic.Int32 }
@@ -49,7 +50,7 @@ func (a *approver) Elicit(context.Context, mcp.ElicitationRequest) (*mcp.Elicita
 func TestRoundRobinConnectionCompletesAFullSession(t *testing.T) {
 	e := newSwarmEnv(t)
 	nodes := e.cluster(3)
-	rr := &roundRobin{seen: map[string]int{}}
+	rr := &roundRobin{seen: map[string]int{}, via: httpTransport(nodes[0])}
 	for _, n := range nodes {
 		rr.hosts = append(rr.hosts, n.HTTPAddr())
 	}
@@ -173,7 +174,7 @@ func postStatus(t testing.TB, n *mcpswarm.Node, id string) int {
 	req.Header.Set("Mcp-Session-Id", id)
 	req.Header.Set("Mcp-Protocol-Version", mcp.ProtocolVersion20251125)
 	req.Header.Set("Authorization", "Bearer "+aliceToken)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := httpClient(n).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 // postsElsewhere sends every POST to another node, as a load balancer
 // without stickiness may, and leaves the SSE GET where it is.
 type postsElsewhere struct {
+	via   http.RoundTripper // how the nodes are reached
 	to    string
 	moved atomic.Int32
 }
@@ -26,7 +27,7 @@ func (p *postsElsewhere) RoundTrip(r *http.Request) (*http.Response, error) {
 		r.URL.Host, r.Host = p.to, p.to
 		p.moved.Add(1)
 	}
-	return http.DefaultTransport.RoundTrip(r)
+	return p.via.RoundTrip(r)
 }
 
 // A legacy SSE client whose stream is on node1 and whose POSTs all land on
@@ -34,7 +35,7 @@ func (p *postsElsewhere) RoundTrip(r *http.Request) (*http.Response, error) {
 func TestLegacySSEPostsAreForwardedToTheStreamsNode(t *testing.T) {
 	e := newSwarmEnv(t)
 	nodes := e.cluster(2)
-	lb := &postsElsewhere{to: nodes[1].HTTPAddr()}
+	lb := &postsElsewhere{to: nodes[1].HTTPAddr(), via: httpTransport(nodes[0])}
 	tr, err := transport.NewSSE("http://"+nodes[0].HTTPAddr()+"/sse",
 		transport.WithHTTPClient(&http.Client{Transport: lb}),
 		transport.WithHeaders(map[string]string{"Authorization": "Bearer " + aliceToken}))

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/mcpswarm/mcpswarm"
 )
 
 // An owner says in its metrics how its sessions are replicated: how many
@@ -43,7 +45,7 @@ func TestADroppedStandbyIsUnpublishedBeforeTheWriteIsAnswered(t *testing.T) {
 	var standby string
 	eventually(t, 5*time.Second, "ct's record names a standby on every node", func() bool {
 		standby = standbyOf(t, nodes[0], "ct")
-		return standby != "" && slices.Equal(nodes[1].RecordedStandbys("ct"), []string{standby}) && slices.Equal(nodes[2].RecordedStandbys("ct"), []string{standby})
+		return standby != "" && slices.Equal(mcpswarm.RecordedStandbys(nodes[1], "ct"), []string{standby}) && slices.Equal(mcpswarm.RecordedStandbys(nodes[2], "ct"), []string{standby})
 	})
 	other := nodes[1]
 	if standby == "node2" {
@@ -53,7 +55,7 @@ func TestADroppedStandbyIsUnpublishedBeforeTheWriteIsAnswered(t *testing.T) {
 	if res := alice.call("ct.inc.click", nil); res.IsError {
 		t.Fatalf("click after the standby died: %s", textOf(res))
 	}
-	if got := other.RecordedStandbys("ct"); slices.Contains(got, standby) {
+	if got := mcpswarm.RecordedStandbys(other, "ct"); slices.Contains(got, standby) {
 		t.Fatalf("the click was answered while the surviving peer's record still names the dead standby %s: %v", standby, got)
 	}
 }

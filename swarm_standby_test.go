@@ -1,6 +1,7 @@
 package mcpswarm_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -8,6 +9,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcpswarm/mcpswarm"
 )
 
 // countOf reads a counter session's count through c.
@@ -22,6 +27,25 @@ func countOf(t *testing.T, c *conn, id string) (int, bool) {
 	}
 	if err := json.Unmarshal([]byte(textOf(res)), &m); err != nil {
 		t.Fatalf("decoding the model of %s %q: %v", id, textOf(res), err)
+	}
+	return m.Count, true
+}
+
+// countNow is countOf for a poll: a call the node cannot serve yet (it
+// is behind a peer it has not yet declared dead) is a miss, not a failure.
+func countNow(c *conn, id string) (int, bool) {
+	req := mcp.CallToolRequest{}
+	req.Params.Name = "swarm_get_model"
+	req.Params.Arguments = map[string]any{"id": id}
+	res, err := c.CallTool(context.Background(), req)
+	if err != nil || res.IsError {
+		return 0, false
+	}
+	var m struct {
+		Count int `json:"count"`
+	}
+	if err := json.Unmarshal([]byte(textOf(res)), &m); err != nil {
+		return 0, false
 	}
 	return m.Count, true
 }
@@ -163,4 +187,157 @@ func standbyOf(t *testing.T, n interface{ SessionStandbys(string) []string }, id
 		return ""
 	}
 	return strings.Join(s, ",")
+}
+
+// The owner is cut off from the majority (a partition, not a crash: it
+// keeps running and its client still reaches it). It stops acknowledging
+// at once: its writes answer a retryable error. The majority promotes the
+// standby with every acknowledged write. After the heal the old owner
+// demotes itself and every node reads the one history.
+func TestACutOffOwnerStopsAcknowledgingAndTheMajorityPromotes(t *testing.T) {
+	e := newSwarmEnv(t)
+	nodes := e.cluster(3)
+	alice1 := connect(t, nodes[0], connOpts{token: aliceToken})
+	alice3 := connect(t, nodes[2], connOpts{token: aliceToken})
+	alice2 := connect(t, nodes[1], connOpts{token: aliceToken})
+	const acked = 5
+	startCounter(t, alice1, alice3, "ct", acked)
+
+	e.cut("node1")
+	// Its standby is unreachable but not known down: the owner cannot
+	// tell whether it is the one cut off, so it refuses.
+	if refusal := clickNow(alice1, "ct"); !strings.Contains(refusal, mcpswarm.ErrFenced.Error()) {
+		t.Fatalf("the cut-off owner answered its first write with %q, want the retryable %q", refusal, mcpswarm.ErrFenced)
+	}
+	eventually(t, 15*time.Second, "the majority serves ct again", func() bool {
+		if refusal := clickNow(alice1, "ct"); refusal == "" {
+			t.Fatal("the cut-off owner acknowledged a write")
+		}
+		_, ok := countNow(alice3, "ct")
+		return ok
+	})
+	if n, _ := countOf(t, alice3, "ct"); n != acked {
+		t.Fatalf("the majority promoted ct at %d, want the %d acknowledged clicks", n, acked)
+	}
+	if owner := alice3.listed()["ct"]; owner == "node1" || owner == "" {
+		t.Fatalf("ct is listed as owned by %q after the promotion", owner)
+	}
+	for range 2 {
+		if res := alice3.call("ct.inc.click", nil); res.IsError {
+			t.Fatalf("click on the majority's side: %s", textOf(res))
+		}
+	}
+	if refusal := clickNow(alice1, "ct"); refusal == "" {
+		t.Fatal("the cut-off owner acknowledged a write after the majority promoted its standby")
+	}
+
+	e.heal("node1")
+	eventually(t, 20*time.Second, "the old owner no longer runs ct", func() bool {
+		return !slices.Contains(nodes[0].LocalSessions(), "ct")
+	})
+	for _, c := range []*conn{alice1, alice2, alice3} {
+		eventually(t, 15*time.Second, "every node reads ct's one history", func() bool {
+			n, ok := countNow(c, "ct")
+			return ok && n == acked+2
+		})
+	}
+}
+
+// clickNow clicks id's inc through c and returns why it was refused, or
+// "" when it was acknowledged.
+func clickNow(c *conn, id string) string {
+	req := mcp.CallToolRequest{}
+	req.Params.Name = id + ".inc.click"
+	res, err := c.CallTool(context.Background(), req)
+	switch {
+	case err != nil:
+		return err.Error()
+	case res.IsError:
+		return textOf(res)
+	}
+	return ""
+}
+
+// A standby is cut off, alive but unreachable: its owner cannot tell that
+// from being cut off itself, so it refuses writes (saying they may have
+// applied) until memberlist declares the standby dead. Then, in the
+// majority, it answers again and places a new standby (R is restored).
+// The breaker of the refused tool does not open: the refusals were not
+// the tool's fault. Once the partition heals and the owner dies, the
+// session comes back exactly as the owner last had it, with every
+// acknowledged write.
+func TestACutOffStandbyIsReplaced(t *testing.T) {
+	e := newSwarmEnv(t)
+	nodes := e.cluster(3)
+	alice1 := connect(t, nodes[0], connOpts{token: aliceToken})
+	acked, maybe := 3, 0 // acknowledged clicks; refused ones that may have applied
+	startCounter(t, alice1, alice1, "ct", acked)
+	var standby string
+	eventually(t, 5*time.Second, "ct's record names a standby", func() bool {
+		standby = standbyOf(t, nodes[0], "ct")
+		return standby != ""
+	})
+	other := map[string]string{"node2": "node3", "node3": "node2"}[standby]
+	click := func() {
+		switch refusal := clickNow(alice1, "ct"); {
+		case refusal == "":
+			acked++
+		case strings.Contains(refusal, mcpswarm.ErrFenced.Error()):
+			maybe++
+		}
+	}
+
+	e.cut(standby)
+	if refusal := clickNow(alice1, "ct"); !strings.Contains(refusal, mcpswarm.ErrFenced.Error()) {
+		t.Fatalf("with its standby just cut off, the owner answered %q, want the retryable %q", refusal, mcpswarm.ErrFenced)
+	}
+	maybe++
+	eventually(t, 15*time.Second, "the owner names "+other+" as ct's standby", func() bool {
+		click()
+		return standbyOf(t, nodes[0], "ct") == other
+	})
+	for want := acked + 3; acked < want; {
+		eventually(t, 15*time.Second, "the owner acknowledges a click with its new standby", func() bool {
+			before := acked
+			click()
+			return acked > before
+		})
+	}
+
+	e.heal(standby)
+	for _, n := range nodes {
+		eventually(t, 15*time.Second, "every node sees all three alive again", func() bool { return n.AliveMembers() == 3 })
+	}
+	// Placement is a function of membership: the returning node is ct's
+	// standby again. The failover acts on the record's in-sync set, so
+	// the owner dies only once every node's record names it.
+	eventually(t, 15*time.Second, "every node's record names "+standby+" as ct's standby again", func() bool {
+		if !slices.Equal(nodes[0].SessionStandbys("ct"), []string{standby}) {
+			return false
+		}
+		for _, n := range nodes {
+			if !slices.Equal(mcpswarm.RecordedStandbys(n, "ct"), []string{standby}) {
+				return false
+			}
+		}
+		return true
+	})
+	var last int
+	eventually(t, 15*time.Second, "the owner reads ct", func() bool {
+		var ok bool
+		last, ok = countNow(alice1, "ct")
+		return ok
+	})
+	if last < acked || last > acked+maybe {
+		t.Fatalf("the owner reads ct at %d after %d acknowledged clicks and %d that may have applied", last, acked, maybe)
+	}
+	e.kill("node1")
+	survivor := connect(t, e.nodes[other], connOpts{token: aliceToken})
+	eventually(t, 15*time.Second, "ct is served again after its owner died", func() bool {
+		_, ok := countNow(survivor, "ct")
+		return ok
+	})
+	if n, _ := countOf(t, survivor, "ct"); n != last {
+		t.Fatalf("ct came back at %d, want %d as its owner last had it (%d acknowledged)", n, last, acked)
+	}
 }

@@ -3,7 +3,6 @@ package mcpswarm_test
 import (
 	"context"
 	"io"
-	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -106,7 +105,7 @@ func TestAnyNodeDrivesASessionOwnedElsewhere(t *testing.T) {
 // metricValue reads one sample from node n's /metrics (0 when absent).
 func metricValue(t *testing.T, n *mcpswarm.Node, series string) float64 {
 	t.Helper()
-	resp, err := http.Get("http://" + n.HTTPAddr() + "/metrics")
+	resp, err := httpClient(n).Get("http://" + n.HTTPAddr() + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -68,6 +68,9 @@ func writeTLS(t *testing.T, dir string) mcpswarm.TLSFiles {
 // API answers a client that verifies the node's certificate.
 func TestTLSClusterReplicatesAndForwards(t *testing.T) {
 	e := newSwarmEnv(t)
+	// Sockets: the certificates name the loopback address, and the test
+	// is of TLS on the listener the operator runs.
+	e.sockets = true
 	e.tls = writeTLS(t, t.TempDir())
 	nodes := e.cluster(2)
 	alice1 := connect(t, nodes[0], connOpts{token: aliceToken})
@@ -100,7 +103,7 @@ func TestTLSClusterReplicatesAndForwards(t *testing.T) {
 	// the handshake, even holding the admin token (issue #13: the server
 	// used to accept it and buffer its messages).
 	noCert := &tls.Config{RootCAs: tc.RootCAs, MinVersion: tls.VersionTLS13}
-	anon := adminv1.NewAdminServiceClient(dial(t, nodes[0].GRPCAddr(), grpc.WithTransportCredentials(credentials.NewTLS(noCert)),
+	anon := adminv1.NewAdminServiceClient(dial(t, nodes[0], grpc.WithTransportCredentials(credentials.NewTLS(noCert)),
 		grpc.WithPerRPCCredentials(mcpswarm.AdminCredentials{Token: mcpswarm.AdminToken(key), Secure: true})))
 	if _, err := anon.ListMembers(ctx, &adminv1.ListMembersRequest{}); err == nil {
 		t.Fatal("a TLS client without a certificate reached the admin API")
@@ -109,7 +112,7 @@ func TestTLSClusterReplicatesAndForwards(t *testing.T) {
 		t.Error("ClientTLS without a client certificate returned a config a TLS node would refuse")
 	}
 	// A plaintext client cannot even complete a call.
-	plain := adminv1.NewAdminServiceClient(dial(t, nodes[0].GRPCAddr(), grpc.WithPerRPCCredentials(mcpswarm.AdminCredentials{Token: mcpswarm.AdminToken(key)})))
+	plain := adminv1.NewAdminServiceClient(dial(t, nodes[0], grpc.WithPerRPCCredentials(mcpswarm.AdminCredentials{Token: mcpswarm.AdminToken(key)})))
 	if _, err := plain.ListMembers(ctx, &adminv1.ListMembersRequest{}); err == nil {
 		t.Fatal("a plaintext client reached a TLS listener")
 	}

@@ -24,6 +24,7 @@ type uiClient struct {
 
 func newUIClient(t *testing.T, n *mcpswarm.Node) *uiClient {
 	return &uiClient{t: t, base: "http://" + n.HTTPAddr(), hc: &http.Client{
+		Transport:     httpTransport(n),
 		Timeout:       10 * time.Second,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}}
@@ -124,10 +125,10 @@ func TestUIAuthentication(t *testing.T) {
 			t.Errorf("%s's session page: HTTP %d, want 200", who, resp.StatusCode)
 		}
 	}
-	if first := firstEvent(t, c.base+"/ui/api/swarm", bobCookie); strings.Contains(first, "uiauth") {
+	if first := firstEvent(t, c.hc, c.base+"/ui/api/swarm", bobCookie); strings.Contains(first, "uiauth") {
 		t.Errorf("bob's swarm stream shows alice's session: %s", first)
 	}
-	if first := firstEvent(t, c.base+"/ui/api/swarm", adaCookie); !strings.Contains(first, `"id":"uiauth"`) || !strings.Contains(first, `"owner":"alice"`) {
+	if first := firstEvent(t, c.hc, c.base+"/ui/api/swarm", adaCookie); !strings.Contains(first, `"id":"uiauth"`) || !strings.Contains(first, `"owner":"alice"`) {
 		t.Errorf("the admin's swarm stream lacks alice's session: %s", first)
 	}
 
@@ -169,13 +170,13 @@ func TestUIAuthentication(t *testing.T) {
 }
 
 // firstEvent returns the first data line of an SSE stream.
-func firstEvent(t *testing.T, url, cookie string) string {
+func firstEvent(t *testing.T, hc *http.Client, url, cookie string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	req.Header.Set("Cookie", cookie)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

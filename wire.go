@@ -7,6 +7,7 @@ import (
 	"net"
 	"strings"
 
+	"github.com/hashicorp/memberlist"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 
@@ -132,6 +133,17 @@ func (n *Node) newCluster(context.Context) error {
 	}
 	cc.Logger = n.log.With("component", "cluster")
 	cc.Registerer = n.metrics
+	cc.Clock = n.opts.clock // nil: the wall clock
+	if nw := n.opts.network; nw != nil {
+		timers := cc.Memberlist
+		cc.Memberlist = func(mc *memberlist.Config) {
+			if timers != nil {
+				timers(mc)
+			}
+			mc.Transport = nw.Transport()
+		}
+		cc.Dialer = nw.Dial
+	}
 	c, err := cluster.New(cc)
 	if err != nil {
 		return err

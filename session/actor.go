@@ -472,10 +472,13 @@ func (a *actor) apply(ctx context.Context, msg Msg, what string) (reply, []Event
 		// Saving the state the session keeps puts it back, so a restart
 		// cannot bring back an update the caller was told failed; when
 		// that save fails too, the update may be held somewhere.
+		// A save the standbys refused is not the tool's fault: it must
+		// not open the tool's breaker (a partition refuses many).
+		fault := !errors.Is(err, ErrNotReplicated)
 		if rerr := a.mgr.persist(a.snapshot()); rerr != nil {
-			return reply{res: errorResult(fmt.Errorf("%s: the new state could not be saved everywhere (%w); the session here keeps its previous state, but the update may have been recorded: read the session before you retry", what, err)), fault: true}, nil
+			return reply{res: errorResult(fmt.Errorf("%s: the new state could not be saved everywhere (%w); the session here keeps its previous state, but the update may have been recorded: read the session before you retry", what, err)), fault: fault}, nil
 		}
-		return reply{res: errorResult(fmt.Errorf("%s: the new state could not be saved, so it was not applied (%w); the previous state was saved back: retrying is safe", what, err)), fault: true}, nil
+		return reply{res: errorResult(fmt.Errorf("%s: the new state could not be saved, so it was not applied (%w); the previous state was saved back: retrying is safe", what, err)), fault: fault}, nil
 	}
 	return reply{}, a.publish(st)
 }

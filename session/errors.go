@@ -37,6 +37,14 @@ var (
 	// session does not offer.
 	ErrUnknownResource = errors.New("session: unknown resource")
 
+	// ErrNotReplicated marks a save the Store refused for a reason
+	// outside the session: its copies on other nodes could not take it
+	// (the owner is cut off from them, or another node took the session
+	// over). The call may be retried, and it never counts toward a tool's
+	// circuit breaker: a partition must not keep the tools closed for the
+	// breaker's timeout after it heals.
+	ErrNotReplicated = errors.New("session: the new state could not be replicated")
+
 	// ErrWidget marks a call to a widget that is not in the current view, no
 	// longer offers the action, or is now of another kind. It never counts
 	// toward a tool's circuit breaker.

@@ -520,3 +520,54 @@ func TestARefusedSaveIsUndoneInTheStore(t *testing.T) {
 		t.Errorf("after one refused and one applied click: %s", model)
 	}
 }
+
+// refusingStore fails every Save with err while it is set.
+type refusingStore struct {
+	MemoryStore
+	mu  sync.Mutex
+	err error
+}
+
+func (r *refusingStore) Save(s Snapshot) error {
+	r.mu.Lock()
+	err := r.err
+	r.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return r.MemoryStore.Save(s)
+}
+
+func (r *refusingStore) refuse(err error) {
+	r.mu.Lock()
+	r.err = err
+	r.mu.Unlock()
+}
+
+// A save the session's standbys refused (ErrNotReplicated) refuses the
+// write as any failed save does, but it is not the tool's fault: however
+// many come in a row (a partition), the tool's breaker stays closed and
+// the first call after it runs. A failing disk still opens the breaker.
+func TestUnreplicatedSavesDoNotOpenTheBreaker(t *testing.T) {
+	store := &refusingStore{MemoryStore: *NewMemoryStore()}
+	f := newFixture(t, func(c *ManagerConfig) { c.Store = store })
+	f.start("s")
+	store.refuse(fmt.Errorf("the owner is cut off: %w", ErrNotReplicated))
+	for i := range 20 {
+		res, err := f.m.Call(f.ctx, "s", "s.inc.click", nil)
+		if err != nil || !res.IsError || !strings.Contains(res.Text, "could not be saved") {
+			t.Fatalf("unreplicated save %d: %+v, %v; want the write refused", i, res, err)
+		}
+	}
+	store.refuse(nil)
+	if res, err := f.m.Call(f.ctx, "s", "s.inc.click", nil); err != nil || res.IsError {
+		t.Fatalf("after 20 unreplicated saves: %+v, %v; want the click to run", res, err)
+	}
+	store.refuse(errors.New("disk full"))
+	for range 20 {
+		if _, err := f.m.Call(f.ctx, "s", "s.inc.click", nil); errors.Is(err, ErrCircuitOpen) {
+			return
+		}
+	}
+	t.Fatal("20 failed saves to a full disk did not open the breaker")
+}

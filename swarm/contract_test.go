@@ -89,7 +89,8 @@ func startContractWith(t *testing.T, n int, configure func(i int, cfg *cluster.C
 		}
 		srv := grpc.NewServer(cl.ServerOptions()...)
 		cl.Register(srv)
-		go func() { _ = srv.Serve(ep.Listener) }()
+		ln, _ := ep.ListenGRPC()
+		go func() { _ = srv.Serve(ln) }()
 		if err := cl.Start(t.Context()); err != nil {
 			srv.Stop()
 			t.Fatal(err)

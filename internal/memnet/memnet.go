@@ -1,6 +1,8 @@
 // Package memnet is an in-memory network for multi-node tests: channels
-// carry gossip (a memberlist.Transport), grpc's bufconn carries gRPC, and
-// any node can be cut off from the others and healed. No sockets, no ports.
+// carry gossip (a memberlist.Transport), grpc's bufconn carries gRPC and
+// HTTP, and any node can be cut off from the others and healed. No
+// sockets, no ports. A Node satisfies the root package's Network hook
+// (mcpswarm.WithNetwork).
 //
 // memberlist's own MockNetwork is not used: its unbuffered channels block a
 // sender forever once the receiving node has stopped, which leaks
@@ -16,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"sync"
 	"syscall"
 	"time"
@@ -27,18 +30,21 @@ import (
 // ErrCut is what a cut node's dials and writes fail with.
 var ErrCut = errors.New("memnet: link cut")
 
-// bufSize is each bufconn listener's buffer.
+// bufSize is each bufconn connection's buffer, per direction.
 const bufSize = 1 << 20
 
 // Network connects a fixed set of named nodes.
 type Network struct {
-	nodes map[string]*Node // by name; fixed after New
-	addrs map[string]*Node // gossip and gRPC addresses → node; fixed after New
-
 	mu    sync.Mutex
+	nodes map[string]*Node // by name
+	addrs map[string]*Node // gossip, gRPC and HTTP addresses → node
 	cut   map[string]bool
 	conns map[*conn]bool
 	ends  map[string]*endpoint // the running gossip endpoint per node name
+	lns   map[string]dialable  // the listener per gRPC and HTTP address, the latest Listen's
+
+	clientOnce sync.Once
+	client     *http.Transport
 }
 
 // Node is one node's endpoints.
@@ -49,35 +55,169 @@ type Node struct {
 	GRPCAddr string
 	// GossipAddr is the node's memberlist address, for Join lists.
 	GossipAddr string
-	// Listener accepts the node's inbound gRPC connections: serve the
-	// node's grpc.Server on it.
-	Listener *bufconn.Listener
+	// HTTPAddr is the node's HTTP address, as clients dial it
+	// (Network.DialClient).
+	HTTPAddr string
 	index    int
 }
 
-// New makes a network of the named nodes. memberlist's MockNetwork is not
-// safe to grow while in use, so every node is made here.
+// New makes a network of the named nodes; Node adds more.
 func New(names ...string) *Network {
-	n := &Network{nodes: map[string]*Node{}, addrs: map[string]*Node{}, cut: map[string]bool{}, conns: map[*conn]bool{}, ends: map[string]*endpoint{}}
-	for i, name := range names {
-		// Gossip addresses must be IP:port: memberlist parses them.
-		nd := &Node{net: n, name: name, index: i + 1, GRPCAddr: "grpc-" + name + ":1",
-			GossipAddr: fmt.Sprintf("127.0.0.1:%d", 10000+i+1), Listener: bufconn.Listen(bufSize)}
-		n.nodes[name] = nd
-		n.addrs[nd.GRPCAddr] = nd
-		n.addrs[nd.GossipAddr] = nd
+	n := &Network{nodes: map[string]*Node{}, addrs: map[string]*Node{}, cut: map[string]bool{}, conns: map[*conn]bool{},
+		ends: map[string]*endpoint{}, lns: map[string]dialable{}}
+	for _, name := range names {
+		n.Node(name)
 	}
 	return n
 }
 
-// Node returns the endpoints of node name; it panics on a name New was
-// not given (a test bug).
-func (n *Network) Node(name string) *Node {
-	nd, ok := n.nodes[name]
-	if !ok {
-		panic(fmt.Sprintf("memnet: no node %q", name))
+// Addr is an address on the network.
+type Addr string
+
+// Network is "memnet" (net.Addr).
+func (Addr) Network() string { return "memnet" }
+
+func (a Addr) String() string { return string(a) }
+
+// dialable is a listener a peer or client dials.
+type dialable interface {
+	DialContext(ctx context.Context) (net.Conn, error)
+}
+
+// listener is a bufconn listener that reports its network address.
+type listener struct {
+	*bufconn.Listener
+	addr Addr
+}
+
+func (l listener) Addr() net.Addr { return l.addr }
+
+// pipeListener hands out net.Pipe connections. HTTP runs on it rather
+// than on bufconn: net/http aborts a pending read by setting a deadline in
+// the past, which bufconn applies from a timer goroutine that can fire
+// after the deadline was cleared again, failing a later read of a
+// keep-alive connection (a request answered with an empty 200).
+type pipeListener struct {
+	addr  Addr
+	conns chan net.Conn
+	done  chan struct{}
+	once  sync.Once
+}
+
+func (l *pipeListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
 	}
+}
+
+func (l *pipeListener) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return nil
+}
+
+func (l *pipeListener) Addr() net.Addr { return l.addr }
+
+func (l *pipeListener) DialContext(ctx context.Context) (net.Conn, error) {
+	client, server := net.Pipe()
+	select {
+	case l.conns <- server:
+		return client, nil
+	case <-l.done:
+	case <-ctx.Done():
+	}
+	_ = client.Close()
+	_ = server.Close()
+	return nil, errors.New("the listener is closed")
+}
+
+// ListenGRPC returns a fresh listener for the node's inbound gRPC
+// connections (serve its grpc.Server on it); its Addr is GRPCAddr. A
+// node's listeners close when it stops; a restarted node listens anew.
+func (nd *Node) ListenGRPC() (net.Listener, error) {
+	ln := bufconn.Listen(bufSize)
+	nd.net.setListener(nd.GRPCAddr, ln)
+	return listener{Listener: ln, addr: Addr(nd.GRPCAddr)}, nil
+}
+
+// ListenHTTP returns a fresh listener for the node's HTTP server; its
+// Addr is HTTPAddr.
+func (nd *Node) ListenHTTP() (net.Listener, error) {
+	ln := &pipeListener{addr: Addr(nd.HTTPAddr), conns: make(chan net.Conn), done: make(chan struct{})}
+	nd.net.setListener(nd.HTTPAddr, ln)
+	return ln, nil
+}
+
+// setListener makes ln the listener that dials to addr reach.
+func (n *Network) setListener(addr string, ln dialable) {
+	n.mu.Lock()
+	n.lns[addr] = ln
+	n.mu.Unlock()
+}
+
+// Network returns the network the node is on.
+func (nd *Node) Network() *Network { return nd.net }
+
+// HTTPTransport returns the network's HTTP client transport: it dials
+// with DialClient, one per network so that connections are reused. Call
+// its CloseIdleConnections when the test ends.
+func (n *Network) HTTPTransport() *http.Transport {
+	n.clientOnce.Do(func() {
+		n.client = &http.Transport{
+			DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
+				return n.DialClient(ctx, addr)
+			},
+			MaxIdleConnsPerHost: 16,
+		}
+	})
+	return n.client
+}
+
+// DialClient dials a node's HTTP or gRPC address from outside the
+// cluster, as a client would: a cut does not stop it, since a partition
+// separates the nodes from each other, and a client may sit on either
+// side (the point of a test that writes to a cut-off owner).
+func (n *Network) DialClient(ctx context.Context, addr string) (net.Conn, error) {
+	n.mu.Lock()
+	ln := n.lns[addr]
+	n.mu.Unlock()
+	if ln == nil {
+		return nil, fmt.Errorf("memnet: dialing %s: nothing listens there: %w", addr, syscall.ECONNREFUSED)
+	}
+	c, err := ln.DialContext(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("memnet: dialing %s: %v: %w", addr, err, syscall.ECONNREFUSED)
+	}
+	return c, nil
+}
+
+// Node returns the endpoints of node name, adding the node to the
+// network the first time.
+func (n *Network) Node(name string) *Node {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if nd, ok := n.nodes[name]; ok {
+		return nd
+	}
+	i := len(n.nodes) + 1
+	// Gossip addresses must be IP:port: memberlist parses them.
+	nd := &Node{net: n, name: name, index: i, GRPCAddr: "grpc-" + name + ":1", HTTPAddr: "http-" + name + ":1",
+		GossipAddr: fmt.Sprintf("127.0.0.1:%d", 10000+i)}
+	n.nodes[name] = nd
+	n.addrs[nd.GRPCAddr] = nd
+	n.addrs[nd.GossipAddr] = nd
+	n.addrs[nd.HTTPAddr] = nd
 	return nd
+}
+
+// at returns the node at addr.
+func (n *Network) at(addr string) (*Node, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	nd, ok := n.addrs[addr]
+	return nd, ok
 }
 
 // Cut partitions node name from every other node (heal: reconnects it):
@@ -102,8 +242,8 @@ func (n *Network) Cut(name string, cut bool) {
 
 // blocked reports whether traffic between from and the node at addr is cut.
 func (n *Network) blocked(from, addr string) bool {
-	to, ok := n.addrs[addr]
 	n.mu.Lock()
+	to, ok := n.addrs[addr]
 	defer n.mu.Unlock()
 	return n.cut[from] || (ok && n.cut[to.name])
 }
@@ -123,14 +263,20 @@ func (nd *Node) Transport() memberlist.Transport {
 // node's gRPC dialer.
 func (nd *Node) Dial(ctx context.Context, addr string) (net.Conn, error) {
 	n := nd.net
-	to, ok := n.addrs[addr]
+	to, ok := n.at(addr)
 	if !ok {
 		return nil, fmt.Errorf("memnet: no node at %s", addr)
 	}
 	if n.blocked(nd.name, addr) {
 		return nil, fmt.Errorf("dialing %s: %w", addr, ErrCut)
 	}
-	c, err := to.Listener.DialContext(ctx)
+	n.mu.Lock()
+	ln := n.lns[addr]
+	n.mu.Unlock()
+	if ln == nil {
+		return nil, fmt.Errorf("dialing %s: nothing listens there: %w", addr, syscall.ECONNREFUSED)
+	}
+	c, err := ln.DialContext(ctx)
 	if err != nil {
 		// Its listener is closed: the node is down, as a refused TCP dial.
 		return nil, fmt.Errorf("dialing %s: %v: %w", addr, err, syscall.ECONNREFUSED)
@@ -161,7 +307,7 @@ type endpoint struct {
 // cut or nobody runs there.
 func (e *endpoint) peer(addr string) *endpoint {
 	n := e.nd.net
-	to, ok := n.addrs[addr]
+	to, ok := n.at(addr)
 	if !ok || n.blocked(e.nd.name, addr) {
 		return nil
 	}

@@ -13,11 +13,13 @@ import (
 func TestCutAndHeal(t *testing.T) {
 	n := New("a", "b")
 	a, b := n.Node("a"), n.Node("b")
-	t.Cleanup(func() { _ = a.Listener.Close(); _ = b.Listener.Close() })
+	la, _ := a.ListenGRPC()
+	lb, _ := b.ListenGRPC()
+	t.Cleanup(func() { _ = la.Close(); _ = lb.Close() })
 	accepted := make(chan error, 4)
 	go func() {
 		for {
-			c, err := b.Listener.Accept()
+			c, err := lb.Accept()
 			if err != nil {
 				accepted <- err
 				return

@@ -1,0 +1,22 @@
+package mcpswarm
+
+// NetworkOf returns the Network n runs on (nil: sockets), so a test's
+// clients can reach a node that has no socket.
+func NetworkOf(n *Node) Network { return n.opts.network }
+
+// RecordedStandbys returns the in-sync standbys of session id as n's
+// copy of the session's record names them: the set a failover acts on.
+func RecordedStandbys(n *Node, id string) []string {
+	info, _ := n.swarm.Lookup(id)
+	return info.Standbys
+}
+
+// Incarnation returns the origin (name@epoch) under which n knows member
+// name, "" when it does not: it changes each time the member restarts.
+func Incarnation(n *Node, name string) string {
+	m, ok := n.cluster.Member(name)
+	if !ok {
+		return ""
+	}
+	return m.Origin.String()
+}
