@@ -95,13 +95,16 @@ func main() {
 // fleet is every server process of one run.
 type fleet struct {
 	mcpgo, gosdk, single, nodeA, nodeB *proc // the load series' servers
-	process                            *proc // a lone node in `process` durability: the reference of the replicated click
+	// process and processPeer are a two-node cluster like A and B, in
+	// `process` durability with no standbys: the reference of the
+	// replicated click, which differs from it only by the standby.
+	process, processPeer *proc
 	memMcpgo, memGosdk                 *proc // fresh peers for the memory figures
 	crowded                            *proc // an mcpswarm node left holding the idle connections and sessions
 }
 
 func (f *fleet) stop() {
-	for _, p := range []*proc{f.nodeB, f.nodeA, f.process, f.single, f.gosdk, f.mcpgo, f.crowded, f.memGosdk, f.memMcpgo} {
+	for _, p := range []*proc{f.nodeB, f.nodeA, f.processPeer, f.process, f.single, f.gosdk, f.mcpgo, f.crowded, f.memGosdk, f.memMcpgo} {
 		if p != nil {
 			p.stop()
 		}
@@ -270,8 +273,13 @@ func (f *fleet) start(ctx context.Context, b bins, tmp string, extra []string) e
 	if f.single, _, err = startNode(ctx, b.mcpswarm, tmp, "bench1", "", extra); err != nil {
 		return err
 	}
-	// After extra, so that its flag wins over a --durability given there.
-	if f.process, _, err = startNode(ctx, b.mcpswarm, tmp, "benchP", "", append(slices.Clone(extra), "--durability", "process")); err != nil {
+	// After extra, so that these flags win over ones given there.
+	noStandby := append(slices.Clone(extra), "--durability", "process", "--session-replicas", "0")
+	var gossipP string
+	if f.process, gossipP, err = startNode(ctx, b.mcpswarm, tmp, "benchP", "", noStandby); err != nil {
+		return err
+	}
+	if f.processPeer, _, err = startNode(ctx, b.mcpswarm, tmp, "benchQ", gossipP, noStandby); err != nil {
 		return err
 	}
 	var gossipA string

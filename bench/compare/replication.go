@@ -46,8 +46,8 @@ func fmtSpan(s span) string {
 // against `process` at every concurrency, and at one client the extra p50
 // in peer round trips.
 func (r *report) replicationSection(w func(string, ...any)) {
-	w("\nReplicated click (`replica`: session on A, its standby on B) against the same click in `process` mode on a lone node " +
-		"(same round; CPU is A+B against one node), which is what a standby costs:\n\n")
+	w("\nReplicated click (`replica`: session on A, its standby on B) against the same click in `process` mode on P of a " +
+		"two-node cluster with no standbys (same round; CPU is A+B against P+Q), which is what a standby costs:\n\n")
 	w("| clients | throughput | p50 | p99 | CPU per call |\n|---|---|---|---|---|\n")
 	for _, c := range r.Conc {
 		w("| %d | %s | %s | %s | %s |\n", c, fmtRatio(r.ratio("replica", "process", c, mTput)),
