@@ -8,7 +8,9 @@
 // or busy node is dropped, as UDP would.
 //
 // It only moves bytes: memberlist's own timers (probes, suspicion) keep
-// running on wall time, as do gRPC's.
+// running on wall time, as do gRPC's. It counts what each node sends
+// (Network.Sent), so a scale harness can tell what a write costs on the
+// wire.
 package memnet
 
 import (
@@ -17,6 +19,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -27,8 +30,10 @@ import (
 // ErrCut is what a cut node's dials and writes fail with.
 var ErrCut = errors.New("memnet: link cut")
 
-// bufSize is each bufconn listener's buffer.
-const bufSize = 1 << 20
+// DefaultBuffer is each gRPC connection's buffer in either direction,
+// as New makes them. bufconn allocates it whole when a connection opens,
+// on the Go heap, where a kernel's socket buffers would not be.
+const DefaultBuffer = 1 << 20
 
 // Network connects a fixed set of named nodes.
 type Network struct {
@@ -53,16 +58,117 @@ type Node struct {
 	// node's grpc.Server on it.
 	Listener *bufconn.Listener
 	index    int
+	sent     counters
+}
+
+// Traffic is what a node sent: gRPC bytes and writes (each write one
+// flush of gRPC's transport, a frame or a few), and gossip bytes and
+// messages (memberlist packets and stream writes).
+type Traffic struct {
+	GRPCBytes, GRPCWrites       int64
+	GossipBytes, GossipMessages int64
+}
+
+// Add returns the sum of t and o.
+func (t Traffic) Add(o Traffic) Traffic {
+	return Traffic{t.GRPCBytes + o.GRPCBytes, t.GRPCWrites + o.GRPCWrites, t.GossipBytes + o.GossipBytes, t.GossipMessages + o.GossipMessages}
+}
+
+// Sub returns t minus o: the traffic between two readings.
+func (t Traffic) Sub(o Traffic) Traffic {
+	return Traffic{t.GRPCBytes - o.GRPCBytes, t.GRPCWrites - o.GRPCWrites, t.GossipBytes - o.GossipBytes, t.GossipMessages - o.GossipMessages}
+}
+
+type counters struct {
+	grpcBytes, grpcWrites, gossipBytes, gossipMsgs atomic.Int64
+}
+
+func (c *counters) grpc(n int) {
+	c.grpcBytes.Add(int64(n))
+	c.grpcWrites.Add(1)
+}
+
+func (c *counters) gossip(n int) {
+	c.gossipBytes.Add(int64(n))
+	c.gossipMsgs.Add(1)
+}
+
+// Sent returns what node name has sent since New. gRPC bytes a node's
+// server sends are counted only when it serves on Node.Serving.
+func (n *Network) Sent(name string) Traffic {
+	c := &n.Node(name).sent
+	return Traffic{c.grpcBytes.Load(), c.grpcWrites.Load(), c.gossipBytes.Load(), c.gossipMsgs.Load()}
+}
+
+// SentTotal is Sent summed over every node.
+func (n *Network) SentTotal() Traffic {
+	var t Traffic
+	for name := range n.nodes {
+		t = t.Add(n.Sent(name))
+	}
+	return t
+}
+
+// Serving returns the node's gRPC listener (Listener) wrapped so that
+// what the node's server writes on accepted connections counts as sent
+// by the node (Network.Sent). Serve the node's grpc.Server on one of the
+// two.
+func (nd *Node) Serving() net.Listener { return countingListener{nd.Listener, &nd.sent} }
+
+type countingListener struct {
+	*bufconn.Listener
+	sent *counters
+}
+
+func (l countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return countingConn{c, l.sent}, nil
+}
+
+// countingConn counts its writes as sent by the node that holds it.
+type countingConn struct {
+	net.Conn
+	sent *counters
+}
+
+func (c countingConn) Write(b []byte) (int, error) {
+	n, err := c.Conn.Write(b)
+	if n > 0 {
+		c.sent.grpc(n)
+	}
+	return n, err
+}
+
+// countingStream counts a gossip stream's writes.
+type countingStream struct {
+	net.Conn
+	sent *counters
+}
+
+func (c countingStream) Write(b []byte) (int, error) {
+	n, err := c.Conn.Write(b)
+	if n > 0 {
+		c.sent.gossip(n)
+	}
+	return n, err
 }
 
 // New makes a network of the named nodes. memberlist's MockNetwork is not
 // safe to grow while in use, so every node is made here.
-func New(names ...string) *Network {
+func New(names ...string) *Network { return NewBuffered(DefaultBuffer, names...) }
+
+// NewBuffered is New with gRPC connections of buf bytes each way: a
+// swarm of many nodes in one process, whose heap is measured, keeps them
+// small.
+func NewBuffered(buf int, names ...string) *Network {
 	n := &Network{nodes: map[string]*Node{}, addrs: map[string]*Node{}, cut: map[string]bool{}, conns: map[*conn]bool{}, ends: map[string]*endpoint{}}
 	for i, name := range names {
 		// Gossip addresses must be IP:port: memberlist parses them.
 		nd := &Node{net: n, name: name, index: i + 1, GRPCAddr: "grpc-" + name + ":1",
-			GossipAddr: fmt.Sprintf("127.0.0.1:%d", 10000+i+1), Listener: bufconn.Listen(bufSize)}
+			GossipAddr: fmt.Sprintf("127.0.0.1:%d", 10000+i+1), Listener: bufconn.Listen(buf)}
 		n.nodes[name] = nd
 		n.addrs[nd.GRPCAddr] = nd
 		n.addrs[nd.GossipAddr] = nd
@@ -98,6 +204,14 @@ func (n *Network) Cut(name string, cut bool) {
 	for _, c := range doomed {
 		_ = c.Close()
 	}
+}
+
+// Conns returns the gRPC connections open between the nodes (each
+// counted once, at its dialer).
+func (n *Network) Conns() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return len(n.conns)
 }
 
 // blocked reports whether traffic between from and the node at addr is cut.
@@ -186,6 +300,7 @@ func (e *endpoint) WriteTo(b []byte, addr string) (time.Time, error) {
 	from := &net.UDPAddr{IP: net.ParseIP("127.0.0.1"), Port: 10000 + e.nd.index}
 	select {
 	case to.packets <- &memberlist.Packet{Buf: append([]byte(nil), b...), From: from, Timestamp: now}:
+		e.nd.sent.gossip(len(b))
 	case <-to.done:
 	default:
 	}
@@ -204,8 +319,8 @@ func (e *endpoint) DialTimeout(addr string, timeout time.Duration) (net.Conn, er
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	select {
-	case to.streams <- remote:
-		return local, nil
+	case to.streams <- countingStream{remote, &to.nd.sent}:
+		return countingStream{local, &e.nd.sent}, nil
 	case <-to.done:
 	case <-e.done:
 	case <-t.C:
@@ -222,12 +337,21 @@ func (e *endpoint) Shutdown() error {
 	return nil
 }
 
-// conn is a gRPC connection Cut can close.
+// conn is a gRPC connection Cut can close; its writes count as sent by
+// the dialing node.
 type conn struct {
 	net.Conn
 	net      *Network
 	from, to string
 	once     sync.Once
+}
+
+func (c *conn) Write(b []byte) (int, error) {
+	n, err := c.Conn.Write(b)
+	if n > 0 {
+		c.net.nodes[c.from].sent.grpc(n)
+	}
+	return n, err
 }
 
 func (c *conn) Close() error {

@@ -1,0 +1,196 @@
+package main
+
+import (
+	"fmt"
+	"image/color"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+
+	"github.com/mcpswarm/mcpswarm/internal/scale"
+)
+
+// report is one bench-scale run: a result per swarm size.
+type report struct {
+	Started time.Time      `json:"started"`
+	Quick   bool           `json:"quick"`
+	Results []scale.Result `json:"results"`
+}
+
+// costs are the per-record heap costs, medians over the sizes (each size
+// measures them; one reading is noisy).
+func (r report) costs() (conn, session, actor float64) {
+	var c, s, a []float64
+	for _, res := range r.Results {
+		c = append(c, res.ConnCost)
+		s = append(s, res.SessionCost-res.SessionActor/float64(res.N))
+		a = append(a, res.SessionActor)
+	}
+	return median(c), median(s), median(a)
+}
+
+// residual is a node's heap at rest less what the swarm's sessions and
+// connection records cost it: the part that should not grow with N.
+func (r report) residual(res scale.Result) float64 {
+	conn, session, actor := r.costs()
+	return res.HeapPerNode - float64(res.Conns)*conn - float64(res.Sessions)*session - float64(res.Load.Sessions)*actor
+}
+
+func (r report) table() string {
+	var b strings.Builder
+	fmt.Fprintln(&b, "| N | bytes / write (per peer) | msgs / write (per peer) | reach p50 / p99 | join catch-up | dead hidden | approvals/s | heap / node | heap / node less records | CPU / node at rest (timers frozen) | msgs/s / node at rest: gRPC, gossip |")
+	fmt.Fprintln(&b, "|---|---|---|---|---|---|---|---|---|---|---|")
+	for _, res := range r.Results {
+		peers := float64(res.N - 1)
+		fmt.Fprintf(&b, "| %d | %.0f (%.0f) | %.0f (%.1f) | %s / %s | %s | %s | %.0f | %.1f MiB | %.1f MiB | %.2f %% (%.2f %%) | %.1f, %.1f |\n",
+			res.N, res.WriteBytes, res.WriteBytes/peers, res.WriteMsgs, res.WriteMsgs/peers,
+			ms(res.ReachP50), ms(res.ReachP99), ms(res.CatchUp), ms(res.Hidden), res.Approvals,
+			res.HeapPerNode/(1<<20), r.residual(res)/(1<<20), 100*res.RestCPU, 100*res.RestCPUFrozen, res.RestGRPC, res.RestGossip)
+	}
+	return b.String()
+}
+
+func (r report) markdown(charts []string) string {
+	var b strings.Builder
+	first := r.Results[0]
+	conn, session, actor := r.costs()
+	fmt.Fprintf(&b, "# How the swarm grows: N nodes in one process\n\n")
+	fmt.Fprintf(&b, "Run %s by `make bench-scale` (`bench/scale`, `internal/scale`)%s on %d cores; machine load average at each start: %s.\n\n",
+		r.Started.Format("2006-01-02 15:04 UTC"), map[bool]string{true: ", -quick", false: ""}[r.Quick], first.Cores, loads(r.Results))
+	fmt.Fprintf(&b, "Each N runs in its own process: N swarm nodes (cluster, swarm, session manager, gRPC server) on `internal/memnet`, "+
+		"memberlist on the loopback timers (`cluster.LocalConfig`), the cluster's own timers on a fake clock that follows wall time, "+
+		"stopped where a figure needs them still. Fixed load per node: %d counter sessions, %d connection records, %.1f clicks/s, "+
+		"%.1f initialize+DELETE/s, %d approval client(s).\n\n", first.Load.Sessions, first.Load.Conns, first.Load.Clicks, first.Load.Churn, first.Load.Approvers)
+	b.WriteString(r.table())
+	b.WriteString(`
+- **bytes, msgs / write**: gRPC bytes and transport writes the whole swarm sent per connection-record write (push, acknowledgements), the cluster's clock frozen so no heartbeat or anti-entropy runs; per peer in brackets.
+- **reach**: from a connection-record write on a random node until every node has it (Put answers only then), under the load.
+- **join catch-up**: from the last node's Start until it holds every other node's sessions and connection records and is in sync.
+- **dead hidden**: from a kill (no leave, gRPC port closed) until no node shows the dead node's sessions as available.
+- **approvals/s**: fresh request states decided by the arbiter (the first live member), every node asking at once.
+- **heap / node**: live heap after GC at rest over N, less the process's before the swarm; **less records**: less what the swarm's sessions and connection records cost each node.
+- **CPU at rest**: process CPU time over wall time over N, nothing but timers running; in brackets with the cluster's clock frozen (memberlist and gRPC only): the difference is heartbeats, leases and anti-entropy.
+
+`)
+	fmt.Fprintf(&b, "Heap per record in the swarm, on every node (median over the sizes): a connection record %.0f B, a session (its record and tools) %.0f B; a counter session costs its owner %.0f B more.\n\n", conn, session, actor)
+	for _, c := range charts {
+		fmt.Fprintf(&b, "![%s](%s)\n\n", strings.TrimSuffix(c, ".svg"), c)
+	}
+	return b.String()
+}
+
+func loads(rs []scale.Result) string {
+	var s []string
+	for _, r := range rs {
+		s = append(s, fmt.Sprintf("%.1f (N=%d)", r.Load1, r.N))
+	}
+	return strings.Join(s, ", ")
+}
+
+func ms(d time.Duration) string {
+	if d < 10*time.Millisecond {
+		return fmt.Sprintf("%.1f ms", float64(d)/1e6)
+	}
+	return fmt.Sprintf("%.0f ms", float64(d)/1e6)
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// series is one line of a chart: a value per result.
+type series struct {
+	name string
+	y    func(scale.Result) float64
+}
+
+// charts draws one line chart per cost against N into dir.
+func (r report) charts(dir string) ([]string, error) {
+	msf := func(d time.Duration) float64 { return float64(d) / 1e6 }
+	specs := []struct {
+		file, title, y string
+		lines          []series
+		target         float64
+	}{
+		{"scale-write.svg", "Per registry write, per peer (linear fan-out: flat)", "per peer", []series{
+			{"bytes / 10", func(s scale.Result) float64 { return s.WriteBytes / float64(s.N-1) / 10 }},
+			{"transport writes", func(s scale.Result) float64 { return s.WriteMsgs / float64(s.N-1) }},
+		}, 0},
+		{"scale-reach.svg", "A write reaches every node (target at N = 64: p99 ≤ 250 ms)", "ms", []series{
+			{"p50", func(s scale.Result) float64 { return msf(s.ReachP50) }},
+			{"p99", func(s scale.Result) float64 { return msf(s.ReachP99) }},
+		}, 250},
+		{"scale-join.svg", "Join catch-up and dead node hidden (target: catch-up ≤ 5 s)", "ms", []series{
+			{"join catch-up", func(s scale.Result) float64 { return msf(s.CatchUp) }},
+			{"dead node hidden", func(s scale.Result) float64 { return msf(s.Hidden) }},
+		}, 0},
+		{"scale-heap.svg", "Heap per node at rest", "MiB", []series{
+			{"heap / node", func(s scale.Result) float64 { return s.HeapPerNode / (1 << 20) }},
+			{"less the swarm's records", func(s scale.Result) float64 { return r.residual(s) / (1 << 20) }},
+		}, 0},
+		{"scale-approvals.svg", "Approvals per second through the arbiter", "approvals/s", []series{
+			{"approvals/s", func(s scale.Result) float64 { return s.Approvals }},
+		}, 0},
+		{"scale-rest.svg", "A node at rest (in-process, shared cores)", "% of a core / msgs per s", []series{
+			{"CPU %, timers running", func(s scale.Result) float64 { return 100 * s.RestCPU }},
+			{"CPU %, cluster clock frozen", func(s scale.Result) float64 { return 100 * s.RestCPUFrozen }},
+			{"gRPC msgs/s", func(s scale.Result) float64 { return s.RestGRPC }},
+			{"gossip msgs/s", func(s scale.Result) float64 { return s.RestGossip }},
+		}, 0},
+	}
+	var names []string
+	for _, s := range specs {
+		if err := r.lineChart(filepath.Join(dir, s.file), s.title, s.y, s.lines, s.target); err != nil {
+			return nil, fmt.Errorf("drawing %s: %w", s.file, err)
+		}
+		names = append(names, s.file)
+	}
+	return names, nil
+}
+
+func (r report) lineChart(path, title, ylabel string, lines []series, target float64) error {
+	p := plot.New()
+	p.Title.Text = title
+	p.Y.Label.Text = ylabel
+	p.X.Label.Text = "nodes (N)"
+	p.Legend.Top, p.Legend.Left = true, true
+	p.Add(plotter.NewGrid())
+	for i, l := range lines {
+		xy := make(plotter.XYs, len(r.Results))
+		for j, res := range r.Results {
+			xy[j] = plotter.XY{X: float64(res.N), Y: l.y(res)}
+		}
+		line, points, err := plotter.NewLinePoints(xy)
+		if err != nil {
+			return err
+		}
+		line.Color, points.Color = plotutil.Color(i), plotutil.Color(i)
+		points.Shape = plotutil.Shape(i)
+		p.Add(line, points)
+		p.Legend.Add(l.name, line, points)
+	}
+	if target > 0 && len(r.Results) > 0 {
+		last := float64(r.Results[len(r.Results)-1].N)
+		t, err := plotter.NewLine(plotter.XYs{{X: 0, Y: target}, {X: last, Y: target}})
+		if err != nil {
+			return err
+		}
+		t.Color = color.Gray{Y: 120}
+		t.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+		p.Add(t)
+		p.Legend.Add("target", t)
+	}
+	p.X.Min, p.Y.Min = 0, 0
+	return p.Save(8*vg.Inch, 3.6*vg.Inch, path)
+}
