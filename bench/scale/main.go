@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -27,11 +28,12 @@ func main() {
 	docs := flag.String("docs", "", "the docs directory to write bench/scale.* into; empty: print only")
 	quick := flag.Bool("quick", false, "short phases (a smoke run; figures are rough)")
 	child := flag.Int("child", 0, "run one swarm of this size and print its result as JSON (internal)")
+	profile := flag.String("cpuprofile", "", "with -child: write the run's CPU profile here")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if *child > 0 {
-		if err := runChild(ctx, *child, *quick); err != nil {
+		if err := runChild(ctx, *child, *quick, *profile); err != nil {
 			fmt.Fprintln(os.Stderr, "scale:", err)
 			os.Exit(1)
 		}
@@ -54,10 +56,22 @@ func options(n int, quick bool) scale.Options {
 	return o
 }
 
-func runChild(ctx context.Context, n int, quick bool) error {
+func runChild(ctx context.Context, n int, quick bool, profile string) error {
+	if profile != "" {
+		f, err := os.Create(profile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	o := options(n, quick)
 	o.Logf = func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) }
+	o.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	res, err := scale.Run(ctx, o)
 	if err != nil {
 		return err

@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -44,24 +45,34 @@ type node struct {
 	dead     bool
 }
 
-// fleet is the swarm under test and its clock.
+// fleet is the swarm under test and its clocks.
 type fleet struct {
-	net   *memnet.Network
-	clock *clockwork.FakeClock
-	pace  *pacer
+	net *memnet.Network
+	// clocks are the nodes' fake clocks, by index, moved together by the
+	// pacer. One clock per node, not one for the swarm: a FakeClock keeps
+	// its timers in a sorted slice, which it sorts again on every timer
+	// reset, and a node resets its peers' timers on every message, so a
+	// shared clock would cost the harness O(N² log N) per message.
+	clocks []*clockwork.FakeClock
+	pace   *pacer
 	names []string
+	log   *slog.Logger // nil: discard
 
 	mu    sync.Mutex
 	nodes []*node
 }
 
-func newFleet(n int) *fleet {
+func newFleet(n int, log *slog.Logger) *fleet {
 	var names []string
 	for i := 1; i <= n; i++ {
 		names = append(names, fmt.Sprintf("n%d", i))
 	}
-	clock := clockwork.NewFakeClock()
-	return &fleet{net: memnet.NewBuffered(pipeBuffer, names...), clock: clock, pace: newPacer(clock), names: names}
+	start := time.Now()
+	clocks := make([]*clockwork.FakeClock, n)
+	for i := range clocks {
+		clocks[i] = clockwork.NewFakeClockAt(start)
+	}
+	return &fleet{net: memnet.NewBuffered(pipeBuffer, names...), clocks: clocks, pace: newPacer(clocks), names: names, log: log}
 }
 
 // pipeBuffer is each in-memory gRPC connection's buffer each way. It is
@@ -84,7 +95,12 @@ func (f *fleet) start(ctx context.Context, i int) (*node, error) {
 		mc.Transport = ep.Transport()
 	}
 	cfg.Dialer = ep.Dial
-	cfg.Clock = f.clock
+	cfg.Clock = f.clocks[i]
+	var log *slog.Logger
+	if f.log != nil {
+		log = f.log.With("node", name)
+		cfg.Logger = log
+	}
 	// A kill must hide the node at once and keep its entries hidden
 	// while the harness looks: deletion is not what is measured.
 	cfg.DeadGrace = time.Hour
@@ -103,7 +119,7 @@ func (f *fleet) start(ctx context.Context, i int) (*node, error) {
 	if err != nil {
 		return nil, err
 	}
-	sw, err := swarm.New(swarm.Config{Cluster: cl, Manager: mgr})
+	sw, err := swarm.New(swarm.Config{Cluster: cl, Manager: mgr, Logger: log})
 	if err != nil {
 		return nil, err
 	}
@@ -242,11 +258,12 @@ func clickTool(nd *node, id string) (string, error) {
 	return "", errors.New("the counter offers no button tool")
 }
 
-// pacer moves the fake clock along with wall time while running, in
+// pacer moves the fake clocks along with wall time while running, in
 // steps of pacerStep, so heartbeats, leases and anti-entropy run at their
-// configured rates; stopped, the cluster's timers stand still.
+// configured rates; stopped, the cluster's timers stand still. The clocks
+// move by the same amounts, so their rates agree, as the leases assume.
 type pacer struct {
-	clock *clockwork.FakeClock
+	clocks []*clockwork.FakeClock
 	mu    sync.Mutex
 	quit  chan struct{}
 	done  chan struct{}
@@ -254,7 +271,7 @@ type pacer struct {
 
 const pacerStep = 10 * time.Millisecond
 
-func newPacer(clock *clockwork.FakeClock) *pacer { return &pacer{clock: clock} }
+func newPacer(clocks []*clockwork.FakeClock) *pacer { return &pacer{clocks: clocks} }
 
 // run starts moving the clock (no-op when it moves already).
 func (p *pacer) run() {
@@ -276,7 +293,9 @@ func (p *pacer) run() {
 			case now := <-t.C:
 				// Wall time that passed, not the step: a starved
 				// process must not slow the cluster's clock down.
-				p.clock.Advance(now.Sub(last))
+				for _, c := range p.clocks {
+					c.Advance(now.Sub(last))
+				}
 				last = now
 			}
 		}
