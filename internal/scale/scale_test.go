@@ -36,8 +36,9 @@ func TestScaleSmoke(t *testing.T) {
 	if res.Sessions != 3*load.Sessions || res.Conns < 3*load.Conns {
 		t.Errorf("n1 holds %d sessions and %d connection records, want %d and at least %d", res.Sessions, res.Conns, 3*load.Sessions, 3*load.Conns)
 	}
-	// Each node dials each peer: two connections per pair.
-	if res.PeerConns != 4 || res.HeapPerNode <= 0 || res.SessionActor <= 0 {
-		t.Errorf("%.1f peer connections per node, heap per node %.0f, a session's actor %.0f", res.PeerConns, res.HeapPerNode, res.SessionActor)
+	// Each node dials each peer: two connections per pair. (The heap
+	// costs of a record are too small to read reliably at this size.)
+	if res.PeerConns != 4 || res.HeapPerNode <= 0 {
+		t.Errorf("%.1f peer connections per node, heap per node %.0f", res.PeerConns, res.HeapPerNode)
 	}
 }

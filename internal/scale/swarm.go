@@ -55,8 +55,8 @@ type fleet struct {
 	// shared clock would cost the harness O(N² log N) per message.
 	clocks []*clockwork.FakeClock
 	pace   *pacer
-	names []string
-	log   *slog.Logger // nil: discard
+	names  []string
+	log    *slog.Logger // nil: discard
 
 	mu    sync.Mutex
 	nodes []*node
@@ -264,9 +264,9 @@ func clickTool(nd *node, id string) (string, error) {
 // move by the same amounts, so their rates agree, as the leases assume.
 type pacer struct {
 	clocks []*clockwork.FakeClock
-	mu    sync.Mutex
-	quit  chan struct{}
-	done  chan struct{}
+	mu     sync.Mutex
+	quit   chan struct{}
+	done   chan struct{}
 }
 
 const pacerStep = 10 * time.Millisecond
