@@ -25,33 +25,48 @@ type report struct {
 
 // costs are the per-record heap costs, medians over the sizes (each size
 // measures them; one reading is noisy).
-func (r report) costs() (conn, session, actor float64) {
-	var c, s, a []float64
+func (r report) costs() (conn, session, actor, link float64) {
+	var c, s, a, l []float64
 	for _, res := range r.Results {
 		c = append(c, res.ConnCost)
 		s = append(s, res.SessionCost-res.SessionActor/float64(res.N))
 		a = append(a, res.SessionActor)
+		l = append(l, res.LinkCost)
 	}
-	return median(c), median(s), median(a)
+	return median(c), median(s), median(a), median(l)
 }
 
-// residual is a node's heap at rest less what the swarm's sessions and
-// connection records cost it: the part that should not grow with N.
+// records is what the swarm's sessions and connection records cost a
+// node at rest.
+func (r report) records(res scale.Result) float64 {
+	conn, session, actor, _ := r.costs()
+	return float64(res.Conns)*conn + float64(res.Sessions)*session + float64(res.Load.Sessions)*actor
+}
+
+// links is what a node's gRPC connections to its peers cost it: both
+// ends' worth per peer.
+func (r report) links(res scale.Result) float64 {
+	_, _, _, link := r.costs()
+	return res.PeerConns / 2 * link
+}
+
+// residual is a node's heap at rest less its records and peer links: the
+// part that should not grow with N.
 func (r report) residual(res scale.Result) float64 {
-	conn, session, actor := r.costs()
-	return res.HeapPerNode - float64(res.Conns)*conn - float64(res.Sessions)*session - float64(res.Load.Sessions)*actor
+	return res.HeapPerNode - r.records(res) - r.links(res)
 }
 
 func (r report) table() string {
 	var b strings.Builder
-	fmt.Fprintln(&b, "| N | bytes / write (per peer) | msgs / write (per peer) | reach p50 / p99 | join catch-up | dead hidden | approvals/s | heap / node | heap / node less records | CPU / node at rest (timers frozen) | msgs/s / node at rest: gRPC, gossip |")
-	fmt.Fprintln(&b, "|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(&b, "| N | bytes / write (per peer) | msgs / write (per peer) | reach p50 / p99 | join catch-up | dead hidden | approvals/s | heap / node: records + peer links + rest | CPU / node at rest (timers frozen) | msgs/s / node at rest: gRPC, gossip |")
+	fmt.Fprintln(&b, "|---|---|---|---|---|---|---|---|---|---|")
 	for _, res := range r.Results {
 		peers := float64(res.N - 1)
-		fmt.Fprintf(&b, "| %d | %.0f (%.0f) | %.0f (%.1f) | %s / %s | %s | %s | %.0f | %.1f MiB | %.1f MiB | %.2f %% (%.2f %%) | %.1f, %.1f |\n",
+		fmt.Fprintf(&b, "| %d | %.0f (%.0f) | %.0f (%.1f) | %s / %s | %s | %s | %.0f%s | %.2f MiB: %.2f + %.2f + %.2f | %.2f %% (%.2f %%) | %.0f, %.0f |\n",
 			res.N, res.WriteBytes, res.WriteBytes/peers, res.WriteMsgs, res.WriteMsgs/peers,
-			ms(res.ReachP50), ms(res.ReachP99), ms(res.CatchUp), ms(res.Hidden), res.Approvals,
-			res.HeapPerNode/(1<<20), r.residual(res)/(1<<20), 100*res.RestCPU, 100*res.RestCPUFrozen, res.RestGRPC, res.RestGossip)
+			ms(res.ReachP50), ms(res.ReachP99), ms(res.CatchUp), ms(res.Hidden), res.Approvals, refused(res.Refused),
+			mib(res.HeapPerNode), mib(r.records(res)), mib(r.links(res)), mib(r.residual(res)),
+			100*res.RestCPU, 100*res.RestCPUFrozen, res.RestGRPC, res.RestGossip)
 	}
 	return b.String()
 }
@@ -59,7 +74,7 @@ func (r report) table() string {
 func (r report) markdown(charts []string) string {
 	var b strings.Builder
 	first := r.Results[0]
-	conn, session, actor := r.costs()
+	conn, session, actor, link := r.costs()
 	fmt.Fprintf(&b, "# How the swarm grows: N nodes in one process\n\n")
 	fmt.Fprintf(&b, "Run %s by `make bench-scale` (`bench/scale`, `internal/scale`)%s on %d cores; machine load average at each start: %s.\n\n",
 		r.Started.Format("2006-01-02 15:04 UTC"), map[bool]string{true: ", -quick", false: ""}[r.Quick], first.Cores, loads(r.Results))
@@ -74,15 +89,25 @@ func (r report) markdown(charts []string) string {
 - **join catch-up**: from the last node's Start until it holds every other node's sessions and connection records and is in sync.
 - **dead hidden**: from a kill (no leave, gRPC port closed) until no node shows the dead node's sessions as available.
 - **approvals/s**: fresh request states decided by the arbiter (the first live member), every node asking at once.
-- **heap / node**: live heap after GC at rest over N, less the process's before the swarm; **less records**: less what the swarm's sessions and connection records cost each node.
+- **heap / node**: live heap after GC at rest over N, less the process's before the swarm and less the in-memory connections' buffers (a kernel's with sockets); split into the swarm's sessions and connection records (count × the costs below), the node's gRPC links to its N−1 peers (× the link cost below), and the rest.
 - **CPU at rest**: process CPU time over wall time over N, nothing but timers running; in brackets with the cluster's clock frozen (memberlist and gRPC only): the difference is heartbeats, leases and anti-entropy.
 
 `)
-	fmt.Fprintf(&b, "Heap per record in the swarm, on every node (median over the sizes): a connection record %.0f B, a session (its record and tools) %.0f B; a counter session costs its owner %.0f B more.\n\n", conn, session, actor)
+	fmt.Fprintf(&b, "Heap costs (medians over the sizes): on every node, per connection record in the swarm %.0f B, per session (its record and tools) %.0f B; a counter session costs its owner %.0f B more; "+
+		"a gRPC link between two nodes (one connection, both ends, after a call) %.0f KiB, and a node holds both ends' worth per peer (it dials every peer and every peer dials it).\n\n", conn, session, actor, link/1024)
 	for _, c := range charts {
 		fmt.Fprintf(&b, "![%s](%s)\n\n", strings.TrimSuffix(c, ".svg"), c)
 	}
 	return b.String()
+}
+
+func mib(b float64) float64 { return b / (1 << 20) }
+
+func refused(n int64) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%d refused)", n)
 }
 
 func loads(rs []scale.Result) string {
@@ -137,7 +162,9 @@ func (r report) charts(dir string) ([]string, error) {
 		}, 0},
 		{"scale-heap.svg", "Heap per node at rest", "MiB", []series{
 			{"heap / node", func(s scale.Result) float64 { return s.HeapPerNode / (1 << 20) }},
-			{"less the swarm's records", func(s scale.Result) float64 { return r.residual(s) / (1 << 20) }},
+			{"the swarm's records", func(s scale.Result) float64 { return mib(r.records(s)) }},
+			{"peer links", func(s scale.Result) float64 { return mib(r.links(s)) }},
+			{"the rest", func(s scale.Result) float64 { return mib(r.residual(s)) }},
 		}, 0},
 		{"scale-approvals.svg", "Approvals per second through the arbiter", "approvals/s", []series{
 			{"approvals/s", func(s scale.Result) float64 { return s.Approvals }},

@@ -7,6 +7,12 @@ import (
 	"strconv"
 	"strings"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/mcpswarm/mcpswarm/internal/memnet"
 	"github.com/mcpswarm/mcpswarm/session"
 	"github.com/mcpswarm/mcpswarm/session/apps"
 )
@@ -48,4 +54,40 @@ func loadAverage() float64 {
 	}
 	v, _ := strconv.ParseFloat(f[0], 64)
 	return v
+}
+
+// linkCost is the heap one gRPC connection between two nodes costs, both
+// ends (the dialer's client transport and the peer's server transport),
+// once a call has crossed it: what every node pays per peer, beside the
+// in-memory buffers a kernel would hold.
+func linkCost(ctx context.Context, k int) (float64, error) {
+	if k == 0 {
+		return 0, nil
+	}
+	net := memnet.NewBuffered(pipeBuffer, "a", "b")
+	a, b := net.Node("a"), net.Node("b")
+	srv := grpc.NewServer()
+	healthpb.RegisterHealthServer(srv, health.NewServer())
+	go func() { _ = srv.Serve(b.Listener) }()
+	defer srv.Stop()
+	h0 := liveHeap()
+	var conns []*grpc.ClientConn
+	defer func() {
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	}()
+	for range k {
+		cc, err := grpc.NewClient("passthrough:///"+b.GRPCAddr, grpc.WithContextDialer(a.Dial),
+			grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			return 0, err
+		}
+		conns = append(conns, cc)
+		if _, err := healthpb.NewHealthClient(cc).Check(ctx, &healthpb.HealthCheckRequest{}); err != nil {
+			return 0, fmt.Errorf("a call over a fresh connection: %w", err)
+		}
+	}
+	pipes := float64(net.Conns()) * 2 * pipeBuffer
+	return (liveHeap() - h0 - pipes) / float64(k), nil
 }

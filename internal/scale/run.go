@@ -109,7 +109,11 @@ type Result struct {
 	// ConnCost and SessionCost are the heap one more connection record
 	// or session in the swarm adds to each node, on average over the
 	// nodes; SessionActor is what a session costs its owner alone.
-	ConnCost     float64 `json:"conn_cost"`
+	ConnCost float64 `json:"conn_cost"`
+	// LinkCost is what one gRPC connection between two nodes costs, both
+	// ends; each node holds both ends' worth per peer (it dials every
+	// peer and every peer dials it).
+	LinkCost     float64 `json:"link_cost"`
 	SessionCost  float64 `json:"session_cost"`
 	SessionActor float64 `json:"session_actor"`
 	// Entries held per node at rest: sessions, connection records,
@@ -143,6 +147,10 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 	}
 	res.N, res.Load, res.Cores, res.Load1 = o.N, o.Load, runtime.GOMAXPROCS(0), loadAverage()
 	res.SessionActor, err = actorCost(ctx, o.Extra)
+	if err != nil {
+		return res, err
+	}
+	res.LinkCost, err = linkCost(ctx, o.Extra/4)
 	if err != nil {
 		return res, err
 	}
