@@ -49,7 +49,7 @@ func main() {
 func options(n int, quick bool) scale.Options {
 	o := scale.Options{N: n, Load: scale.DefaultLoad(), Writes: 100, LoadFor: 20 * time.Second,
 		ReachEvery: 50 * time.Millisecond, ApproveFor: 5 * time.Second, RestFor: 10 * time.Second,
-		Settle: 2 * time.Second, Extra: 300}
+		Settle: 2 * time.Second, Extra: 500}
 	if quick {
 		o.Writes, o.LoadFor, o.ApproveFor, o.RestFor, o.Settle, o.Extra = 20, 3*time.Second, time.Second, 2*time.Second, 500*time.Millisecond, 50
 	}

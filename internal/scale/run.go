@@ -136,7 +136,8 @@ type Result struct {
 
 // Run builds a swarm of o.N nodes, puts the load on it and measures it.
 // The last node starts after the others have their load, to time its
-// catch-up; the first is the arbiter; the second is killed at the end.
+// catch-up; the first is the arbiter; the second is killed before the
+// approvals, which run last, on N−1 nodes.
 func Run(ctx context.Context, o Options) (res Result, err error) {
 	if o.N < 3 {
 		return res, fmt.Errorf("scale: N must be at least 3, got %d", o.N)
@@ -242,12 +243,6 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 	res.ReachP50, res.ReachP99, res.ReachMax = quantile(lat, 0.5), quantile(lat, 0.99), quantile(lat, 1)
 	logf("N=%d: reach p50 %v p99 %v max %v over %d writes", o.N, res.ReachP50, res.ReachP99, res.ReachMax, len(lat))
 
-	res.Approvals, res.Refused = approvals(ctx, f, o)
-	logf("N=%d: %.0f approvals/s, %d refused", o.N, res.Approvals, res.Refused)
-	fp = f.nodes[0].sw.Footprint()
-	res.Revocations = fp.ConnsRevoked + fp.RevokedElsewhere
-	res.Nonces = fp.Nonces
-
 	// A dead node: until nobody shows its sessions as available.
 	victim := f.nodes[1]
 	killed := time.Now()
@@ -266,6 +261,14 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 	}
 	res.Hidden = time.Since(killed)
 	logf("N=%d: dead node hidden everywhere after %v", o.N, res.Hidden)
+
+	// Approvals last: the spent states every node copies keep the
+	// swarm busy after the phase ends.
+	res.Approvals, res.Refused = approvals(ctx, f, o)
+	logf("N=%d: %.0f approvals/s, %d refused", o.N, res.Approvals, res.Refused)
+	fp = f.nodes[0].sw.Footprint()
+	res.Revocations = fp.ConnsRevoked + fp.RevokedElsewhere
+	res.Nonces = fp.Nonces
 	return res, nil
 }
 
