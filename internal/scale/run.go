@@ -147,6 +147,9 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 		logf = func(string, ...any) {}
 	}
 	res.N, res.Load, res.Cores, res.Load1 = o.N, o.Load, runtime.GOMAXPROCS(0), loadAverage()
+	// The base first: what actorCost and linkCost let go may still be
+	// on its way out (gRPC closes connections in the background).
+	base := liveHeap()
 	res.SessionActor, err = actorCost(ctx, o.Extra)
 	if err != nil {
 		return res, err
@@ -155,7 +158,6 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 	if err != nil {
 		return res, err
 	}
-	base := liveHeap()
 
 	f := newFleet(o.N, o.Logger)
 	defer f.stop()
