@@ -64,7 +64,7 @@ func (r report) table() string {
 		peers := float64(res.N - 1)
 		fmt.Fprintf(&b, "| %d | %.0f (%.0f) | %.0f (%.1f) | %s / %s | %s | %s | %.0f%s | %.2f MiB: %.2f + %.2f + %.2f | %.2f %% (%.2f %%) | %.0f, %.0f |\n",
 			res.N, res.WriteBytes, res.WriteBytes/peers, res.WriteMsgs, res.WriteMsgs/peers,
-			ms(res.ReachP50), ms(res.ReachP99), ms(res.CatchUp), ms(res.Hidden), res.Approvals, refused(res.Refused),
+			ms(res.ReachP50), reachP99(res), ms(res.CatchUp), ms(res.Hidden), res.Approvals, refused(res.Refused),
 			mib(res.HeapPerNode), mib(r.records(res)), mib(r.links(res)), mib(r.residual(res)),
 			100*res.RestCPU, 100*res.RestCPUFrozen, res.RestGRPC, res.RestGossip)
 	}
@@ -85,7 +85,7 @@ func (r report) markdown(charts []string) string {
 	b.WriteString(r.table())
 	b.WriteString(`
 - **bytes, msgs / write**: gRPC bytes and transport writes the whole swarm sent per connection-record write (push, acknowledgements), the cluster's clock frozen so no heartbeat or anti-entropy runs; per peer in brackets.
-- **reach**: from a connection-record write on a random node until every node has it (Put answers only then), under the load.
+- **reach**: from a connection-record write on a random node until every node has it (Put answers only then), under the load; "lagging" counts (write, node) pairs answered without that node after the 2 s acknowledgement bound, the node refusing the connection until caught up, as the consistency contract allows.
 - **join catch-up**: from the last node's Start until it holds every other node's sessions and connection records and is in sync.
 - **dead hidden**: from a kill (no leave, gRPC port closed) until no node shows the dead node's sessions as available.
 - **approvals/s**: fresh request states decided by the arbiter (the first live member), every node asking at once.
@@ -99,6 +99,15 @@ func (r report) markdown(charts []string) string {
 		fmt.Fprintf(&b, "![%s](%s)\n\n", strings.TrimSuffix(c, ".svg"), c)
 	}
 	return b.String()
+}
+
+// reachP99 is the p99, and how many writes were answered without a
+// node's acknowledgement (that node refusing until caught up).
+func reachP99(res scale.Result) string {
+	if res.Lagged == 0 {
+		return ms(res.ReachP99)
+	}
+	return fmt.Sprintf("%s (%d lagging)", ms(res.ReachP99), res.Lagged)
 }
 
 func mib(b float64) float64 { return b / (1 << 20) }

@@ -153,8 +153,11 @@ func (f *fleet) kill(nd *node) {
 	_ = nd.mgr.Close(ctx)
 }
 
-// stop stops every node still running, in parallel, and the pacer.
+// stop stops the pacer and every node still running, in parallel. The
+// clocks stand still first, so nodes still running while others stop do
+// not cut their streams as stalled.
 func (f *fleet) stop() {
+	f.pace.stop()
 	f.mu.Lock()
 	nodes := f.nodes
 	f.mu.Unlock()
@@ -173,7 +176,6 @@ func (f *fleet) stop() {
 		})
 	}
 	wg.Wait()
-	f.pace.stop()
 }
 
 // live returns the nodes not killed.
