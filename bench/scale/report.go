@@ -58,15 +58,15 @@ func (r report) residual(res scale.Result) float64 {
 
 func (r report) table() string {
 	var b strings.Builder
-	fmt.Fprintln(&b, "| N | bytes / write (per peer) | msgs / write (per peer) | reach p50 / p99 | join catch-up | dead hidden | approvals/s | heap / node: records + peer links + rest | CPU / node at rest (timers frozen) | msgs/s / node at rest: gRPC, gossip |")
-	fmt.Fprintln(&b, "|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(&b, "| N | bytes / write (per peer) | msgs / write (per peer) | reach p50 / p99 at rest | reach p50 / p99 under load | join catch-up | dead hidden | approvals/s | heap / node: records + peer links + rest | CPU / node under load; at rest (timers frozen) | msgs/s / node at rest: gRPC, gossip |")
+	fmt.Fprintln(&b, "|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, res := range r.Results {
 		peers := float64(res.N - 1)
-		fmt.Fprintf(&b, "| %d | %.0f (%.0f) | %.0f (%.1f) | %s / %s | %s | %s | %.0f%s | %.2f MiB: %.2f + %.2f + %.2f | %.2f %% (%.2f %%) | %.0f, %.0f |\n",
+		fmt.Fprintf(&b, "| %d | %.0f (%.0f) | %.0f (%.1f) | %s / %s | %s / %s | %s | %s | %.0f%s | %.2f MiB: %.2f + %.2f + %.2f | %.1f %%; %.2f %% (%.2f %%) | %.0f, %.0f |\n",
 			res.N, res.WriteBytes, res.WriteBytes/peers, res.WriteMsgs, res.WriteMsgs/peers,
-			ms(res.ReachP50), reachP99(res), ms(res.CatchUp), ms(res.Hidden), res.Approvals, refused(res.Refused),
+			ms(res.RestReachP50), ms(res.RestReachP99), ms(res.ReachP50), reachP99(res), ms(res.CatchUp), ms(res.Hidden), res.Approvals, refused(res.Refused),
 			mib(res.HeapPerNode), mib(r.records(res)), mib(r.links(res)), mib(r.residual(res)),
-			100*res.RestCPU, 100*res.RestCPUFrozen, res.RestGRPC, res.RestGossip)
+			100*res.LoadCPU, 100*res.RestCPU, 100*res.RestCPUFrozen, res.RestGRPC, res.RestGossip)
 	}
 	return b.String()
 }
@@ -85,11 +85,12 @@ func (r report) markdown(charts []string) string {
 	b.WriteString(r.table())
 	b.WriteString(`
 - **bytes, msgs / write**: gRPC bytes and transport writes the whole swarm sent per connection-record write (push, acknowledgements), the cluster's clock frozen so no heartbeat or anti-entropy runs; per peer in brackets.
-- **reach**: from a connection-record write on a random node until every node has it (Put answers only then), under the load; "lagging" counts (write, node) pairs answered without that node after the 2 s acknowledgement bound, the node refusing the connection until caught up, as the consistency contract allows.
+- **reach**: from a connection-record write on a random node (every 50 ms) until every node has it (Put answers only then), with nothing else running (at rest) and under the load (run last, after the kill: N−1 nodes); "lagging" counts (write, node) pairs answered without that node after the 2 s acknowledgement bound, the node refusing the connection until caught up, as the consistency contract allows.
 - **join catch-up**: from the last node's Start until it holds every other node's sessions and connection records and is in sync.
 - **dead hidden**: from a kill (no leave, gRPC port closed) until no node shows the dead node's sessions as available.
-- **approvals/s**: fresh request states decided by the arbiter (the first live member), every node asking at once.
+- **approvals/s**: fresh request states decided by the arbiter (the first live member), every live node asking at once (after the kill: N−1 nodes).
 - **heap / node**: live heap after GC at rest over N, less the process's before the swarm and less the in-memory connections' buffers (a kernel's with sockets); split into the swarm's sessions and connection records (count × the costs below), the node's gRPC links to its N−1 peers (× the link cost below), and the rest.
+- **CPU under load**: process CPU time over wall time over N while the load ran (the harness's goroutines included); the machine's other load limits what the process gets.
 - **CPU at rest**: process CPU time over wall time over N, nothing but timers running; in brackets with the cluster's clock frozen (memberlist and gRPC only): the difference is heartbeats, leases and anti-entropy.
 
 `)
@@ -162,8 +163,10 @@ func (r report) charts(dir string) ([]string, error) {
 			{"transport writes", func(s scale.Result) float64 { return s.WriteMsgs / float64(s.N-1) }},
 		}, 0},
 		{"scale-reach.svg", "A write reaches every node (target at N = 64: p99 ≤ 250 ms)", "ms", []series{
-			{"p50", func(s scale.Result) float64 { return msf(s.ReachP50) }},
-			{"p99", func(s scale.Result) float64 { return msf(s.ReachP99) }},
+			{"p50 at rest", func(s scale.Result) float64 { return msf(s.RestReachP50) }},
+			{"p99 at rest", func(s scale.Result) float64 { return msf(s.RestReachP99) }},
+			{"p50 under load", func(s scale.Result) float64 { return msf(s.ReachP50) }},
+			{"p99 under load", func(s scale.Result) float64 { return msf(s.ReachP99) }},
 		}, 250},
 		{"scale-join.svg", "Join catch-up and dead node hidden (target: catch-up ≤ 5 s)", "ms", []series{
 			{"join catch-up", func(s scale.Result) float64 { return msf(s.CatchUp) }},
@@ -178,11 +181,14 @@ func (r report) charts(dir string) ([]string, error) {
 		{"scale-approvals.svg", "Approvals per second through the arbiter", "approvals/s", []series{
 			{"approvals/s", func(s scale.Result) float64 { return s.Approvals }},
 		}, 0},
-		{"scale-rest.svg", "A node at rest (in-process, shared cores)", "% of a core / msgs per s", []series{
-			{"CPU %, timers running", func(s scale.Result) float64 { return 100 * s.RestCPU }},
-			{"CPU %, cluster clock frozen", func(s scale.Result) float64 { return 100 * s.RestCPUFrozen }},
-			{"gRPC msgs/s", func(s scale.Result) float64 { return s.RestGRPC }},
-			{"gossip msgs/s", func(s scale.Result) float64 { return s.RestGossip }},
+		{"scale-cpu.svg", "CPU per node (in-process, shared cores)", "% of a core", []series{
+			{"under load", func(s scale.Result) float64 { return 100 * s.LoadCPU }},
+			{"at rest, timers running", func(s scale.Result) float64 { return 100 * s.RestCPU }},
+			{"at rest, cluster clock frozen", func(s scale.Result) float64 { return 100 * s.RestCPUFrozen }},
+		}, 0},
+		{"scale-rest.svg", "Messages a node sends at rest", "messages per second", []series{
+			{"gRPC (heartbeats, acknowledgements, anti-entropy)", func(s scale.Result) float64 { return s.RestGRPC }},
+			{"gossip (memberlist)", func(s scale.Result) float64 { return s.RestGossip }},
 		}, 0},
 	}
 	var names []string

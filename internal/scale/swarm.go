@@ -153,9 +153,9 @@ func (f *fleet) kill(nd *node) {
 	_ = nd.mgr.Close(ctx)
 }
 
-// stop stops the pacer and every node still running, in parallel. The
-// clocks stand still first, so nodes still running while others stop do
-// not cut their streams as stalled.
+// stop stops the pacer and every node still running, in parallel; a
+// second call does nothing. The clocks stand still first, so nodes still
+// running while others stop do not cut their streams as stalled.
 func (f *fleet) stop() {
 	f.pace.stop()
 	f.mu.Lock()
@@ -166,6 +166,7 @@ func (f *fleet) stop() {
 		if nd.dead {
 			continue
 		}
+		nd.dead = true
 		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
@@ -206,6 +207,28 @@ func (f *fleet) converged() error {
 		}
 	}
 	return nil
+}
+
+// noncesSettled returns a condition that holds once every live node
+// holds as many spent states as the others, the same as at the last poll.
+func (f *fleet) noncesSettled() func() error {
+	last := -1
+	return func() error {
+		want := -1
+		for _, nd := range f.live() {
+			n := nd.sw.Footprint().Nonces
+			if want >= 0 && n != want {
+				last = -1
+				return fmt.Errorf("%s holds %d spent states, another %d", nd.name, n, want)
+			}
+			want = n
+		}
+		if want != last {
+			last = want
+			return fmt.Errorf("%d spent states held, still moving", want)
+		}
+		return nil
+	}
 }
 
 // await polls cond every poll until it holds or d of wall time passed.
