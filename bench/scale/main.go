@@ -29,11 +29,12 @@ func main() {
 	quick := flag.Bool("quick", false, "short phases (a smoke run; figures are rough)")
 	child := flag.Int("child", 0, "run one swarm of this size and print its result as JSON (internal)")
 	profile := flag.String("cpuprofile", "", "with -child: write the run's CPU profile here")
+	heapProfile := flag.String("heapprofile", "", "with -child: write a heap profile at rest here")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if *child > 0 {
-		if err := runChild(ctx, *child, *quick, *profile); err != nil {
+		if err := runChild(ctx, *child, *quick, *profile, *heapProfile); err != nil {
 			fmt.Fprintln(os.Stderr, "scale:", err)
 			os.Exit(1)
 		}
@@ -58,7 +59,7 @@ func options(n int, quick bool) scale.Options {
 	return o
 }
 
-func runChild(ctx context.Context, n int, quick bool, profile string) error {
+func runChild(ctx context.Context, n int, quick bool, profile, heapProfile string) error {
 	if profile != "" {
 		f, err := os.Create(profile)
 		if err != nil {
@@ -73,6 +74,14 @@ func runChild(ctx context.Context, n int, quick bool, profile string) error {
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	o := options(n, quick)
 	o.Logf = func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) }
+	if heapProfile != "" {
+		o.AtRest = func() {
+			if f, err := os.Create(heapProfile); err == nil {
+				_ = pprof.Lookup("heap").WriteTo(f, 0)
+				_ = f.Close()
+			}
+		}
+	}
 	o.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	res, err := scale.Run(ctx, o)
 	if err != nil {

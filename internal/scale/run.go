@@ -62,6 +62,9 @@ type Options struct {
 	Extra int
 	// Logf, when set, receives progress.
 	Logf func(format string, args ...any)
+	// AtRest, when set, is called once the heap at rest is read (a heap
+	// profile).
+	AtRest func()
 	// Logger, when set, receives the nodes' cluster and swarm logs.
 	Logger *slog.Logger
 }
@@ -210,6 +213,9 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 	time.Sleep(o.Settle)
 	res.PeerConns = 2 * float64(f.net.Conns()) / float64(o.N)
 	res.HeapPerNode = (liveHeap() - base - f.pipeHeap()) / float64(o.N)
+	if o.AtRest != nil {
+		o.AtRest()
+	}
 	fp := f.nodes[0].sw.Footprint()
 	res.Sessions, res.Conns = fp.Sessions, fp.Conns
 	f.pace.stop()
