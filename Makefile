@@ -22,7 +22,7 @@ STATICCHECK_VERSION    := v0.8.2
 TESTOUT   := .cache/test
 REPORT    := $(TOOLS)/testreport
 
-.PHONY: build run test test-short test-deps race bench bench-compare soak proto proto-check lint e2e conformance cluster clean tools
+.PHONY: build run test test-short test-deps race bench bench-compare bench-scale soak proto proto-check lint e2e conformance cluster clean tools
 
 build: ## build bin/mcpswarm
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/node
@@ -66,6 +66,10 @@ bench: ## benchmarks (figures go to docs/BENCHMARKS.md)
 
 bench-compare: build ## mcpswarm vs bare mcp-go and go-sdk, separate processes; writes docs/BENCHMARKS.md (QUICK=1: short run, prints only; BENCH_ARGS: more flags)
 	cd bench && $(GO) run ./compare -mcpswarm $(CURDIR)/$(BIN) -docs $(CURDIR)/docs $(if $(QUICK),-quick) $(BENCH_ARGS)
+
+SCALE_N ?= 3,8,16,32,64
+bench-scale: ## N = 3 … 64 nodes in one process (internal/scale); writes docs/bench/scale.md, scale.json, scale-*.svg (QUICK=1: short phases; SCALE_N=3,8: sizes)
+	cd bench && $(GO) run ./scale -docs $(CURDIR)/docs -n $(SCALE_N) $(if $(QUICK),-quick)
 
 soak: build ## sustained load on 3 nodes (not in CI; SOAK_CLIENTS=500, SOAK_DURATION=10m); writes docs/BENCHMARKS.md's soak section and docs/bench/soak.*
 	cd bench && $(GO) run ./soak -mcpswarm $(CURDIR)/$(BIN) -docs $(CURDIR)/docs

@@ -20,6 +20,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -30,8 +31,10 @@ import (
 // ErrCut is what a cut node's dials and writes fail with.
 var ErrCut = errors.New("memnet: link cut")
 
-// bufSize is each bufconn connection's buffer, per direction.
-const bufSize = 1 << 20
+// DefaultBuffer is each gRPC connection's buffer in either direction,
+// as New makes them. bufconn allocates it whole when a connection opens,
+// on the Go heap, where a kernel's socket buffers would not be.
+const DefaultBuffer = 1 << 20
 
 // Network connects a fixed set of named nodes.
 type Network struct {
@@ -42,6 +45,7 @@ type Network struct {
 	conns map[*conn]bool
 	ends  map[string]*endpoint // the running gossip endpoint per node name
 	lns   map[string]dialable  // the listener per gRPC and HTTP address, the latest Listen's
+	buf   int                  // each gRPC connection's buffer, per direction
 
 	clientOnce sync.Once
 	client     *http.Transport
@@ -59,12 +63,18 @@ type Node struct {
 	// (Network.DialClient).
 	HTTPAddr string
 	index    int
+	sent     counters
 }
 
 // New makes a network of the named nodes; Node adds more.
-func New(names ...string) *Network {
+func New(names ...string) *Network { return NewBuffered(DefaultBuffer, names...) }
+
+// NewBuffered is New with gRPC connections of buf bytes each way: a
+// swarm of many nodes in one process, whose heap is measured, keeps them
+// small.
+func NewBuffered(buf int, names ...string) *Network {
 	n := &Network{nodes: map[string]*Node{}, addrs: map[string]*Node{}, cut: map[string]bool{}, conns: map[*conn]bool{},
-		ends: map[string]*endpoint{}, lns: map[string]dialable{}}
+		ends: map[string]*endpoint{}, lns: map[string]dialable{}, buf: buf}
 	for _, name := range names {
 		n.Node(name)
 	}
@@ -137,7 +147,7 @@ func (l *pipeListener) DialContext(ctx context.Context) (net.Conn, error) {
 // connections (serve its grpc.Server on it); its Addr is GRPCAddr. A
 // node's listeners close when it stops; a restarted node listens anew.
 func (nd *Node) ListenGRPC() (net.Listener, error) {
-	ln := bufconn.Listen(bufSize)
+	ln := bufconn.Listen(nd.net.buf)
 	nd.net.setListener(nd.GRPCAddr, ln)
 	return listener{Listener: ln, addr: Addr(nd.GRPCAddr)}, nil
 }
@@ -281,7 +291,7 @@ func (nd *Node) Dial(ctx context.Context, addr string) (net.Conn, error) {
 		// Its listener is closed: the node is down, as a refused TCP dial.
 		return nil, fmt.Errorf("dialing %s: %v: %w", addr, err, syscall.ECONNREFUSED)
 	}
-	wc := &conn{Conn: c, net: n, from: nd.name, to: to.name}
+	wc := &conn{Conn: c, net: n, from: nd.name, to: to.name, sender: nd}
 	n.mu.Lock()
 	if n.cut[nd.name] || n.cut[to.name] {
 		// Cut while dialing: Cut did not see this connection.
@@ -329,6 +339,7 @@ func (e *endpoint) WriteTo(b []byte, addr string) (time.Time, error) {
 	if to == nil {
 		return now, nil
 	}
+	e.nd.sent.gossip(len(b))
 	from := &net.UDPAddr{IP: net.ParseIP("127.0.0.1"), Port: 10000 + e.nd.index}
 	select {
 	case to.packets <- &memberlist.Packet{Buf: append([]byte(nil), b...), From: from, Timestamp: now}:
@@ -350,8 +361,8 @@ func (e *endpoint) DialTimeout(addr string, timeout time.Duration) (net.Conn, er
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	select {
-	case to.streams <- remote:
-		return local, nil
+	case to.streams <- countingStream{remote, &to.nd.sent}:
+		return countingStream{local, &e.nd.sent}, nil
 	case <-to.done:
 	case <-e.done:
 	case <-t.C:
@@ -368,12 +379,22 @@ func (e *endpoint) Shutdown() error {
 	return nil
 }
 
-// conn is a gRPC connection Cut can close.
+// conn is a gRPC connection Cut can close; its writes count as sent by
+// the dialing node.
 type conn struct {
 	net.Conn
 	net      *Network
 	from, to string
+	sender   *Node
 	once     sync.Once
+}
+
+func (c *conn) Write(b []byte) (int, error) {
+	n, err := c.Conn.Write(b)
+	if n > 0 {
+		c.sender.sent.grpc(n)
+	}
+	return n, err
 }
 
 func (c *conn) Close() error {
@@ -383,4 +404,117 @@ func (c *conn) Close() error {
 		c.net.mu.Unlock()
 	})
 	return c.Conn.Close()
+}
+
+// Conns returns the gRPC connections open between the nodes (each
+// counted once, at its dialer).
+func (n *Network) Conns() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return len(n.conns)
+}
+
+// Traffic is what a node sent: gRPC bytes and writes (each write one
+// flush of gRPC's transport, a frame or a few), and gossip bytes and
+// messages (memberlist packets and stream writes).
+type Traffic struct {
+	GRPCBytes, GRPCWrites       int64
+	GossipBytes, GossipMessages int64
+}
+
+// Add returns the sum of t and o.
+func (t Traffic) Add(o Traffic) Traffic {
+	return Traffic{t.GRPCBytes + o.GRPCBytes, t.GRPCWrites + o.GRPCWrites, t.GossipBytes + o.GossipBytes, t.GossipMessages + o.GossipMessages}
+}
+
+// Sub returns t minus o: the traffic between two readings.
+func (t Traffic) Sub(o Traffic) Traffic {
+	return Traffic{t.GRPCBytes - o.GRPCBytes, t.GRPCWrites - o.GRPCWrites, t.GossipBytes - o.GossipBytes, t.GossipMessages - o.GossipMessages}
+}
+
+type counters struct {
+	grpcBytes, grpcWrites, gossipBytes, gossipMsgs atomic.Int64
+}
+
+func (c *counters) grpc(n int) {
+	c.grpcBytes.Add(int64(n))
+	c.grpcWrites.Add(1)
+}
+
+func (c *counters) gossip(n int) {
+	c.gossipBytes.Add(int64(n))
+	c.gossipMsgs.Add(1)
+}
+
+// Sent returns what node name has sent since it was added. gRPC bytes a
+// node's server sends are counted only when it serves on Node.Serving.
+func (n *Network) Sent(name string) Traffic {
+	c := &n.Node(name).sent
+	return Traffic{c.grpcBytes.Load(), c.grpcWrites.Load(), c.gossipBytes.Load(), c.gossipMsgs.Load()}
+}
+
+// SentTotal is Sent summed over every node.
+func (n *Network) SentTotal() Traffic {
+	n.mu.Lock()
+	names := make([]string, 0, len(n.nodes))
+	for name := range n.nodes {
+		names = append(names, name)
+	}
+	n.mu.Unlock()
+	var t Traffic
+	for _, name := range names {
+		t = t.Add(n.Sent(name))
+	}
+	return t
+}
+
+// Serving is ListenGRPC with what the node's server writes on accepted
+// connections counted as sent by the node (Network.Sent).
+func (nd *Node) Serving() (net.Listener, error) {
+	ln, err := nd.ListenGRPC()
+	if err != nil {
+		return nil, err
+	}
+	return countingListener{ln, &nd.sent}, nil
+}
+
+type countingListener struct {
+	net.Listener
+	sent *counters
+}
+
+func (l countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return countingConn{c, l.sent}, nil
+}
+
+// countingConn counts its writes as sent by the node that holds it.
+type countingConn struct {
+	net.Conn
+	sent *counters
+}
+
+func (c countingConn) Write(b []byte) (int, error) {
+	n, err := c.Conn.Write(b)
+	if n > 0 {
+		c.sent.grpc(n)
+	}
+	return n, err
+}
+
+// countingStream counts a gossip stream's writes.
+type countingStream struct {
+	net.Conn
+	sent *counters
+}
+
+func (c countingStream) Write(b []byte) (int, error) {
+	n, err := c.Conn.Write(b)
+	if n > 0 {
+		c.sent.gossip(n)
+	}
+	return n, err
 }

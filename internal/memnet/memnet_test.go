@@ -76,3 +76,55 @@ func TestCutAndHeal(t *testing.T) {
 	}
 	_ = c2.Close()
 }
+
+// Each node's sent bytes count what it wrote: the dialer's writes and,
+// served on Serving, the accepting node's.
+func TestSentCountsEachNodesWrites(t *testing.T) {
+	n := NewBuffered(1024, "a", "b")
+	a, b := n.Node("a"), n.Node("b")
+	bl, err := b.Serving()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = bl.Close() })
+	replied := make(chan error, 1)
+	go func() {
+		c, err := bl.Accept()
+		if err != nil {
+			replied <- err
+			return
+		}
+		buf := make([]byte, 5)
+		if _, err := io.ReadFull(c, buf); err != nil {
+			replied <- err
+			return
+		}
+		_, err = c.Write([]byte("ok!"))
+		replied <- err
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := a.Dial(ctx, b.GRPCAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Write([]byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-replied; err != nil {
+		t.Fatal(err)
+	}
+	if got := n.Sent("a"); got.GRPCBytes != 5 || got.GRPCWrites != 1 {
+		t.Errorf("a sent %+v, want 5 bytes in 1 write", got)
+	}
+	if got := n.Sent("b"); got.GRPCBytes != 3 || got.GRPCWrites != 1 {
+		t.Errorf("b sent %+v, want 3 bytes in 1 write", got)
+	}
+	if got := n.SentTotal().GRPCBytes; got != 8 {
+		t.Errorf("the network carried %d bytes, want 8", got)
+	}
+	if n.Conns() != 1 {
+		t.Errorf("%d connections open, want 1", n.Conns())
+	}
+}
