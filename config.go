@@ -65,6 +65,11 @@ type Config struct {
 	// DeadGrace is how long a dead node's entries stay hidden before they are
 	// deleted.
 	DeadGrace time.Duration
+	// ProbeInterval is how often memberlist probes a member; the time to
+	// declare a silent node dead scales with it (cluster.Config.ProbeInterval).
+	// Zero keeps the timers of the gossip address: memberlist's LAN 1 s on
+	// a network, 250 ms on loopback.
+	ProbeInterval time.Duration
 	// Keepalive is the ping interval on long-lived MCP streams (SSE, GET).
 	Keepalive time.Duration
 	// MaxBodyBytes bounds one MCP request body.
@@ -115,6 +120,15 @@ func DefaultConfig() Config {
 // maxSessionReplicas bounds --session-replicas: every standby is one more
 // peer round trip and one more copy per write.
 const maxSessionReplicas = 4
+
+// minProbeInterval and maxProbeInterval bound --probe-interval: below,
+// the probe timeout (half of it) nears a busy pod's scheduling delay and
+// live nodes are declared dead; above, a dead one stays routed to for
+// minutes.
+const (
+	minProbeInterval = 100 * time.Millisecond
+	maxProbeInterval = 10 * time.Second
+)
 
 // FieldError is a configuration error that names the setting at fault, so
 // the operator sees one line saying which flag to fix and why.
@@ -180,6 +194,9 @@ func (c *Config) Validate() error {
 	}
 	if c.DeadGrace <= 0 {
 		return fieldErr("dead-grace", "must be positive")
+	}
+	if c.ProbeInterval != 0 && (c.ProbeInterval < minProbeInterval || c.ProbeInterval > maxProbeInterval) {
+		return fieldErr("probe-interval", "must be 0 (the default timers) or from %s to %s, got %s", minProbeInterval, maxProbeInterval, c.ProbeInterval)
 	}
 	if c.Keepalive <= 0 {
 		return fieldErr("keepalive", "must be positive")

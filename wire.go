@@ -127,6 +127,7 @@ func (n *Node) newCluster(context.Context) error {
 	cc.Version = n.cfg.Version
 	cc.MaxMessageBytes = n.cfg.GRPC.MaxMessageBytes
 	cc.DeadGrace = n.cfg.DeadGrace
+	cc.ProbeInterval = n.cfg.ProbeInterval
 	cc.Zone = n.cfg.Zone
 	if n.cfg.TLS.Enabled() {
 		cc.TLS = n.tlsClient

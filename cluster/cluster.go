@@ -301,6 +301,10 @@ func (c *Cluster) memberlistConfig() *memberlist.Config {
 	if c.cfg.Memberlist != nil {
 		c.cfg.Memberlist(mc)
 	}
+	if p := c.cfg.ProbeInterval; p > 0 {
+		mc.ProbeInterval = p
+		mc.ProbeTimeout = p / 2
+	}
 	return mc
 }
 

@@ -112,6 +112,19 @@ func (l *leases) refused(o crdt.Origin, at time.Time) {
 	l.mu.Unlock()
 }
 
+// lapse is when this node's lease on o's writes ran or runs out (the last
+// gap-free message from it plus lease); false when o never counted for
+// InSync (never heard from, or never linked).
+func (l *leases) lapse(o crdt.Origin, lease time.Duration) (time.Time, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	at, heard := l.heard[o]
+	if !heard || !l.linked[o] {
+		return time.Time{}, false
+	}
+	return at.Add(lease), true
+}
+
 func (l *leases) heardFrom(o crdt.Origin, at time.Time) {
 	l.mu.Lock()
 	delete(l.gone, o)

@@ -120,3 +120,51 @@ func TestLoneNodeIsInSync(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestSilentDeathCatchesUpAtOnce: one node of three falls silent (its
+// packets dropped, nothing refused), so the two others cannot tell its
+// death from their own isolation: once memberlist declares it dead they
+// may go on only after pulling everything from each other. They pull as
+// soon as the death is declared and their lease on it has lapsed, not at
+// the next anti-entropy round (an hour away here).
+func TestSilentDeathCatchesUpAtOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("partitions a node on sockets and wall time")
+	}
+	p := newPartNet()
+	opts := func(name string) []func(*Config) {
+		return []func(*Config){p.options(t, name), func(c *Config) {
+			c.DeadGrace = time.Minute
+			c.AntiEntropy = time.Hour
+			c.AntiEntropyQuiet = time.Hour
+		}}
+	}
+	nodes := []*tnode{startNode(t, "n0", "", opts("n0")...)}
+	for _, name := range []string{"n1", "n2"} {
+		nodes = append(nodes, startNode(t, name, "", append(opts(name), joinTo(nodes[0]))...))
+	}
+	awaitMembers(t, nodes, 10*time.Second)
+	for i, n := range nodes {
+		p.add(n, i/2) // {n0 n1} | {n2}
+	}
+	for _, n := range nodes[:2] {
+		eventually(t, 10*time.Second, func() error { return n.c.InSync() })
+	}
+	p.setSplit(true)
+	for _, n := range nodes[:2] {
+		eventually(t, 15*time.Second, func() error {
+			if m, _ := n.c.Member("n2"); m.State != StateDead {
+				return fmt.Errorf("%s sees n2 %s", n.name, m.State)
+			}
+			return nil
+		})
+	}
+	dead := time.Now()
+	for _, n := range nodes[:2] {
+		eventually(t, 5*time.Second, func() error { return n.c.InSync() })
+	}
+	t.Logf("both survivors in sync %v after seeing n2 dead", time.Since(dead).Round(time.Millisecond))
+	// Healed, so no probe of the silent node outlives the test.
+	p.setSplit(false)
+	awaitMembers(t, nodes, 20*time.Second)
+}

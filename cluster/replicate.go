@@ -46,6 +46,9 @@ type replicator struct {
 	graves map[crdt.Origin]time.Time // hidden because dead or departed, since
 	rng    *rand.Rand
 	aeBusy bool
+	// catchUpAt is when every live peer is next to be pulled from because
+	// a member was lost (zero: not due); see lostMember.
+	catchUpAt time.Time
 
 	// activity counts own writes queued and remote changes applied, ever:
 	// anti-entropy rounds stretch while it stands still (pace.go).
@@ -112,11 +115,29 @@ func (r *replicator) run(ctx context.Context) {
 			ae.Reset(r.jitter(r.c.cfg.AntiEntropy))
 		}
 	}
+	// The pull from every live peer after a loss runs at catchUpAt.
+	catchUp := clock.NewTimer(time.Hour)
+	catchUp.Stop()
+	defer catchUp.Stop()
+	var catchUpC <-chan time.Time
+	armCatchUp := func() {
+		if r.catchUpAt.IsZero() {
+			return
+		}
+		if d := r.catchUpAt.Sub(clock.Now()); d > 0 {
+			catchUp.Reset(d)
+			catchUpC = catchUp.Chan()
+			return
+		}
+		r.catchUpAt, catchUpC = time.Time{}, nil
+		r.pullAll()
+	}
 	// Expiry runs only while some origin is hidden.
 	graves := lazyTicker{clock: clock, every: max(min(r.c.cfg.DeadGrace/10, time.Second), 20*time.Millisecond)}
 	defer graves.set(false)
 	r.reconcile()
 	graves.set(len(r.graves) > 0)
+	armCatchUp()
 	for {
 		select {
 		case <-ctx.Done():
@@ -133,7 +154,11 @@ func (r *replicator) run(ctx context.Context) {
 		case <-r.c.view.changed:
 			r.reconcile()
 			graves.set(len(r.graves) > 0)
+			armCatchUp()
 			woken()
+		case <-catchUpC:
+			catchUpC = nil
+			armCatchUp()
 		case now := <-ae.Chan():
 			ticks, next := pace.round(now, r.activity.Load())
 			ae.Reset(r.jitter(next))
@@ -301,6 +326,7 @@ func (r *replicator) reconcile() {
 			if _, ok := r.graves[m.Origin]; !ok {
 				o := m.Origin
 				r.graves[o] = now
+				r.lostMember(o)
 				r.log.Info("hiding entries of "+m.State.String()+" member", slog.String("origin", o.String()))
 				r.leases.setHidden(o, true)
 				r.eachRegistry(func(cm *crdt.Map) { cm.Hide(o) })
@@ -314,6 +340,37 @@ func (r *replicator) reconcile() {
 		}
 	}
 	r.updateLag()
+}
+
+// lostMember schedules a pull from every live peer for when this node's
+// lease on lost member o has lapsed (at once if it has). InSync lets a node
+// act after a death only once it has pulled from every member it hears
+// from since that lapse (lease.go): the dead member's last writes may have
+// reached only them. Left to anti-entropy, which pulls from one random
+// peer per round (1 s apart with DefaultConfig), that catch-up added about
+// a second to every failover. The pull starts a millisecond after the
+// lapse, so its start is strictly later. Loop only.
+func (r *replicator) lostMember(o crdt.Origin) {
+	lapse, ok := r.leases.lapse(o, r.c.cfg.Lease)
+	if !ok {
+		return
+	}
+	if due := lapse.Add(time.Millisecond); due.After(r.catchUpAt) {
+		r.catchUpAt = due
+	}
+}
+
+// pullAll pulls everything from every linked peer. Loop only.
+func (r *replicator) pullAll() {
+	r.linksMu.Lock()
+	ls := make([]*link, 0, len(r.links))
+	for _, l := range r.links {
+		ls = append(ls, l)
+	}
+	r.linksMu.Unlock()
+	for _, l := range ls {
+		r.startSync(l, false)
+	}
 }
 
 // readmit accepts again the data of an origin whose entries were deleted

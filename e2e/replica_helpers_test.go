@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -48,6 +49,22 @@ func newReplicaCluster(t *testing.T) *replicaCluster {
 		ms = append(ms, m)
 	}
 	return startReplicaCluster(t, ms, key)
+}
+
+// manifestTimers are the failure-detection flags the Kubernetes manifest
+// passes (deploy/k8s/statefulset.yaml), read from it so the LAN tests
+// measure the failover a cluster deployed with it gets.
+func manifestTimers(t *testing.T) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(repoRoot(t), "deploy", "k8s", "statefulset.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^\s*- (--probe-interval=\S+)\s*$`).FindSubmatch(b)
+	if m == nil {
+		t.Fatal("deploy/k8s/statefulset.yaml passes no --probe-interval")
+	}
+	return []string{string(m[1])}
 }
 
 // startReplicaCluster starts the three members, node2 first as the seed,

@@ -38,7 +38,8 @@ func (l *netLab) ipQuiet(args ...string) { _ = exec.Command("ip", args...).Run()
 // majority promotes the standbys and serves every session again; after
 // the heal node1 demotes its copies and every node reads one history that
 // holds every click acknowledged on either side and at most those whose
-// answer never came. Real processes in network namespaces, LAN timers.
+// answer never came. Real processes in network namespaces, with the
+// Kubernetes manifest's timers (LAN, and its --probe-interval).
 func TestPartitionedOwnerStopsAndTheMajorityTakesOver(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three processes in network namespaces")
@@ -54,7 +55,8 @@ func TestPartitionedOwnerStopsAndTheMajorityTakesOver(t *testing.T) {
 	policy := filepath.Join(repoRoot(t), "deploy", "local-policy.yaml")
 	var ms []*member
 	for i := 1; i <= 3; i++ {
-		ms = append(ms, lab.member(t, bin, i, "--cluster-key-file", keyFile, "--policy", policy, "--log-level", "info"))
+		args := append([]string{"--cluster-key-file", keyFile, "--policy", policy, "--log-level", "info"}, manifestTimers(t)...)
+		ms = append(ms, lab.member(t, bin, i, args...))
 	}
 	c := startReplicaCluster(t, ms, key)
 	ids := c.startCounters(0, "part", 4)

@@ -23,9 +23,10 @@ import (
 // acknowledged click) is logged as p50 and max.
 //
 // On loopback the dead node's closed ports tell the others at once. In
-// network namespaces with the LAN timers (the Kubernetes manifest's),
-// node1's link is cut before the kill, as when a machine loses power:
-// nothing answers, and only memberlist's verdict ends the wait.
+// network namespaces with the Kubernetes manifest's timers (LAN, and its
+// --probe-interval), node1's link is cut before the kill, as when a
+// machine loses power: nothing answers, and only memberlist's verdict
+// ends the wait.
 func TestOwnerMachineLossLosesNoAcknowledgedWrite(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three nodes and kills one")
@@ -45,7 +46,8 @@ func TestOwnerMachineLossLosesNoAcknowledgedWrite(t *testing.T) {
 		policy := filepath.Join(repoRoot(t), "deploy", "local-policy.yaml")
 		var ms []*member
 		for i := 1; i <= 3; i++ {
-			ms = append(ms, lab.member(t, bin, i, "--cluster-key-file", keyFile, "--policy", policy, "--log-level", "info"))
+			args := append([]string{"--cluster-key-file", keyFile, "--policy", policy, "--log-level", "info"}, manifestTimers(t)...)
+			ms = append(ms, lab.member(t, bin, i, args...))
 		}
 		c := startReplicaCluster(t, ms, key)
 		loseOwnerMachine(t, c, func() {

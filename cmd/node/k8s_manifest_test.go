@@ -255,6 +255,14 @@ func TestKubernetesManifestsMatchTheBinary(t *testing.T) {
 		t.Error("gossip-udp is not UDP: memberlist probes over UDP")
 	}
 
+	// A silent pod is declared dead within 6 probe intervals (three pods,
+	// memberlist's suspicion of 4 intervals after a failed probe): with a
+	// second for the standby to catch up and the client's next call, the
+	// failover stays within 5 s.
+	if cfg.ProbeInterval == 0 || 6*cfg.ProbeInterval > 4*time.Second {
+		t.Errorf("--probe-interval is %v: a silent pod must be declared dead within 4 s (6 intervals), so its sessions fail over within 5 s", cfg.ProbeInterval)
+	}
+
 	// --join dns: names the headless Service of the StatefulSet.
 	var headless corev1.Service
 	for _, s := range m.services {

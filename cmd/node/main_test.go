@@ -103,6 +103,7 @@ func TestServeRefusesBadConfigurationWithOneLine(t *testing.T) {
 		{"unknown flag", []string{"--colour", "red"}, nil, "flag provided but not defined: -colour"},
 		{"bad log level", []string{"--log-level", "loud"}, nil, `--log-level: "loud" is not one of`},
 		{"data dir not writable", []string{"--data-dir", "/dev/null/data"}, nil, "--data-dir: not writable"},
+		{"probe interval too short", []string{"--probe-interval", "10ms"}, nil, "--probe-interval: must be 0 (the default timers) or from 100ms to 10s, got 10ms"},
 		{"body limit too small", []string{"--max-body", "10"}, nil, "--max-body: must be between 1 KiB and 64 MiB"},
 	}
 	for _, tc := range cases {

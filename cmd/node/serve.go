@@ -38,6 +38,7 @@ func serveFlags(cfg *mcpswarm.Config, logFormat, logLevel, configFile *string) *
 	fs.BoolVar(&cfg.Conformance, "conformance", false, "also register the MCP conformance suite's fixture tools, resources and prompts")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", cfg.ShutdownTimeout, "how long in-flight calls may take at shutdown")
 	fs.DurationVar(&cfg.DeadGrace, "dead-grace", cfg.DeadGrace, "how long a dead node's sessions stay hidden before they are deleted")
+	fs.DurationVar(&cfg.ProbeInterval, "probe-interval", cfg.ProbeInterval, "how often gossip probes each node; a silent node is declared dead, and its sessions fail over, after about 5 to 6 intervals, and a node paused that long is declared dead too (0: 1s on a network, 250ms on loopback)")
 	fs.DurationVar(&cfg.Keepalive, "keepalive", cfg.Keepalive, "ping interval on long-lived MCP streams, so proxies do not cut them")
 	fs.Int64Var(&cfg.MaxBodyBytes, "max-body", cfg.MaxBodyBytes, "largest MCP request body in bytes (larger ones get 413)")
 	fs.DurationVar(&cfg.HTTP.HeaderTimeout, "http-header-timeout", cfg.HTTP.HeaderTimeout, "how long a client may take to send a request's headers")
