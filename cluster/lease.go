@@ -42,8 +42,9 @@ import (
 // While members it had heard from are dead but not yet forgotten (the
 // DeadGrace), it stays in sync only if it and the members it hears from
 // are a strict majority of those plus itself, and it has pulled everything
-// those hold (a full anti-entropy exchange with each, started after it
-// lost the dead ones). One node of three killed: the other two go on once
+// those hold (a full pull from each, started after its lease on the dead
+// ones lapsed: the replication loop starts one from every live peer then,
+// lostMember). One node of three killed: the other two go on once
 // memberlist has declared it dead and they have synced; one node cut off
 // from two: it refuses until healed, or until the grace forgets the others
 // (then it is alone and serves what it has).
