@@ -420,3 +420,23 @@ func (c *replicaCluster) promotions(from time.Time, ids []string) []time.Duratio
 	}
 	return out
 }
+
+// startLANReplicaCluster starts a node in each of lab's three namespaces
+// with the Kubernetes manifest's timers and waits as startReplicaCluster
+// does.
+func startLANReplicaCluster(t *testing.T, lab *netLab) *replicaCluster {
+	t.Helper()
+	bin := ensureBinary(t)
+	keyFile := writeClusterKey(t)
+	key, err := mcpswarm.LoadClusterKey(keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy := filepath.Join(repoRoot(t), "deploy", "local-policy.yaml")
+	var ms []*member
+	for i := 1; i <= 3; i++ {
+		args := append([]string{"--cluster-key-file", keyFile, "--policy", policy, "--log-level", "info"}, manifestTimers(t)...)
+		ms = append(ms, lab.member(t, bin, i, args...))
+	}
+	return startReplicaCluster(t, ms, key)
+}

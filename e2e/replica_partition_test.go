@@ -4,12 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/mcpswarm/mcpswarm"
 )
 
 // backdoor gives the test a link of its own into node i's namespace, apart
@@ -46,19 +43,7 @@ func TestPartitionedOwnerStopsAndTheMajorityTakesOver(t *testing.T) {
 	}
 	lab := newNetLab(t, 3)
 	lab.backdoor(1)
-	bin := ensureBinary(t)
-	keyFile := writeClusterKey(t)
-	key, err := mcpswarm.LoadClusterKey(keyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	policy := filepath.Join(repoRoot(t), "deploy", "local-policy.yaml")
-	var ms []*member
-	for i := 1; i <= 3; i++ {
-		args := append([]string{"--cluster-key-file", keyFile, "--policy", policy, "--log-level", "info"}, manifestTimers(t)...)
-		ms = append(ms, lab.member(t, bin, i, args...))
-	}
-	c := startReplicaCluster(t, ms, key)
+	c := startLANReplicaCluster(t, lab)
 	ids := c.startCounters(0, "part", 4)
 	minority, stopMinority := c.clickers(0, ids)
 	majority, stopMajority := c.clickers(1, ids)

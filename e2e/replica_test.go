@@ -4,13 +4,10 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/mcpswarm/mcpswarm"
 )
 
 // The loss of the owner's machine loses no acknowledged write: three real
@@ -37,19 +34,7 @@ func TestOwnerMachineLossLosesNoAcknowledgedWrite(t *testing.T) {
 	})
 	t.Run("lan", func(t *testing.T) {
 		lab := newNetLab(t, 3)
-		bin := ensureBinary(t)
-		keyFile := writeClusterKey(t)
-		key, err := mcpswarm.LoadClusterKey(keyFile)
-		if err != nil {
-			t.Fatal(err)
-		}
-		policy := filepath.Join(repoRoot(t), "deploy", "local-policy.yaml")
-		var ms []*member
-		for i := 1; i <= 3; i++ {
-			args := append([]string{"--cluster-key-file", keyFile, "--policy", policy, "--log-level", "info"}, manifestTimers(t)...)
-			ms = append(ms, lab.member(t, bin, i, args...))
-		}
-		c := startReplicaCluster(t, ms, key)
+		c := startLANReplicaCluster(t, lab)
 		loseOwnerMachine(t, c, func() {
 			lab.cut(1, false)
 			c.nodes[0].kill()
