@@ -34,21 +34,30 @@ type replicaCluster struct {
 
 func newReplicaCluster(t *testing.T) *replicaCluster {
 	t.Helper()
-	bin := ensureBinary(t)
+	bin, key, args := replicaNodeArgs(t)
+	var ms []*member
+	for i := range 3 {
+		m := newMember(t, bin, fmt.Sprintf("node%d", i+1), args...)
+		m.prod = true
+		ms = append(ms, m)
+	}
+	return startReplicaCluster(t, ms, key)
+}
+
+// replicaNodeArgs returns the binary, a fresh cluster key and the serve
+// flags every node of a replica cluster takes: that key, the local policy,
+// and info logs (not the launcher's debug: the log tail on a failure shows
+// the failover).
+func replicaNodeArgs(t *testing.T) (bin string, key []byte, args []string) {
+	t.Helper()
+	bin = ensureBinary(t)
 	keyFile := writeClusterKey(t)
 	key, err := mcpswarm.LoadClusterKey(keyFile)
 	if err != nil {
 		t.Fatal(err)
 	}
 	policy := filepath.Join(repoRoot(t), "deploy", "local-policy.yaml")
-	var ms []*member
-	for i := range 3 {
-		// Info, not the launcher's debug: the log tail on a failure shows the failover.
-		m := newMember(t, bin, fmt.Sprintf("node%d", i+1), "--cluster-key-file", keyFile, "--policy", policy, "--log-level", "info")
-		m.prod = true
-		ms = append(ms, m)
-	}
-	return startReplicaCluster(t, ms, key)
+	return bin, key, []string{"--cluster-key-file", keyFile, "--policy", policy, "--log-level", "info"}
 }
 
 // manifestTimers are the failure-detection flags the Kubernetes manifest
@@ -426,16 +435,10 @@ func (c *replicaCluster) promotions(from time.Time, ids []string) []time.Duratio
 // does.
 func startLANReplicaCluster(t *testing.T, lab *netLab) *replicaCluster {
 	t.Helper()
-	bin := ensureBinary(t)
-	keyFile := writeClusterKey(t)
-	key, err := mcpswarm.LoadClusterKey(keyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	policy := filepath.Join(repoRoot(t), "deploy", "local-policy.yaml")
+	bin, key, args := replicaNodeArgs(t)
+	args = append(args, manifestTimers(t)...)
 	var ms []*member
 	for i := 1; i <= 3; i++ {
-		args := append([]string{"--cluster-key-file", keyFile, "--policy", policy, "--log-level", "info"}, manifestTimers(t)...)
 		ms = append(ms, lab.member(t, bin, i, args...))
 	}
 	return startReplicaCluster(t, ms, key)

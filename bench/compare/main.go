@@ -99,8 +99,8 @@ type fleet struct {
 	// `process` durability with no standbys: the reference of the
 	// replicated click, which differs from it only by the standby.
 	process, processPeer *proc
-	memMcpgo, memGosdk                 *proc // fresh peers for the memory figures
-	crowded                            *proc // an mcpswarm node left holding the idle connections and sessions
+	memMcpgo, memGosdk   *proc // fresh peers for the memory figures
+	crowded              *proc // an mcpswarm node left holding the idle connections and sessions
 }
 
 func (f *fleet) stop() {
