@@ -20,3 +20,13 @@ func Incarnation(n *Node, name string) string {
 	}
 	return m.Origin.String()
 }
+
+// MemberState returns the state in which n sees member name ("alive",
+// "suspect", "dead", ...), "" when it does not know it.
+func MemberState(n *Node, name string) string {
+	m, ok := n.cluster.Member(name)
+	if !ok {
+		return ""
+	}
+	return m.State.String()
+}

@@ -303,6 +303,16 @@ type connOpts struct {
 // session-based revision 2025-11-25.
 func connect(t testing.TB, n *mcpswarm.Node, o connOpts) *conn {
 	t.Helper()
+	c, err := tryConnect(t, n, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// tryConnect is connect that returns the failure to initialize, for a node that
+// may not serve connections yet (one catching up after a partition).
+func tryConnect(t testing.TB, n *mcpswarm.Node, o connOpts) (*conn, error) {
 	var topts []transport.StreamableHTTPCOption
 	if o.token != "" {
 		topts = append(topts, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + o.token}))
@@ -316,7 +326,7 @@ func connect(t testing.TB, n *mcpswarm.Node, o connOpts) *conn {
 	topts = append(topts, transport.WithHTTPBasicClient(httpClient(n)))
 	tr, err := transport.NewStreamableHTTP("http://"+n.HTTPAddr()+"/mcp", topts...)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	copts := []client.ClientOption{client.WithProtocolVersion(mcp.ProtocolVersion20251125)}
 	if o.sessionID != "" {
@@ -334,7 +344,7 @@ func connect(t testing.TB, n *mcpswarm.Node, o connOpts) *conn {
 		}
 	})
 	if err := c.Start(context.Background()); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	t.Cleanup(func() { _ = c.Close() })
 	if o.sessionID == "" {
@@ -344,10 +354,10 @@ func connect(t testing.TB, n *mcpswarm.Node, o connOpts) *conn {
 			req.Params.Capabilities.Elicitation = &mcp.ElicitationCapability{}
 		}
 		if _, err := c.Initialize(context.Background(), req); err != nil {
-			t.Fatalf("initialize on %s: %v", n.HTTPAddr(), err)
+			return nil, fmt.Errorf("initialize on %s: %w", n.HTTPAddr(), err)
 		}
 	}
-	return &conn{Client: c, t: t, notes: ns, id: tr.GetSessionId()}
+	return &conn{Client: c, t: t, notes: ns, id: tr.GetSessionId()}, nil
 }
 
 func (c *conn) call(name string, args map[string]any) *mcp.CallToolResult {

@@ -540,7 +540,10 @@ func (r *replicator) receiveChunk(l *link, receivers map[snapKey]*crdt.SnapshotR
 	}
 	delete(receivers, k)
 	var ok bool
-	reg.with(func(*crdt.Map) { ok, err = rcv.Commit() })
+	reg.with(func(m *crdt.Map) {
+		r.c.hideIfGone(m, c.Origin)
+		ok, err = rcv.Commit()
+	})
 	if err != nil {
 		return err
 	}

@@ -18,9 +18,10 @@ type Registry struct {
 	mu sync.Mutex // guards m and orders writes with their pushes
 	m  *crdt.Map
 
-	out   serialQueue[crdt.Change]
-	fnsMu sync.Mutex
-	fns   []func(crdt.Change)
+	out    serialQueue[crdt.Change]
+	fnsMu  sync.Mutex
+	fns    []func(crdt.Change)
+	hidden []func(crdt.Change) // OnHiddenChange's
 }
 
 func newRegistry(c *Cluster, name string) *Registry {
@@ -28,6 +29,7 @@ func newRegistry(c *Cluster, name string) *Registry {
 	cfg.Registry = name
 	r := &Registry{name: name, c: c, m: crdt.New(c.origin, cfg)}
 	r.m.OnChange(r.out.add) // called under r.mu, in map order
+	r.m.OnHiddenChange(r.out.add)
 	return r
 }
 
@@ -142,6 +144,16 @@ func (r *Registry) OnChange(fn func(crdt.Change)) {
 	r.fnsMu.Unlock()
 }
 
+// OnHiddenChange registers fn, like OnChange, for the changes peers relay
+// to the entries of an origin hidden here (dead, departed or unreachable):
+// the last records a dead node wrote, which reached this node only through
+// others. They are not visible; a reader of dead nodes' data needs them.
+func (r *Registry) OnHiddenChange(fn func(crdt.Change)) {
+	r.fnsMu.Lock()
+	r.hidden = append(r.hidden, fn)
+	r.fnsMu.Unlock()
+}
+
 // Hidden reports whether origin o's entries are hidden (its node is dead,
 // departed or unreachable).
 func (r *Registry) Hidden(o crdt.Origin) bool {
@@ -158,29 +170,26 @@ func (r *Registry) Digest() []crdt.Version {
 }
 
 // flush delivers queued changes to the OnChange callbacks.
-func (r *Registry) flush() {
-	r.out.drain(func(ch crdt.Change) {
-		r.fnsMu.Lock()
-		fns := r.fns
-		r.fnsMu.Unlock()
-		for _, fn := range fns {
-			fn(ch)
-		}
-	})
+func (r *Registry) flush() { r.out.drain(r.deliver) }
+
+// deliver hands one change to the callbacks registered for its kind.
+func (r *Registry) deliver(ch crdt.Change) {
+	r.fnsMu.Lock()
+	fns := r.fns
+	if ch.Hidden {
+		fns = r.hidden
+	}
+	r.fnsMu.Unlock()
+	for _, fn := range fns {
+		fn(ch)
+	}
 }
 
 // settle delivers every change made so far to the OnChange callbacks, or
 // waits until the goroutine delivering them has: what a peer acknowledges
 // is visible to the layers above. Not for use inside a callback.
 func (r *Registry) settle() {
-	r.out.settle(func(ch crdt.Change) {
-		r.fnsMu.Lock()
-		fns := r.fns
-		r.fnsMu.Unlock()
-		for _, fn := range fns {
-			fn(ch)
-		}
-	})
+	r.out.settle(r.deliver)
 }
 
 // with runs fn on the map under the lock, then delivers the changes.
@@ -213,6 +222,7 @@ func (r *Registry) restore() (int, error) {
 // apply applies a remote delta.
 func (r *Registry) apply(d crdt.Delta) (crdt.ApplyResult, error) {
 	r.mu.Lock()
+	r.c.hideIfGone(r.m, d.Origin)
 	res, err := r.m.Apply(d)
 	r.mu.Unlock()
 	r.flush()

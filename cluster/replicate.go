@@ -588,10 +588,14 @@ func (r *replicator) updateLag() {
 
 // accept decides whether data of origin o may be applied when it arrives
 // from the peer whose origin is via. The owner itself (o == via) is trusted
-// for its own data unless the view knows a newer epoch of its name; while the
-// view says it is dead the data lands in its hidden partition. A relay is
-// accepted only for a live member of the view with that very epoch. It
-// returns the reason when not.
+// for its own data unless the view knows a newer epoch of its name. A relay
+// is accepted only for a member of the view with that very epoch. While the
+// view says the origin is dead or gone the data lands in its hidden
+// partition: a dead owner's last records may have reached only the peers
+// that relay them, and a standby must read them before it takes over
+// (Registry.OnHiddenChange); the map's drop memory, and the view forgetting
+// the origin after its grace, keep them from coming back later. It returns
+// the reason when not.
 func (c *Cluster) accept(o, via crdt.Origin) (bool, string) {
 	if o.Name == c.origin.Name {
 		return false, "own origin"
@@ -602,10 +606,18 @@ func (c *Cluster) accept(o, via crdt.Origin) (bool, string) {
 		return false, "superseded origin"
 	case o == via:
 		return true, ""
-	case ok && m.Epoch == o.Epoch && m.State.live():
-		return true, ""
 	case ok && m.Epoch == o.Epoch:
-		return false, "origin " + m.State.String()
+		return true, ""
 	}
 	return false, "unknown origin"
+}
+
+// hideIfGone hides origin o's partition of cm before data of o is applied
+// when the view says o is suspect, dead or gone: a relay can bring a dead
+// origin's data before the replication loop hid it here (or after its
+// partition was deleted), and it must not show. The caller holds cm's lock.
+func (c *Cluster) hideIfGone(cm *crdt.Map, o crdt.Origin) {
+	if m, ok := c.view.get(o.Name); ok && m.Epoch == o.Epoch && (!m.State.live() || m.State == StateSuspect) {
+		cm.Hide(o)
+	}
 }

@@ -67,7 +67,8 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Change is one visible change of an entry. Old is nil when the entry was
+// Change is one change of an entry: a visible one (OnChange), or one to a
+// hidden origin's entries (OnHiddenChange). Old is nil when the entry was
 // added; New is nil when it was removed, hidden or dropped. Old and New may
 // alias the map's storage and must not be modified.
 type Change struct {
@@ -75,6 +76,10 @@ type Change struct {
 	Key      string
 	Origin   Origin
 	Old, New []byte
+	// Hidden: the change is to a hidden origin's entries (remote data that
+	// arrived while its origin is dead or unreachable). Only OnHiddenChange
+	// reports such changes.
+	Hidden bool
 }
 
 // Entry is one visible entry. Value aliases the map's storage: it stays
@@ -113,6 +118,7 @@ type Map struct {
 	dropped  map[string]dropMark   // by origin name
 	now      uint64
 	onChange func(Change)
+	onHidden func(Change)
 }
 
 // partition is one origin's share of the map.
@@ -172,6 +178,14 @@ func (m *Map) Config() Config { return m.cfg }
 // leaves the value's bytes as they were is not reported. nil disables it.
 func (m *Map) OnChange(fn func(Change)) { m.onChange = fn }
 
+// OnHiddenChange sets the function called, like OnChange's, for every
+// change remote data makes to a hidden origin's entries (Change.Hidden is
+// set): what a dead origin last wrote can still reach this node through
+// the peers that relay it, and a reader of dead origins' data (a standby
+// deciding whether to take over) must see it. Hiding, unhiding and
+// dropping are not reported here. nil disables it.
+func (m *Map) OnHiddenChange(fn func(Change)) { m.onHidden = fn }
+
 // changes collects the changes of one operation when someone listens.
 type changes struct {
 	m   *Map
@@ -187,10 +201,29 @@ func (c *changes) add(key string, o Origin, old, new []byte) {
 	c.buf = append(c.buf, Change{Registry: c.m.cfg.Registry, Key: key, Origin: o, Old: old, New: new})
 }
 
+// addHidden records a change to a hidden partition's entries.
+func (c *changes) addHidden(key string, o Origin, old, new []byte) {
+	if c.m.onHidden == nil || (old != nil && new != nil && bytes.Equal(old, new)) {
+		return
+	}
+	c.buf = append(c.buf, Change{Registry: c.m.cfg.Registry, Key: key, Origin: o, Old: old, New: new, Hidden: true})
+}
+
+// addTo records a change to p's entries as visible or hidden.
+func (c *changes) addTo(p *partition, key string, old, new []byte) {
+	if p.hidden {
+		c.addHidden(key, p.origin, old, new)
+	} else {
+		c.add(key, p.origin, old, new)
+	}
+}
+
 func (c *changes) emit() {
-	if fn := c.m.onChange; fn != nil {
-		for _, ch := range c.buf {
-			fn(ch)
+	for _, ch := range c.buf {
+		if ch.Hidden {
+			c.m.onHidden(ch)
+		} else {
+			c.m.onChange(ch)
 		}
 	}
 }
@@ -264,20 +297,17 @@ func (m *Map) Apply(d Delta) (ApplyResult, error) {
 	if d.From > p.seq {
 		return ApplyResult{Gap: true, Have: p.seq}, nil
 	}
-	visible := !p.hidden
 	for _, r := range d.Removes {
 		old, held, ok := p.entries.get(r.Key)
 		if !ok || held > r.Seq {
 			continue
 		}
 		p.entries.del(r.Key)
-		if visible {
-			ch.add(r.Key, p.origin, old, nil)
-		}
+		ch.addTo(p, r.Key, old, nil)
 	}
 	for _, put := range d.Puts {
-		if old, stored, ok := p.entries.putNewer(put.Key, put.Value, put.Seq); ok && visible {
-			ch.add(put.Key, p.origin, old, stored)
+		if old, stored, ok := p.entries.putNewer(put.Key, put.Value, put.Seq); ok {
+			ch.addTo(p, put.Key, old, stored)
 		}
 	}
 	p.seq = d.To

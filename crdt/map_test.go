@@ -3,6 +3,7 @@ package crdt
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -178,4 +179,54 @@ func cloneChunks(cs []SnapshotChunk) []SnapshotChunk {
 		out[i] = c
 	}
 	return out
+}
+
+// What a hidden origin's relayed data changes is reported through
+// OnHiddenChange only, by deltas and snapshots alike; the visible feed stays
+// silent until the origin is shown again.
+func TestHiddenOriginsChangesGoToTheHiddenFeed(t *testing.T) {
+	owner := New(originA, Config{})
+	m := New(originB, Config{})
+	var visible, hidden []string
+	m.OnChange(func(ch Change) { visible = append(visible, fmt.Sprintf("%s=%s", ch.Key, ch.New)) })
+	m.OnHiddenChange(func(ch Change) {
+		if !ch.Hidden || ch.Origin != originA {
+			t.Errorf("hidden feed got %+v", ch)
+		}
+		hidden = append(hidden, fmt.Sprintf("%s=%s", ch.Key, ch.New))
+	})
+	d, _ := owner.Put("x", []byte("1"))
+	if _, err := m.Apply(d); err != nil {
+		t.Fatal(err)
+	}
+	m.Hide(originA)
+	visible = nil
+	d, _ = owner.Put("x", []byte("2"))
+	if _, err := m.Apply(d); err != nil {
+		t.Fatal(err)
+	}
+	d, _ = owner.Remove("x")
+	if _, err := m.Apply(d); err != nil {
+		t.Fatal(err)
+	}
+	owner.Put("y", []byte("3"))
+	rc := m.NewSnapshotReceiver(originA, owner.Seq(originA))
+	for _, c := range owner.Snapshot(originA, 1<<10) {
+		if err := rc.Add(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ok, err := rc.Commit(); !ok || err != nil {
+		t.Fatalf("Commit = %t %v", ok, err)
+	}
+	if want := "x=2 x= y=3"; strings.Join(hidden, " ") != want {
+		t.Errorf("hidden feed = %q, want %q", strings.Join(hidden, " "), want)
+	}
+	if len(visible) != 0 {
+		t.Errorf("visible feed reported %v while a was hidden", visible)
+	}
+	m.Unhide(originA)
+	if want := "y=3"; strings.Join(visible, " ") != want {
+		t.Errorf("unhiding reported %v, want %q", visible, want)
+	}
 }

@@ -373,9 +373,9 @@ func (r *SnapshotReceiver) Commit() (bool, error) {
 	if ignored {
 		return false, nil
 	}
-	if !p.hidden && m.onChange != nil {
+	if (!p.hidden && m.onChange != nil) || (p.hidden && m.onHidden != nil) {
 		diff(p.entries.sorted(), r.entries.sorted(), func(key []byte, old, new []byte) {
-			ch.add(string(key), p.origin, old, new)
+			ch.addTo(p, string(key), old, new)
 		})
 	}
 	p.entries, p.seq = r.entries, r.seq

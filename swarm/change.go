@@ -61,6 +61,49 @@ func (s *Swarm) onSessionChange(ch crdt.Change) {
 	}
 }
 
+// onHiddenSessionChange takes in a session record that reached this node
+// for an owner hidden here (dead, gone or unreachable), relayed by a peer
+// that heard it before the owner vanished from this node's view. Such a
+// record is newer than what this node kept of the session when the owner
+// vanished: a standby that was cut off meanwhile would otherwise act on a
+// record that still names it, and promote a stale copy. So the failover
+// reads the newest one (the record of the latest epoch), and a local copy
+// of an earlier epoch demotes itself, as it does for a visible record.
+func (s *Swarm) onHiddenSessionChange(ch crdt.Change) {
+	if ch.Origin == s.cl.Origin() {
+		return
+	}
+	if ch.New == nil {
+		old, err := decodeSession(ch.Old)
+		if err != nil {
+			return
+		}
+		s.mu.Lock()
+		if cur, ok := s.unavailable[ch.Key]; ok && cur.Node == old.Node && cur.Handoff == old.Handoff {
+			delete(s.unavailable, ch.Key) // the owner stopped it before it vanished
+		}
+		s.mu.Unlock()
+		return
+	}
+	rec, err := decodeSession(ch.New)
+	if err != nil {
+		s.log.Warn("ignoring malformed session record", "session", ch.Key, "origin", ch.Origin.String(), "err", err)
+		return
+	}
+	if local, ok := s.mgr.Get(ch.Key); ok {
+		s.demoteIfSuperseded(ch.Key, local, rec)
+	}
+	if _, visible := s.locate(ch.Key); visible {
+		return // a live owner serves it: nothing to take over
+	}
+	s.mu.Lock()
+	if cur, ok := s.unavailable[ch.Key]; !ok || rec.Handoff >= cur.Handoff {
+		s.unavailable[ch.Key] = rec
+		s.failKick.Kick()
+	}
+	s.mu.Unlock()
+}
+
 // emitRevisions reports the resources of a remote session whose revision
 // moved, so subscribers on this node hear of changes made on the owner.
 // Local sessions are reported with their patches by onLocalEvent.

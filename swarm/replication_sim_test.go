@@ -21,19 +21,21 @@ package swarm
 // cluster.InMajority, cluster.InSync and cluster.Down as lease.go counts
 // them, session records (each owner publishes its sessions' records with
 // their in-sync standbys; every tick a node pulls every record a reachable
-// peer holds, relayed ones only of an origin it sees live, as
-// cluster.accept; a node keeps other origins' records in memory only, its
-// own on disk), replicas.publishStandbys (before it answers with a standby
-// Unconfirmed, the owner pushes its record to every live peer, or refuses
-// unless the peers it misses are known down), the session and its owner's
-// journal (write(2) survives a crash, not the loss of the disk), a restart
+// peer holds, relayed ones only of an origin it knows with that
+// incarnation, a dead one's into its hidden partition, as cluster.accept;
+// a node keeps other origins' records in memory only, its own on disk),
+// replicas.publishStandbys (before it answers with a standby Unconfirmed,
+// the owner pushes its record to every live peer, or refuses unless the
+// peers it misses are known down), the session and its owner's journal
+// (write(2) survives a crash, not the loss of the disk), a restart
 // (cluster.Start joins the peers it reaches before the node serves its
 // restored sessions), routing (the entry node refuses unless
 // cluster.InSync holds, and forwards to the owner its visible records
-// name), demotion of an owner that sees a visible record of a later epoch,
-// and failover of hidden owners' sessions each tick. Time runs in ticks of
-// one to three events each; views change at the end of a tick, so a call
-// can meet a view a fault has just made stale.
+// name), demotion of an owner that holds a record of a later epoch,
+// visible or hidden (Swarm.onHiddenSessionChange), and failover of hidden
+// owners' sessions each tick from the record of the latest epoch. Time
+// runs in ticks of one to three events each; views change at the end of a
+// tick, so a call can meet a view a fault has just made stale.
 //
 // A write answered ok has the value it answered; one refused as fenced or
 // never answered may or may not have applied (porcupine places it
@@ -47,13 +49,14 @@ package swarm
 // the schedule are answered from the owner's memory, fenced or not, and
 // are checked only with -sim.reads.
 //
-// -sim.faults=one (the default) is the contract, any one node: a fault
-// (crash, pause, one node cut off) starts only while no node is faulty and
-// the last one ended simRecover ticks ago. seq drops the recovery time;
-// any lets faults overlap and partitions split the nodes at random. Under
-// seq and any the current rules still fork: -sim.survey lists the seeds
-// by kind, and -sim.relaydead, -sim.remember and -sim.demotehidden model
-// fixes under study.
+// -sim.faults lists the kinds of schedule run (both by default). one, the
+// contract (any one node): a fault (crash, pause, one node cut off) starts
+// only while no node is faulty and the last one ended simRecover ticks
+// ago. seq drops the recovery time, so a fault may follow another before
+// the cluster settled (a machine lost just after a blip). any lets faults
+// overlap and partitions split the nodes at random: past the contract, it
+// still forks (-sim.survey lists the seeds by kind); -sim.remember models
+// a fix under study.
 //
 // Everything runs on the test's goroutine but the Shipper's own, which the
 // simulation waits for after each call, so a seed replays the same
@@ -83,10 +86,8 @@ var simSchedules = flag.Int("sim.schedules", 2000, "random schedules TestReplica
 var simSeed = flag.Int64("sim.seed", 0, "run only this schedule seed (0: all)")
 var simShow = flag.Int("sim.show", 2, "transcripts the survey prints per kind of failure")
 var simRemember = flag.Bool("sim.remember", false, "a restarted node counts the members it knew before as dead until it hears them (a fix under study)")
-var simDemoteHidden = flag.Bool("sim.demotehidden", false, "an owner also demotes itself on a later epoch's record from a hidden (dead or suspect) origin (a fix under study)")
 var simReads = flag.Bool("sim.reads", false, "check the reads made during the schedule too (an owner answers them from memory, fenced or not)")
-var simRelayDead = flag.Bool("sim.relaydead", false, "a node takes relayed records of an origin it sees dead into its hidden partition (a fix under study)")
-var simFaults = flag.String("sim.faults", "one", "one: a fault (crash, pause, one node cut off) starts only while no node is faulty and the last fault ended simRecover ticks ago; seq: as one, without the recovery time; any: faults overlap and partitions split the nodes at random")
+var simFaults = flag.String("sim.faults", "one,seq", "the kinds of schedule, comma-separated; one: a fault (crash, pause, one node cut off) starts only while no node is faulty and the last fault ended simRecover ticks ago; seq: as one, without the recovery time; any: faults overlap and partitions split the nodes at random")
 var simSurvey = flag.Bool("sim.survey", false, "run every schedule and report the failing seeds, shortest transcript first")
 
 // simRegressions are schedules that found a fork once.
@@ -100,8 +101,16 @@ var simRegressions = []struct {
 	seeds: []int64{639, 6210},
 }, {
 	why:   "the placement moved to a standby that came back and the owner answered before the record that drops the old standby reached the peers (TestAStandbyLeftBehindStaysUnconfirmedUntilTheRecordIsConfirmed)",
-	cfg:   simConfig{faults: "seq", relayDead: true},
+	cfg:   simConfig{faults: "seq"},
 	seeds: []int64{1107, 1532, 5357, 5698},
+}, {
+	why:   "a standby cut off while its owner moved the session elsewhere came back after the owner died and promoted its stale copy: relays of a dead owner's last record were refused (TestAStaleStandbyThatComesBackAfterItsOwnerDiedDoesNotPromote)",
+	cfg:   simConfig{faults: "seq"},
+	seeds: []int64{9692, 5754, 9290, 4193, 5461},
+}, {
+	why:   "an old owner cut off during a promotion kept serving after the new owner died at the heal, because it demoted only on a visible record of the later epoch",
+	cfg:   simConfig{faults: "seq"},
+	seeds: []int64{1974, 9748},
 }}
 
 // TestReplicationForksFoundStayFixed replays the schedules that found a
@@ -161,7 +170,14 @@ func TestReplicationHasOneHistory(t *testing.T) {
 			seeds = append(seeds, int64(i+1))
 		}
 	}
-	cfg := flagConfig()
+	for _, faults := range strings.Split(*simFaults, ",") {
+		cfg := flagConfig()
+		cfg.faults = faults
+		t.Run(faults, func(t *testing.T) { runSchedules(t, seeds, cfg) })
+	}
+}
+
+func runSchedules(t *testing.T, seeds []int64, cfg simConfig) {
 	start := time.Now()
 	if *simSurvey {
 		survey(t, seeds, cfg)
@@ -271,7 +287,7 @@ func (s *sim) demoteSuperseded(nd *simNode) {
 	for _, id := range slices.Sorted(maps.Keys(nd.sessions)) {
 		rec, visible, ok := s.locate(nd, id)
 		for _, o := range slices.Sorted(maps.Keys(nd.others)) {
-			if r, has := nd.others[o].recs[id]; s.cfg.demoteHidden && has && r.Handoff > nd.sessions[id].Epoch {
+			if r, has := nd.others[o].recs[id]; has && r.Handoff > nd.sessions[id].Epoch {
 				rec, visible, ok = r, true, true
 			}
 		}

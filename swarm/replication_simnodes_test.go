@@ -327,10 +327,9 @@ func (s *sim) observe(nd *simNode) {
 		}
 		s.merge(nd, p.name, p.published)
 		for o, part := range p.others {
-			// A relay: only of a live member of the view with that
-			// incarnation (cluster.accept), or with -sim.relaydead also of
-			// a dead one, into its hidden partition.
-			if v := nd.view[o]; o != nd.name && v != nil && v.incarn == part.incarn && (v.state != cluster.StateDead || s.cfg.relayDead) {
+			// A relay: only of a member of the view with that incarnation
+			// (cluster.accept); a dead one's lands in its hidden partition.
+			if v := nd.view[o]; o != nd.name && v != nil && v.incarn == part.incarn {
 				s.merge(nd, o, part)
 			}
 		}

@@ -207,6 +207,7 @@ func New(cfg Config) (*Swarm, error) {
 		return nil, fmt.Errorf("registering swarm metrics: %w", err)
 	}
 	s.sessions.OnChange(s.onSessionChange)
+	s.sessions.OnHiddenChange(s.onHiddenSessionChange)
 	s.tools.OnChange(s.onToolsChange)
 	// The forward service rides the cluster's gRPC server and peer
 	// connections, under the peer credential; the previous release's

@@ -1,0 +1,122 @@
+package mcpswarm_test
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	mcpswarm "github.com/mcpswarm/mcpswarm"
+)
+
+// Faults that follow one another before the cluster settled, as the
+// replication simulation's -sim.faults=seq schedules them.
+
+// A standby is cut off, its owner moves the session to another standby and
+// acknowledges more clicks there; then the owner dies and the new standby
+// is cut off too, before the first one heard of the move. When the first
+// one comes back it learns the dead owner's last record from the peers
+// that relayed it: its copy is stale, so it does not promote, and the
+// session waits for the standby that holds every acknowledged click.
+func TestAStaleStandbyThatComesBackAfterItsOwnerDiedDoesNotPromote(t *testing.T) {
+	e := newSwarmEnv(t)
+	nodes := e.cluster(5)
+	alice1 := connect(t, nodes[0], connOpts{token: aliceToken})
+	acked, maybe := 3, 0
+	startCounter(t, alice1, alice1, "ct", acked)
+	var stale string
+	eventually(t, 5*time.Second, "ct's record names a standby", func() bool {
+		stale = standbyOf(t, nodes[0], "ct")
+		return stale != ""
+	})
+	click := func() {
+		switch refusal := clickNow(alice1, "ct"); {
+		case refusal == "":
+			acked++
+		case strings.Contains(refusal, mcpswarm.ErrFenced.Error()):
+			maybe++
+		}
+	}
+	var next string
+	seeDead := func(name string) { // as every node in contact with the rest sees it
+		for other, n := range e.nodes {
+			if other != name && other != stale && other != next {
+				eventually(t, 15*time.Second, other+" sees "+name+" dead", func() bool { return mcpswarm.MemberState(n, name) == "dead" })
+			}
+		}
+	}
+
+	e.cut(stale)
+	seeDead(stale)
+	eventually(t, 15*time.Second, "the owner names another standby for ct", func() bool {
+		click()
+		next = standbyOf(t, nodes[0], "ct")
+		return next != "" && next != stale
+	})
+	for want := acked + 3; acked < want; {
+		eventually(t, 15*time.Second, "the owner acknowledges a click with its new standby", func() bool {
+			before := acked
+			click()
+			return acked > before
+		})
+	}
+	for name, n := range e.nodes {
+		if name != stale {
+			eventually(t, 15*time.Second, name+"'s record names "+next+" as ct's standby", func() bool {
+				return slices.Equal(mcpswarm.RecordedStandbys(n, "ct"), []string{next})
+			})
+		}
+	}
+
+	// The owner dies and the standby holding its last clicks is cut off;
+	// the stale standby comes back to a majority of three out of five.
+	e.cut(next)
+	e.kill("node1")
+	seeDead("node1")
+	e.heal(stale)
+	for name, n := range e.nodes {
+		if name != next {
+			eventually(t, 15*time.Second, name+" sees three members alive", func() bool { return n.AliveMembers() == 3 })
+		}
+	}
+	staleConn := func() *conn {
+		var c *conn
+		eventually(t, 15*time.Second, stale+" serves connections again", func() bool {
+			var err error
+			c, err = tryConnect(t, e.nodes[stale], connOpts{token: aliceToken})
+			return err == nil
+		})
+		return c
+	}()
+	if got, ok := countNow(staleConn, "ct"); ok {
+		t.Fatalf("with only a stale copy in the majority, ct is served at %d (%d acknowledged)", got, acked)
+	}
+
+	e.heal(next)
+	var n int
+	eventually(t, 20*time.Second, "ct is served again once its last standby is back", func() bool {
+		var ok bool
+		n, ok = countNow(staleConn, "ct")
+		return ok
+	})
+	if n < acked || n > acked+maybe {
+		t.Fatalf("ct came back at %d after %d acknowledged clicks and %d that may have applied", n, acked, maybe)
+	}
+	// Every node reads the one history, including the one that was cut off.
+	for name, node := range e.nodes {
+		eventually(t, 15*time.Second, name+" reads ct at "+strconv.Itoa(n), func() bool {
+			c, err := tryConnect(t, node, connOpts{token: aliceToken})
+			if err != nil {
+				return false
+			}
+			got, ok := countNow(c, "ct")
+			return ok && got == n
+		})
+	}
+	for name, node := range e.nodes {
+		if slices.Contains(node.LocalSessions(), "ct") && name != next {
+			t.Fatalf("ct runs on %s; only %s, the standby the owner last named, may promote it", name, next)
+		}
+	}
+}
