@@ -39,10 +39,15 @@ func TestAStaleStandbyThatComesBackAfterItsOwnerDiedDoesNotPromote(t *testing.T)
 		}
 	}
 	var next string
-	seeDead := func(name string) { // as every node in contact with the rest sees it
+	// seeDead waits until every node in contact with the rest has seen
+	// member name die: dead, or already forgotten after the grace.
+	seeDead := func(name string) {
 		for other, n := range e.nodes {
 			if other != name && other != stale && other != next {
-				eventually(t, 15*time.Second, other+" sees "+name+" dead", func() bool { return mcpswarm.MemberState(n, name) == "dead" })
+				eventually(t, 15*time.Second, other+" sees "+name+" dead", func() bool {
+					st := mcpswarm.MemberState(n, name)
+					return st == "dead" || st == ""
+				})
 			}
 		}
 	}
