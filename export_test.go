@@ -30,3 +30,15 @@ func MemberState(n *Node, name string) string {
 	}
 	return m.State.String()
 }
+
+// StandbyCopies returns the sessions n holds a standby copy of.
+func StandbyCopies(n *Node) []string {
+	if n.replicas == nil {
+		return nil
+	}
+	var ids []string
+	for _, c := range n.replicas.holder.Copies() {
+		ids = append(ids, c.Session)
+	}
+	return ids
+}

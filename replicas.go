@@ -105,6 +105,7 @@ func openReplicas(dataDir string, c *cluster.Cluster, n int, reg prometheus.Regi
 		coalesce.Run(r.stop, r.kick, 50*time.Millisecond, func() {
 			if r.ship != nil {
 				r.ship.Rebalance(context.Background())
+				r.retire()
 			}
 		})
 	}()
@@ -167,9 +168,10 @@ func (r *replicas) replicate(id string, epoch uint64, b []byte, j *journal.Journ
 	return j.Sync()
 }
 
-// publishStandbys makes every live peer hold the session's record with its
-// in-sync set as it is now, within the standby acknowledgement bound.
-func (r *replicas) publishStandbys(id string) error {
+// publishStandbys makes every live peer hold the records of sessions ids
+// with their in-sync sets as they are now, within the standby
+// acknowledgement bound, and tells the shipper each was confirmed.
+func (r *replicas) publishStandbys(ids ...string) error {
 	r.mu.Lock()
 	sw := r.sw
 	r.mu.Unlock()
@@ -178,8 +180,11 @@ func (r *replicas) publishStandbys(id string) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), standby.DefaultAckTimeout)
 	defer cancel()
-	published := r.InSync(id)
-	err := sw.PublishStandbys(ctx, id)
+	published := make([][]string, len(ids))
+	for i, id := range ids {
+		published[i] = r.InSync(id)
+	}
+	err := sw.PublishStandbys(ctx, ids...)
 	// A peer known down cannot take anything over; when it comes back, it
 	// is a new incarnation that reads the record before it may act.
 	var lag *cluster.LaggingError
@@ -187,9 +192,25 @@ func (r *replicas) publishStandbys(id string) error {
 		err = nil
 	}
 	if err == nil {
-		r.ship.Confirmed(id, published)
+		for i, id := range ids {
+			r.ship.Confirmed(id, published[i])
+		}
 	}
 	return err
+}
+
+// retire confirms the records of sessions whose placement moved, so the
+// standbys they no longer name are released (Shipper.Retiring); records
+// not confirmed now are tried again at the next membership change or
+// write.
+func (r *replicas) retire() {
+	ids := r.ship.Retiring()
+	if len(ids) == 0 {
+		return
+	}
+	if err := r.publishStandbys(ids...); err != nil {
+		r.log.Debug("moved standbys keep their copies until the records that drop them reach every peer", "sessions", len(ids), "err", err)
+	}
 }
 
 // knownDown reports whether a standby that missed a write (with why) is

@@ -322,6 +322,11 @@ func TestACutOffStandbyIsReplaced(t *testing.T) {
 		}
 		return true
 	})
+	// The standby that stood in is released once the record that drops it
+	// reached every peer (not before: its copy was the named one).
+	eventually(t, 15*time.Second, other+" releases its copy of ct", func() bool {
+		return !slices.Contains(mcpswarm.StandbyCopies(e.nodes[other]), "ct")
+	})
 	var last int
 	eventually(t, 15*time.Second, "the owner reads ct", func() bool {
 		var ok bool

@@ -83,6 +83,12 @@ type shipped struct {
 	// confirmed its record reached every live peer: a peer may still read
 	// any of them in the record.
 	named []string
+	// retiring are standbys no longer placed that a record may still
+	// name: each keeps its copy until the record that drops it is
+	// confirmed (Confirmed). Released at once, the owner's death in
+	// between would leave the record naming a standby with nothing to
+	// promote, and the new standby, with every write, unnamed.
+	retiring []string
 }
 
 // Outcome says what became of one snapshot.
@@ -161,10 +167,15 @@ func (s *Shipper) shipLocked(ctx context.Context, id string, st *shipped) (Outco
 	placed := Place(id, s.cfg.Peers.Self(), s.cfg.Peers.Candidates(), s.cfg.Replicas)
 	out := Outcome{Placed: placed}
 	for _, gone := range st.placed {
-		if !slices.Contains(placed, gone) {
+		switch {
+		case slices.Contains(placed, gone):
+		case slices.Contains(st.named, gone):
+			st.retiring = union(st.retiring, []string{gone})
+		default:
 			s.releaseOn(gone, id, st.epoch)
 		}
 	}
+	st.retiring = slices.DeleteFunc(st.retiring, func(n string) bool { return slices.Contains(placed, n) })
 	if len(placed) > 0 {
 		var ahead uint64
 		out, ahead = s.fanOut(ctx, id, st, placed)
@@ -341,11 +352,11 @@ func (s *Shipper) Forget(id string) {
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	for _, node := range st.placed {
+	for _, node := range union(slices.Clone(st.placed), st.retiring) {
 		s.releaseOn(node, id, st.epoch)
 	}
 	st.placed, st.inSync, st.last = nil, nil, nil
-	st.acked, st.behind, st.named = nil, nil, nil
+	st.acked, st.behind, st.named, st.retiring = nil, nil, nil, nil
 }
 
 // Rebalance ships each session's last snapshot again where its placement
@@ -394,6 +405,37 @@ func (s *Shipper) Confirmed(id string, published []string) {
 	defer st.mu.Unlock()
 	// A set that changed since was published too, without confirmation.
 	st.named = union(slices.Clone(published), st.inSync)
+	st.retiring = slices.DeleteFunc(st.retiring, func(n string) bool {
+		if slices.Contains(st.named, n) {
+			return false
+		}
+		s.releaseOn(n, id, st.epoch)
+		return true
+	})
+}
+
+// Retiring returns the sessions with a standby that is no longer placed
+// and waits for its release until a record that drops it is confirmed:
+// the owner should publish their records and confirm them (Confirmed).
+func (s *Shipper) Retiring() []string {
+	s.mu.Lock()
+	all := make([]*shipped, 0, len(s.sessions))
+	ids := make([]string, 0, len(s.sessions))
+	for id, st := range s.sessions {
+		ids = append(ids, id)
+		all = append(all, st)
+	}
+	s.mu.Unlock()
+	var out []string
+	for i, st := range all {
+		st.mu.Lock()
+		if len(st.retiring) > 0 {
+			out = append(out, ids[i])
+		}
+		st.mu.Unlock()
+	}
+	slices.Sort(out)
+	return out
 }
 
 // union returns a with the elements of b it lacks, sorted.

@@ -19,17 +19,18 @@ var errUnreachable = errors.New("unreachable")
 // localPeers are standbys served in this process: each name has its own
 // Holder behind the real Service, and any of them can be cut off.
 type localPeers struct {
-	self string
-	mu   sync.Mutex
-	svcs map[string]*Service
-	cut  map[string]bool
+	self    string
+	mu      sync.Mutex
+	svcs    map[string]*Service
+	holders map[string]*Holder
+	cut     map[string]bool
 }
 
 func newLocalPeers(t *testing.T, self string, standbys ...string) *localPeers {
 	t.Helper()
-	p := &localPeers{self: self, svcs: map[string]*Service{}, cut: map[string]bool{}}
+	p := &localPeers{self: self, svcs: map[string]*Service{}, holders: map[string]*Holder{}, cut: map[string]bool{}}
 	for _, name := range standbys {
-		p.svcs[name], _ = newService(t)
+		p.svcs[name], p.holders[name] = newService(t)
 	}
 	return p
 }
@@ -197,6 +198,53 @@ func TestAStandbyLeftBehindStaysUnconfirmedUntilTheRecordIsConfirmed(t *testing.
 	s.Confirmed("ct", st.InSync)
 	if out := s.Ship(ctx, "ct", 1, []byte(`{"count":4}`)); out.Unconfirmed != nil {
 		t.Fatalf("after the record was confirmed: unconfirmed %v, want none", out.Unconfirmed)
+	}
+}
+
+// A standby the placement moves away from keeps its copy until the record
+// that drops it is confirmed: released at once, an owner dying before its
+// peers read the new record would leave that record naming a standby with
+// nothing to promote. Once confirmed, it is released.
+func TestAMovedStandbyIsReleasedOnlyOnceTheRecordDroppingItIsConfirmed(t *testing.T) {
+	peers := &leavingPeers{localPeers: newLocalPeers(t, "node1", "node2", "node3")}
+	s := NewShipper(ShipperConfig{Replicas: 1, Peers: peers})
+	ctx := context.Background()
+	first := s.Ship(ctx, "ct", 1, []byte(`{"count":1}`))
+	if len(first.Acked) != 1 {
+		t.Fatalf("first snapshot: outcome %+v, want one standby", first)
+	}
+	old := first.Acked[0]
+	s.Confirmed("ct", first.Acked)
+
+	peers.left = old // the placement moves
+	if n := s.Rebalance(ctx); n != 1 {
+		t.Fatalf("Rebalance shipped %d sessions, want 1", n)
+	}
+	st, _ := s.Status("ct")
+	if len(st.InSync) != 1 || st.InSync[0] == old {
+		t.Fatalf("after the move: in sync %v, want the other standby", st.InSync)
+	}
+	if got := s.Retiring(); !slices.Equal(got, []string{"ct"}) {
+		t.Fatalf("Retiring = %v, want [ct]", got)
+	}
+	if _, held := peers.holders[old].Get("ct"); !held {
+		t.Fatalf("%s released its copy before the record dropping it was confirmed", old)
+	}
+	s.Confirmed("ct", []string{old}) // a record published before the move
+	if _, held := peers.holders[old].Get("ct"); !held || len(s.Retiring()) != 1 {
+		t.Fatalf("%s released on the confirmation of a record that still names it", old)
+	}
+
+	s.Confirmed("ct", st.InSync)
+	if got := s.Retiring(); len(got) != 0 {
+		t.Fatalf("Retiring after the confirmation = %v, want none", got)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for _, held := peers.holders[old].Get("ct"); held; _, held = peers.holders[old].Get("ct") {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s still holds ct after the record dropping it was confirmed", old)
+		}
+		<-time.After(time.Millisecond)
 	}
 }
 

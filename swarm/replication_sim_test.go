@@ -203,6 +203,28 @@ func runSchedules(t *testing.T, seeds []int64, cfg simConfig) {
 	t.Logf("%d schedules (%s) in %s (%.0f/s); events seen: %v", len(seeds), cfg, time.Since(start).Round(time.Millisecond), float64(len(seeds))/time.Since(start).Seconds(), seen)
 }
 
+// publishStandbys is replicas.publishStandbys: owner pushes its record of
+// session id to every live peer and confirms it to its shipper, unless a
+// peer it misses is not known down (returned).
+func (s *sim) publishStandbys(owner *simNode, id string) (missed string) {
+	published := slices.Clone(owner.published.recs[id].Standbys)
+	for _, name := range slices.Sorted(maps.Keys(owner.view)) {
+		p := s.byName[name]
+		switch {
+		case owner.view[name].state != cluster.StateAlive:
+		case s.reachable(owner, p):
+			s.merge(p, owner.name, owner.published)
+		case !s.down(owner, name) && missed == "":
+			missed = name
+		}
+	}
+	if missed == "" {
+		owner.ship.Confirmed(id, published)
+		s.settled()
+	}
+	return missed
+}
+
 type sim struct {
 	cfg    simConfig
 	seed   int64
@@ -566,23 +588,10 @@ func (s *sim) serve(owner *simNode, id string, write bool) (int, string) {
 		return cluster.RefusedConn(why) || s.down(owner, node)
 	}, func() error { return s.inMajority(owner) })
 	if a != standby.Fenced && a != standby.Demoted && len(out.Unconfirmed) > 0 {
-		// replicas.publishStandbys: the record as it is now reaches every
-		// live peer before the answer, or the write is fenced unless the
-		// peers it misses are known down.
-		published := slices.Clone(owner.published.recs[id].Standbys)
-		confirmed := true
-		for _, name := range slices.Sorted(maps.Keys(owner.view)) {
-			p := s.byName[name]
-			switch {
-			case owner.view[name].state != cluster.StateAlive:
-			case s.reachable(owner, p):
-				s.merge(p, owner.name, owner.published)
-			case !s.down(owner, name):
-				a, why, confirmed = standby.Fenced, fmt.Errorf("the record dropping %v did not reach %s", out.Unconfirmed, name), false
-			}
-		}
-		if confirmed {
-			owner.ship.Confirmed(id, published)
+		// The record as it is now reaches every live peer before the
+		// answer, or the write is fenced.
+		if missed := s.publishStandbys(owner, id); missed != "" {
+			a, why = standby.Fenced, fmt.Errorf("the record dropping %v did not reach %s", out.Unconfirmed, missed)
 		}
 	}
 	switch a {

@@ -337,6 +337,11 @@ func (s *sim) observe(nd *simNode) {
 	if changed {
 		nd.ship.Rebalance(context.Background())
 		s.settled()
+		// replicas.retire: the records that drop moved standbys are
+		// confirmed, and those standbys released.
+		for _, id := range nd.ship.Retiring() {
+			s.publishStandbys(nd, id)
+		}
 	}
 	s.demoteSuperseded(nd)
 	s.failover(nd)
