@@ -125,3 +125,31 @@ func TestAStaleStandbyThatComesBackAfterItsOwnerDiedDoesNotPromote(t *testing.T)
 		}
 	}
 }
+
+// An owner cut off from the majority keeps refusing writes after its grace
+// has forgotten the members it lost: alone in its view, it must not count
+// itself a majority and acknowledge on its own fsync while the majority
+// serves the promoted copy.
+func TestACutOffOwnerStillRefusesOnceItsGraceForgotTheOthers(t *testing.T) {
+	e := newSwarmEnv(t)
+	nodes := e.cluster(3)
+	alice1 := connect(t, nodes[0], connOpts{token: aliceToken})
+	alice3 := connect(t, nodes[2], connOpts{token: aliceToken})
+	const acked = 3
+	startCounter(t, alice1, alice3, "ct", acked)
+
+	e.cut("node1")
+	eventually(t, 15*time.Second, "the majority serves ct again", func() bool {
+		_, ok := countNow(alice3, "ct")
+		return ok
+	})
+	eventually(t, 20*time.Second, "node1 forgets node2 and node3 after its grace", func() bool {
+		return mcpswarm.MemberState(nodes[0], "node2") == "" && mcpswarm.MemberState(nodes[0], "node3") == ""
+	})
+	if !slices.Contains(nodes[0].LocalSessions(), "ct") {
+		t.Skip("the cut-off owner stopped ct on its own; nothing to check")
+	}
+	if refusal := clickNow(alice1, "ct"); refusal == "" {
+		t.Fatal("the cut-off owner acknowledged a write once it had forgotten the majority")
+	}
+}

@@ -3,6 +3,8 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -64,10 +66,46 @@ type leases struct {
 	hidden map[crdt.Origin]bool      // its entries were hidden here after it was linked, and not shown again yet
 	sent   map[string]time.Time      // writer: last message sent to the peer that could renew its lease
 	synced map[crdt.Origin]time.Time // start of the last full pull from the origin that succeeded
+	// lost names required members that died (not gone: see refused) and
+	// that the view has since forgotten, after the dead grace. They still
+	// count against the majority: a node cut off from the rest sees every
+	// other member die, and once the grace forgot them it would otherwise
+	// look alone, hence a majority, and answer on its own while the real
+	// majority promoted its sessions. A name is struck off when a member of
+	// that name is heard from again or leaves.
+	lost map[string]bool
 }
 
 func newLeases() *leases {
-	return &leases{heard: map[crdt.Origin]time.Time{}, gone: map[crdt.Origin]time.Time{}, linked: map[crdt.Origin]bool{}, hidden: map[crdt.Origin]bool{}, sent: map[string]time.Time{}, synced: map[crdt.Origin]time.Time{}}
+	return &leases{heard: map[crdt.Origin]time.Time{}, gone: map[crdt.Origin]time.Time{}, linked: map[crdt.Origin]bool{}, hidden: map[crdt.Origin]bool{}, sent: map[string]time.Time{}, synced: map[crdt.Origin]time.Time{}, lost: map[string]bool{}}
+}
+
+// lose records that the view forgets dead member o: if it was required
+// and its process was not seen gone while the lease on it ran, it keeps
+// counting against the majority (lost).
+func (l *leases) lose(o crdt.Origin, lease time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	at, heard := l.heard[o]
+	if !heard || !l.linked[o] {
+		return
+	}
+	if diedAt, ok := l.gone[o]; ok && !at.Add(lease).Before(diedAt) {
+		return // its process is gone: it runs nothing
+	}
+	l.lost[o.Name] = true
+}
+
+// found strikes member name off the lost ones: it is back, or it left.
+func (l *leases) found(name string) {
+	l.mu.Lock()
+	delete(l.lost, name)
+	l.mu.Unlock()
+}
+
+// lostNames returns the lost members' names, sorted. Caller holds l.mu.
+func (l *leases) lostNames() []string {
+	return slices.Sorted(maps.Keys(l.lost))
 }
 
 // syncedWith records a full pull (every origin) from o, started at at,
@@ -129,6 +167,7 @@ func (l *leases) lapse(o crdt.Origin, lease time.Duration) (time.Time, bool) {
 func (l *leases) heardFrom(o crdt.Origin, at time.Time) {
 	l.mu.Lock()
 	delete(l.gone, o)
+	delete(l.lost, o.Name)
 	l.heard[o] = at
 	l.mu.Unlock()
 }
@@ -270,11 +309,12 @@ func (c *Cluster) InSync() error {
 	if len(stale) > 0 {
 		return &BehindError{Members: stale, Since: since, Retry: retry}
 	}
-	if len(gone) == 0 {
-		return nil
+	lost := l.lostNames()
+	if 1+len(fresh) <= len(gone)+len(lost) {
+		return &BehindError{Members: append(gone, lost...), Retry: retry}
 	}
-	if 1+len(fresh) <= len(gone) {
-		return &BehindError{Members: gone, Retry: retry}
+	if len(gone) == 0 {
+		return nil // the lost were lost longer than the grace ago
 	}
 	// The gone members' last writes reached the members that acknowledged
 	// them, not necessarily this node: it must have pulled everything
@@ -357,10 +397,12 @@ func (c *Cluster) InMajority() error {
 			missing = append(missing, m.Name)
 		}
 	}
+	lost := l.lostNames()
+	total += len(lost)
 	if 2*fresh > total {
 		return nil
 	}
-	return &BehindError{Members: missing, Retry: heartbeatEvery(c.cfg)}
+	return &BehindError{Members: append(missing, lost...), Retry: heartbeatEvery(c.cfg)}
 }
 
 // Down reports whether member name is known not to be running: memberlist

@@ -322,6 +322,9 @@ func (r *replicator) reconcile() {
 				r.leases.setHidden(o, false) // once shown again (lease.go)
 			}
 		default:
+			if m.State == StateLeft {
+				r.leases.found(m.Name)
+			}
 			r.closeLink(m.Name, m.Origin)
 			if _, ok := r.graves[m.Origin]; !ok {
 				o := m.Origin
@@ -397,6 +400,9 @@ func (r *replicator) expire(now time.Time) {
 		}
 		delete(r.graves, o)
 		r.log.Info("deleting entries of dead origin", slog.String("origin", o.String()), slog.Duration("hidden", now.Sub(since)))
+		if m, ok := r.c.view.get(o.Name); ok && m.Epoch == o.Epoch && m.State == StateDead {
+			r.leases.lose(o, r.c.cfg.Lease)
+		}
 		r.eachRegistry(func(cm *crdt.Map) { cm.Drop(o) })
 		r.c.view.forget(o)
 		if r.known[o.Name] == o {
