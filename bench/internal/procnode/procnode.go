@@ -24,6 +24,7 @@ import (
 type Node struct {
 	Name    string
 	BaseURL string // http://127.0.0.1:PORT
+	GRPC    string // its gRPC address (cluster and admin API)
 	Gossip  string // its gossip address, for others to --join
 	// Debug is its --debug-addr (pprof), or "" when not profiled; the
 	// caller that passed the flag records it.
@@ -41,9 +42,21 @@ type Node struct {
 // logDir/NAME.log instead of memory (e.g. for a goroutine dump after kill
 // -QUIT).
 func Start(ctx context.Context, bin, name, join, logDir string, extra ...string) (*Node, error) {
+	return StartGossipOn(ctx, "127.0.0.1", bin, name, join, logDir, extra...)
+}
+
+// StartGossipOn is Start with the gossip listener on gossipHost, an
+// address of this machine: on a non-loopback one the node runs the LAN
+// timers (cluster.DefaultConfig) instead of the loopback ones, while HTTP
+// and gRPC stay on 127.0.0.1.
+func StartGossipOn(ctx context.Context, gossipHost, bin, name, join, logDir string, extra ...string) (*Node, error) {
 	var addrs [3]string
 	for i := range addrs {
-		a, err := FreeAddr()
+		host := "127.0.0.1"
+		if i == 2 {
+			host = gossipHost
+		}
+		a, err := freeAddrOn(host)
 		if err != nil {
 			return nil, err
 		}
@@ -54,7 +67,7 @@ func Start(ctx context.Context, bin, name, join, logDir string, extra ...string)
 		args = append(args, "--join", join)
 	}
 	args = append(args, extra...)
-	nd := &Node{Name: name, BaseURL: "http://" + addrs[0], Gossip: addrs[2], log: &buffer{}, exited: make(chan struct{})}
+	nd := &Node{Name: name, BaseURL: "http://" + addrs[0], GRPC: addrs[1], Gossip: addrs[2], log: &buffer{}, exited: make(chan struct{})}
 	nd.cmd = exec.Command(bin, args...)
 	var out io.Writer = nd.log
 	if logDir != "" {
@@ -115,10 +128,23 @@ func (n *Node) Stop() {
 	}
 }
 
+// Kill kills the process group with SIGKILL, as a crash would (no leave,
+// sockets closed by the kernel), and waits for it to end.
+func (n *Node) Kill() {
+	if !n.Alive() {
+		return
+	}
+	_ = syscall.Kill(-n.PID(), syscall.SIGKILL)
+	<-n.exited
+}
+
 // FreeAddr asks the kernel for an unused loopback TCP port (the usual small
 // race before the node binds it).
-func FreeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+func FreeAddr() (string, error) { return freeAddrOn("127.0.0.1") }
+
+// freeAddrOn is FreeAddr on host.
+func freeAddrOn(host string) (string, error) {
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
 		return "", fmt.Errorf("finding a free port: %w", err)
 	}

@@ -1,68 +1,55 @@
-package main
+// Package mcpconn is the bench programs' minimal MCP client: one
+// connection over Streamable HTTP (2025-11-25) with a bearer token, which
+// initializes and calls tools.
+package mcpconn
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"time"
 
+	"github.com/mcpswarm/mcpswarm/bench/internal/procwait"
 	"github.com/mcpswarm/mcpswarm/bench/internal/rpcwire"
 )
 
-// startSessions opens one MCP connection per node and starts perNode
-// counter sessions through it. The connections stay open and idle.
-func (c *cluster) startSessions(ctx context.Context, perNode int) error {
-	if perNode == 0 {
-		return nil
-	}
-	hc := &http.Client{Timeout: 30 * time.Second}
-	for i, n := range c.nodes {
-		cn := &conn{hc: hc, url: n.BaseURL + "/mcp"}
-		if err := cn.initialize(ctx); err != nil {
-			return fmt.Errorf("%s: %w", n.Name, err)
-		}
-		for s := range perNode {
-			id := fmt.Sprintf("n%02ds%d", i+1, s)
-			if err := cn.callTool(ctx, "swarm_start", map[string]any{"app": "counter", "id": id}); err != nil {
-				return fmt.Errorf("%s: swarm_start %s: %w", n.Name, id, err)
-			}
-		}
-	}
-	return nil
-}
-
-// conn is one MCP connection over Streamable HTTP (2025-11-25).
-type conn struct {
+// Conn is one MCP connection. It is not safe for concurrent use.
+type Conn struct {
 	hc     *http.Client
 	url    string
+	token  string
 	sid    string
 	nextID int64
 }
 
-func (c *conn) initialize(ctx context.Context) error {
+// Dial initializes a connection to the MCP endpoint url (…/mcp) as the
+// principal of token, naming the client clientName.
+func Dial(ctx context.Context, hc *http.Client, url, token, clientName string) (*Conn, error) {
+	c := &Conn{hc: hc, url: url, token: token}
 	_, hdr, err := c.post(ctx, "initialize", map[string]any{
 		"protocolVersion": "2025-11-25",
 		"capabilities":    map[string]any{},
-		"clientInfo":      map[string]any{"name": "bench-idle", "version": "1"},
+		"clientInfo":      map[string]any{"name": clientName, "version": "1"},
 	}, true)
 	if err != nil {
-		return fmt.Errorf("initialize: %w", err)
+		return nil, fmt.Errorf("initialize: %w", err)
 	}
 	if c.sid = hdr.Get("Mcp-Session-Id"); c.sid == "" {
-		return fmt.Errorf("initialize: no Mcp-Session-Id in the answer")
+		return nil, errors.New("initialize: no Mcp-Session-Id in the answer")
 	}
 	if _, _, err := c.post(ctx, "notifications/initialized", nil, false); err != nil {
-		return fmt.Errorf("initialized notification: %w", err)
+		return nil, fmt.Errorf("initialized notification: %w", err)
 	}
-	return nil
+	return c, nil
 }
 
-// callTool calls a tool and fails on a tool error.
-func (c *conn) callTool(ctx context.Context, name string, args map[string]any) error {
+// CallTool calls a tool and fails on a tool error.
+func (c *Conn) CallTool(ctx context.Context, name string, args map[string]any) error {
 	raw, _, err := c.post(ctx, "tools/call", map[string]any{"name": name, "arguments": args}, true)
 	if err != nil {
 		return err
@@ -87,7 +74,7 @@ func (c *conn) callTool(ctx context.Context, name string, args map[string]any) e
 }
 
 // post sends one JSON-RPC message; for a request it returns the result.
-func (c *conn) post(ctx context.Context, method string, params any, wantResult bool) (json.RawMessage, http.Header, error) {
+func (c *Conn) post(ctx context.Context, method string, params any, wantResult bool) (json.RawMessage, http.Header, error) {
 	msg := map[string]any{"jsonrpc": "2.0", "method": method}
 	if params != nil {
 		msg["params"] = params
@@ -120,7 +107,7 @@ func (c *conn) post(ctx context.Context, method string, params any, wantResult b
 // send posts body, again after each "503, Retry-After" answer (a node that
 // is catching up after a membership change refuses for a moment) for up
 // to 30 s.
-func (c *conn) send(ctx context.Context, body []byte) (*http.Response, error) {
+func (c *Conn) send(ctx context.Context, body []byte) (*http.Response, error) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
@@ -129,7 +116,7 @@ func (c *conn) send(ctx context.Context, body []byte) (*http.Response, error) {
 		}
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Authorization", "Bearer "+c.token)
 		if c.sid != "" {
 			req.Header.Set("Mcp-Session-Id", c.sid)
 			req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
@@ -143,7 +130,7 @@ func (c *conn) send(ctx context.Context, body []byte) (*http.Response, error) {
 		}
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
 		resp.Body.Close()
-		if err := sleep(ctx, 500*time.Millisecond); err != nil {
+		if err := procwait.Sleep(ctx, 500*time.Millisecond); err != nil {
 			return nil, err
 		}
 	}
