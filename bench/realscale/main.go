@@ -9,7 +9,8 @@
 // from /proc, the live heap after a GC through pprof, the time a started
 // session takes to reach every node and a dead node's sessions to be
 // hidden everywhere from each node's admin event stream (WatchEvents),
-// and a joining node's catch-up from its /readyz and admin API. Every
+// a joining node's catch-up from its /readyz and admin API, and approvals
+// per second through the arbiter from 2026-07-28 clients. Every
 // process it started is stopped however the run ends.
 //
 //	cd bench && go run ./realscale -mcpswarm ../bin/mcpswarm -n 3,12 -docs ../docs
@@ -41,6 +42,7 @@ type knobs struct {
 	writes   int // sessions started one at a time to time the reach
 	settle   time.Duration
 	rest     time.Duration
+	approve  time.Duration // how long the approvals run
 	logDir   string
 }
 
@@ -54,6 +56,7 @@ func main() {
 	flag.IntVar(&k.writes, "writes", 50, "sessions started one at a time, each timed until every node reports it")
 	flag.DurationVar(&k.settle, "settle", 10*time.Second, "wait after the load is placed, before the rest is measured")
 	flag.DurationVar(&k.rest, "rest", 30*time.Second, "the measured rest (CPU, traffic)")
+	flag.DurationVar(&k.approve, "approve", 5*time.Second, "how long every node's client approves calls")
 	flag.StringVar(&k.logDir, "logdir", "", "write each node's output to DIR/NAME.log instead of keeping it in memory")
 	docs := flag.String("docs", "", "the docs directory to write bench/scale-real.md and .json into; empty: print only")
 	timeout := flag.Duration("timeout", 30*time.Minute, "bound on the whole run; every node is stopped when it passes")
@@ -89,6 +92,8 @@ func (k *knobs) parse(sizes, timers string) error {
 	switch {
 	case k.conns < 1 || k.sessions < 1 || k.writes < 1:
 		return fmt.Errorf("-conns, -sessions and -writes must be at least 1")
+	case k.approve <= 0:
+		return fmt.Errorf("-approve must be positive")
 	case k.rest < 5*time.Second:
 		return fmt.Errorf("-rest must be at least 5s: CPU time moves in 10 ms ticks")
 	}

@@ -71,6 +71,12 @@ type result struct {
 	// dead node's sessions changed (hidden); HiddenP50 is the median node.
 	Hidden    time.Duration `json:"hidden"`
 	HiddenP50 time.Duration `json:"hidden_p50"`
+	// Approvals is approved calls per second, every live node but the
+	// joiner asking at once through 2026-07-28 input_required rounds, each
+	// approval a request state spent at the arbiter; Refused counts
+	// approved calls refused.
+	Approvals float64 `json:"approvals_per_s"`
+	Refused   int     `json:"refused"`
 }
 
 // run is one swarm of n processes on one timer set, measured phase by
@@ -86,7 +92,9 @@ func run(ctx context.Context, k knobs, timers string, n int) (res result, err er
 		// One copy per session, as the simulation runs it: a dead node's
 		// sessions are hidden, not failed over. Every client is
 		// 127.0.0.1, so the per-source connection cap is lifted.
-		Args: []string{"--session-replicas", "0", "--http-conns-per-source", "0"}}
+		Args: []string{"--session-replicas", "0", "--http-conns-per-source", "0"},
+		// The approvals' tool: a counter session's inc button, asked about.
+		Ask: []string{"ask*.inc.click"}}
 	if timers == "lan" {
 		if spec.GossipHost, err = offLoopback(); err != nil {
 			return res, err
@@ -231,6 +239,17 @@ func (r *runner) phases(ctx context.Context, res *result) error {
 		return err
 	}
 	logf("killed", "hidden", res.Hidden, "hidden_p50", res.HiddenP50)
+
+	// Approvals, once every node has declared the dead one dead (until
+	// then a write waits out its lease).
+	if err := r.awaitDead(ctx); err != nil {
+		return err
+	}
+	res.Load1["approve"] = hostinfo.LoadAvg()
+	if err := r.approvals(ctx, res); err != nil {
+		return err
+	}
+	logf("approvals", "per_s", res.Approvals, "refused", res.Refused)
 	return nil
 }
 

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
+
 	"github.com/mcpswarm/mcpswarm/bench/internal/procwait"
 	"github.com/mcpswarm/mcpswarm/bench/internal/rpcwire"
 )
@@ -25,6 +27,9 @@ type Conn struct {
 	token  string
 	sid    string
 	nextID int64
+	// tool, for a 2026-07-28 call (see CallStateless), names the tool in
+	// the request's headers; "" for a 2025-11-25 connection.
+	tool string
 }
 
 // Dial initializes a connection to the MCP endpoint url (…/mcp) as the
@@ -73,6 +78,31 @@ func (c *Conn) CallTool(ctx context.Context, name string, args map[string]any) e
 	return nil
 }
 
+// CallStateless makes a 2026-07-28 tools/call of tool, which needs no
+// connection: protocol version, client info and capabilities (elicitation)
+// ride in the request's _meta. With a state it answers an input_required
+// round with responses. It returns the result as it came.
+func CallStateless(ctx context.Context, hc *http.Client, url, token, clientName, tool, state string, responses map[string]any) (map[string]any, error) {
+	c := &Conn{hc: hc, url: url, token: token, tool: tool}
+	params := map[string]any{"name": tool, "arguments": map[string]any{}, "_meta": map[string]any{
+		mcp.MetaKeyProtocolVersion:    mcp.ProtocolVersion20260728,
+		mcp.MetaKeyClientInfo:         map[string]any{"name": clientName, "version": "1"},
+		mcp.MetaKeyClientCapabilities: map[string]any{"elicitation": map[string]any{}},
+	}}
+	if state != "" {
+		params["requestState"], params["inputResponses"] = state, responses
+	}
+	raw, _, err := c.post(ctx, "tools/call", params, true)
+	if err != nil {
+		return nil, err
+	}
+	var out map[string]any
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return nil, fmt.Errorf("reading the result: %w", err)
+	}
+	return out, nil
+}
+
 // post sends one JSON-RPC message; for a request it returns the result.
 func (c *Conn) post(ctx context.Context, method string, params any, wantResult bool) (json.RawMessage, http.Header, error) {
 	msg := map[string]any{"jsonrpc": "2.0", "method": method}
@@ -119,7 +149,12 @@ func (c *Conn) send(ctx context.Context, body []byte) (*http.Response, error) {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 		if c.sid != "" {
 			req.Header.Set("Mcp-Session-Id", c.sid)
-			req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+			req.Header.Set(mcp.HeaderProtocolVersion, "2025-11-25")
+		}
+		if c.tool != "" {
+			req.Header.Set(mcp.HeaderProtocolVersion, mcp.ProtocolVersion20260728)
+			req.Header.Set(mcp.HeaderMethod, "tools/call")
+			req.Header.Set(mcp.HeaderName, c.tool)
 		}
 		resp, err := c.hc.Do(req)
 		if err != nil {

@@ -38,6 +38,9 @@ type Spec struct {
 	// (the loopback timers), an address of this machine off loopback gets
 	// the LAN timers (see procnode.StartGossipOn).
 	GossipHost string
+	// Ask are tool patterns (policy match.tools) whose calls ask the user
+	// first.
+	Ask []string
 	// Args are extra serve flags for every node.
 	Args []string
 	// ProfileFirst makes node 1 serve --debug-addr (pprof); DebugAll,
@@ -71,8 +74,12 @@ func Start(ctx context.Context, s Spec) (*Cluster, error) {
 		return nil, fmt.Errorf("writing the cluster key: %w", err)
 	}
 	sum := sha256.Sum256([]byte(s.Token))
+	var ask strings.Builder
+	for _, a := range s.Ask {
+		fmt.Fprintf(&ask, "  - match: {tools: [%q]}\n    ask: \"{principal} wants to run {tool}\"\n", a)
+	}
 	pol := fmt.Sprintf("# Written by a bench program: one principal.\nname: %s\ntokens:\n  - sha256: %q\n    subject: %s\n"+
-		"tools:\n  - allow: true\nreads:\n  - allow: true\nlimits:\n  sessions_per_principal: 0\n", s.Prefix, hex.EncodeToString(sum[:]), s.Prefix)
+		"tools:\n%s  - allow: true\nreads:\n  - allow: true\nlimits:\n  sessions_per_principal: 0\n", s.Prefix, hex.EncodeToString(sum[:]), s.Prefix, ask.String())
 	if err := os.WriteFile(c.polFile, []byte(pol), 0o600); err != nil {
 		return nil, fmt.Errorf("writing the policy: %w", err)
 	}
