@@ -93,6 +93,10 @@ func run(ctx context.Context, k knobs, timers string, n int) (res result, err er
 		// sessions are hidden, not failed over. Every client is
 		// 127.0.0.1, so the per-source connection cap is lifted.
 		Args: []string{"--session-replicas", "0", "--http-conns-per-source", "0"},
+		// One principal holds every node's connections: lift the caps on
+		// its live connections (the least recently active would be
+		// revoked) and on its initializes per minute.
+		Limits: map[string]int{"connections_per_principal": 1 << 20, "initializes_per_minute": 1 << 20},
 		// The approvals' tool: a counter session's inc button, asked about.
 		Ask: []string{"ask*.inc.click"}}
 	if timers == "lan" {

@@ -10,10 +10,12 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,6 +43,9 @@ type Spec struct {
 	// Ask are tool patterns (policy match.tools) whose calls ask the user
 	// first.
 	Ask []string
+	// Limits are policy limits (limits.NAME: value) besides
+	// sessions_per_principal, which is 0 (none).
+	Limits map[string]int
 	// Args are extra serve flags for every node.
 	Args []string
 	// ProfileFirst makes node 1 serve --debug-addr (pprof); DebugAll,
@@ -78,8 +83,12 @@ func Start(ctx context.Context, s Spec) (*Cluster, error) {
 	for _, a := range s.Ask {
 		fmt.Fprintf(&ask, "  - match: {tools: [%q]}\n    ask: \"{principal} wants to run {tool}\"\n", a)
 	}
+	limits := "  sessions_per_principal: 0\n"
+	for _, name := range slices.Sorted(maps.Keys(s.Limits)) {
+		limits += fmt.Sprintf("  %s: %d\n", name, s.Limits[name])
+	}
 	pol := fmt.Sprintf("# Written by a bench program: one principal.\nname: %s\ntokens:\n  - sha256: %q\n    subject: %s\n"+
-		"tools:\n%s  - allow: true\nreads:\n  - allow: true\nlimits:\n  sessions_per_principal: 0\n", s.Prefix, hex.EncodeToString(sum[:]), s.Prefix, ask.String())
+		"tools:\n%s  - allow: true\nreads:\n  - allow: true\nlimits:\n%s", s.Prefix, hex.EncodeToString(sum[:]), s.Prefix, ask.String(), limits)
 	if err := os.WriteFile(c.polFile, []byte(pol), 0o600); err != nil {
 		return nil, fmt.Errorf("writing the policy: %w", err)
 	}
