@@ -9,10 +9,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -138,18 +140,36 @@ func (n *Node) Kill() {
 	<-n.exited
 }
 
-// FreeAddr asks the kernel for an unused loopback TCP port (the usual small
-// race before the node binds it).
+// FreeAddr finds an unused loopback TCP port (the usual small race before
+// the node binds it; see freeAddrOn).
 func FreeAddr() (string, error) { return freeAddrOn("127.0.0.1") }
 
-// freeAddrOn is FreeAddr on host.
+// Ports handed out are drawn below Linux's ephemeral range (32768–60999
+// by default). A port the kernel picks for ":0" comes from that range, as
+// does the local port of every outgoing connection: with a dozen nodes
+// dialing each other between the moment a free port is found and the
+// moment its node binds it, one of those connections took it (a node at
+// N = 12 failed to start with "address already in use").
+const portLow, portHigh = 20000, 32000
+
+// freeAddrOn is FreeAddr on host: a random port in [portLow, portHigh)
+// that is free for TCP and for UDP (gossip binds both).
 func freeAddrOn(host string) (string, error) {
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		return "", fmt.Errorf("finding a free port: %w", err)
+	for range 100 {
+		addr := net.JoinHostPort(host, strconv.Itoa(portLow+rand.IntN(portHigh-portLow)))
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			continue
+		}
+		pc, err := net.ListenPacket("udp", addr)
+		ln.Close()
+		if err != nil {
+			continue
+		}
+		pc.Close()
+		return addr, nil
 	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
+	return "", fmt.Errorf("finding a free port on %s: 100 tries below %d all taken", host, portHigh)
 }
 
 // buffer keeps the last ~256 KiB of a node's output.
