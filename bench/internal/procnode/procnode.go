@@ -82,6 +82,7 @@ func StartGossipOn(ctx context.Context, gossipHost, bin, name, join, logDir stri
 	}
 	nd.cmd.Stdout, nd.cmd.Stderr = out, out
 	nd.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	dieWithParent(nd.cmd.SysProcAttr)
 	if err := nd.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
