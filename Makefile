@@ -22,7 +22,7 @@ STATICCHECK_VERSION    := v0.8.2
 TESTOUT   := .cache/test
 REPORT    := $(TOOLS)/testreport
 
-.PHONY: build run test test-short test-deps race bench bench-compare bench-scale soak proto proto-check lint e2e conformance cluster clean tools
+.PHONY: build run test test-short test-deps race bench bench-compare bench-scale bench-scale-real soak proto proto-check lint e2e conformance cluster clean tools
 
 build: ## build bin/mcpswarm
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/node
@@ -70,6 +70,10 @@ bench-compare: build ## mcpswarm vs bare mcp-go and go-sdk, separate processes; 
 SCALE_N ?= 3,8,16,32,64
 bench-scale: ## N = 3 … 64 nodes in one process (internal/scale); writes docs/bench/scale.md, scale.json, scale-*.svg (QUICK=1: short phases; SCALE_N=3,8: sizes)
 	cd bench && $(GO) run ./scale -docs $(CURDIR)/docs -n $(SCALE_N) $(if $(QUICK),-quick)
+
+REAL_N ?= 3,12
+bench-scale-real: build ## the same figures on N real processes on one machine, loopback and LAN timers (bench/realscale); writes docs/bench/scale-real.md, scale-real.json (REAL_N=3,12: sizes)
+	cd bench && $(GO) run ./realscale -mcpswarm $(CURDIR)/$(BIN) -docs $(CURDIR)/docs -n $(REAL_N)
 
 soak: build ## sustained load on 3 nodes (not in CI; SOAK_CLIENTS=500, SOAK_DURATION=10m); writes docs/BENCHMARKS.md's soak section and docs/bench/soak.*
 	cd bench && $(GO) run ./soak -mcpswarm $(CURDIR)/$(BIN) -docs $(CURDIR)/docs

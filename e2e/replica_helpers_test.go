@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -19,6 +18,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcpswarm/mcpswarm"
+	"github.com/mcpswarm/mcpswarm/deploy"
 	adminv1 "github.com/mcpswarm/mcpswarm/proto/mcpswarm/admin/v1"
 )
 
@@ -65,15 +65,11 @@ func replicaNodeArgs(t *testing.T) (bin string, key []byte, args []string) {
 // measure the failover a cluster deployed with it gets.
 func manifestTimers(t *testing.T) []string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(repoRoot(t), "deploy", "k8s", "statefulset.yaml"))
+	flags, err := deploy.ManifestTimers()
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile(`(?m)^\s*- (--probe-interval=\S+)\s*$`).FindSubmatch(b)
-	if m == nil {
-		t.Fatal("deploy/k8s/statefulset.yaml passes no --probe-interval")
-	}
-	return []string{string(m[1])}
+	return flags
 }
 
 // startReplicaCluster starts the three members, node2 first as the seed,

@@ -20,6 +20,8 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+
+	"github.com/mcpswarm/mcpswarm/bench/internal/procwait"
 )
 
 // knobs are the run's settings.
@@ -83,16 +85,16 @@ func run(ctx context.Context, k knobs) error {
 	if err != nil {
 		return err
 	}
-	defer c.stop()
+	defer c.Stop()
 	slog.Info("nodes ready", "n", k.n, "took", time.Since(start).Round(time.Millisecond))
-	if err := c.awaitMembers(ctx, 2*time.Minute); err != nil {
+	if err := c.AwaitMembers(ctx, 2*time.Minute); err != nil {
 		return err
 	}
 	if err := c.startSessions(ctx, k.sessions); err != nil {
 		return err
 	}
 	slog.Info("sessions started; settling", "per_node", k.sessions, "settle", k.settle)
-	if err := sleep(ctx, k.settle); err != nil {
+	if err := procwait.Sleep(ctx, k.settle); err != nil {
 		return err
 	}
 	rows, err := c.measure(ctx, k)
@@ -101,15 +103,4 @@ func run(ctx context.Context, k knobs) error {
 	}
 	report(os.Stdout, k, rows)
 	return nil
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

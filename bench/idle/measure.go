@@ -7,16 +7,13 @@ import (
 	"net/http"
 	"os"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
-)
 
-// userHZ is the unit of utime and stime in /proc/PID/stat: USER_HZ, 100 on
-// every Linux ABI.
-const userHZ = 100
+	"github.com/mcpswarm/mcpswarm/bench/internal/procstat"
+	"github.com/mcpswarm/mcpswarm/bench/internal/procwait"
+)
 
 // row is one node's figures over the window.
 type row struct {
@@ -33,7 +30,7 @@ func (c *cluster) measure(ctx context.Context, k knobs) ([]row, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := sleep(ctx, k.window); err != nil {
+	if err := procwait.Sleep(ctx, k.window); err != nil {
 		return nil, err
 	}
 	after, t1, err := c.cpuTicks()
@@ -44,13 +41,13 @@ func (c *cluster) measure(ctx context.Context, k knobs) ([]row, error) {
 		return nil, err
 	}
 	wall := t1.Sub(t0).Seconds()
-	rows := make([]row, len(c.nodes))
-	for i, n := range c.nodes {
-		rss, err := rssKB(n.PID())
+	rows := make([]row, len(c.Nodes))
+	for i, n := range c.Nodes {
+		rss, err := procstat.RSSKB(n.PID())
 		if err != nil {
 			return nil, err
 		}
-		cpu := float64(after[i]-before[i]) / userHZ
+		cpu := float64(after[i]-before[i]) / procstat.UserHZ
 		rows[i] = row{name: n.Name, cpuPct: 100 * cpu / wall, rssKB: rss}
 	}
 	return rows, nil
@@ -58,50 +55,15 @@ func (c *cluster) measure(ctx context.Context, k knobs) ([]row, error) {
 
 // cpuTicks reads every node's utime+stime, and when.
 func (c *cluster) cpuTicks() ([]int64, time.Time, error) {
-	out := make([]int64, len(c.nodes))
-	for i, n := range c.nodes {
-		t, err := procTicks(n.PID())
+	out := make([]int64, len(c.Nodes))
+	for i, n := range c.Nodes {
+		t, err := procstat.CPUTicks(n.PID())
 		if err != nil {
 			return nil, time.Time{}, fmt.Errorf("%s: %w", n.Name, err)
 		}
 		out[i] = t
 	}
 	return out, time.Now(), nil
-}
-
-// procTicks is utime+stime of pid, in USER_HZ ticks.
-func procTicks(pid int) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, fmt.Errorf("reading CPU time: %w", err)
-	}
-	// The command name may hold spaces; fields restart after its ')'.
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(f) < 13 {
-		return 0, fmt.Errorf("reading CPU time: short /proc/%d/stat", pid)
-	}
-	// f[0] is field 3 (state): utime is field 14, stime field 15.
-	u, err1 := strconv.ParseInt(f[11], 10, 64)
-	st, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("reading CPU time: odd /proc/%d/stat", pid)
-	}
-	return u + st, nil
-}
-
-// rssKB is VmRSS of pid.
-func rssKB(pid int) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, fmt.Errorf("reading RSS: %w", err)
-	}
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			return strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-		}
-	}
-	return 0, fmt.Errorf("reading RSS: no VmRSS in /proc/%d/status", pid)
 }
 
 // profile starts node 1's CPU profile over the window when asked; the
@@ -115,7 +77,7 @@ func (c *cluster) profile(ctx context.Context, k knobs) func() error {
 		err error
 	)
 	wg.Go(func() {
-		url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", c.nodes[0].Debug, int(k.window.Seconds()))
+		url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", c.Nodes[0].Debug, int(k.window.Seconds()))
 		err = fetchTo(ctx, url, k.profile)
 	})
 	return func() error { wg.Wait(); return err }

@@ -140,5 +140,18 @@ func run(ctx context.Context, sizes, docs string, quick bool) error {
 	if err := os.WriteFile(filepath.Join(dir, "scale.json"), append(b, '\n'), 0o644); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, "scale.md"), []byte(rep.markdown(charts)), 0o644)
+	md := filepath.Join(dir, "scale.md")
+	out := rep.markdown(charts)
+	// The comparison with real processes (bench/realscale) is written by
+	// hand at the end of the file; this run does not measure it, so it
+	// keeps it.
+	if old, err := os.ReadFile(md); err == nil {
+		if i := strings.Index(string(old), "\n"+realHeading); i >= 0 {
+			out = strings.TrimRight(out, "\n") + "\n" + string(old[i:])
+		}
+	}
+	return os.WriteFile(md, []byte(out), 0o644)
 }
+
+// realHeading opens scale.md's section on real processes.
+const realHeading = "## Real processes\n"

@@ -251,7 +251,7 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 	if err != nil {
 		return res, err
 	}
-	res.RestReachP50, res.RestReachP99 = quantile(lat, 0.5), quantile(lat, 0.99)
+	res.RestReachP50, res.RestReachP99 = Quantile(lat, 0.5), Quantile(lat, 0.99)
 	logf("N=%d: at rest, reach p50 %v p99 %v over %d writes; answered without %v", o.N, res.RestReachP50, res.RestReachP99, len(lat), lagged)
 
 	// A dead node: until nobody shows its sessions as available.
@@ -304,7 +304,7 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 	res.LoadCPU = cpuTime().Seconds() - cpu0.Seconds()
 	res.LoadCPU /= time.Since(wall0).Seconds() * float64(len(f.live()))
 	res.Reaches, res.Lagged = len(lat), len(lagged)
-	res.ReachP50, res.ReachP99, res.ReachMax = quantile(lat, 0.5), quantile(lat, 0.99), quantile(lat, 1)
+	res.ReachP50, res.ReachP99, res.ReachMax = Quantile(lat, 0.5), Quantile(lat, 0.99), Quantile(lat, 1)
 	logf("N=%d: reach p50 %v p99 %v max %v over %d writes; answered without %v", o.N, res.ReachP50, res.ReachP99, res.ReachMax, len(lat), lagged)
 
 	fp = f.nodes[0].sw.Footprint()
@@ -513,7 +513,8 @@ func approvals(ctx context.Context, f *fleet, o Options) (float64, int64) {
 	return float64(done.Load()) / time.Since(began).Seconds(), refused.Load()
 }
 
-func quantile(d []time.Duration, q float64) time.Duration {
+// Quantile is the q-quantile of d (nearest rank; 0 for none).
+func Quantile(d []time.Duration, q float64) time.Duration {
 	if len(d) == 0 {
 		return 0
 	}

@@ -9,10 +9,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -24,6 +26,7 @@ import (
 type Node struct {
 	Name    string
 	BaseURL string // http://127.0.0.1:PORT
+	GRPC    string // its gRPC address (cluster and admin API)
 	Gossip  string // its gossip address, for others to --join
 	// Debug is its --debug-addr (pprof), or "" when not profiled; the
 	// caller that passed the flag records it.
@@ -41,9 +44,21 @@ type Node struct {
 // logDir/NAME.log instead of memory (e.g. for a goroutine dump after kill
 // -QUIT).
 func Start(ctx context.Context, bin, name, join, logDir string, extra ...string) (*Node, error) {
+	return StartGossipOn(ctx, "127.0.0.1", bin, name, join, logDir, extra...)
+}
+
+// StartGossipOn is Start with the gossip listener on gossipHost, an
+// address of this machine: on a non-loopback one the node runs the LAN
+// timers (cluster.DefaultConfig) instead of the loopback ones, while HTTP
+// and gRPC stay on 127.0.0.1.
+func StartGossipOn(ctx context.Context, gossipHost, bin, name, join, logDir string, extra ...string) (*Node, error) {
 	var addrs [3]string
 	for i := range addrs {
-		a, err := FreeAddr()
+		host := "127.0.0.1"
+		if i == 2 {
+			host = gossipHost
+		}
+		a, err := freeAddrOn(host)
 		if err != nil {
 			return nil, err
 		}
@@ -54,7 +69,7 @@ func Start(ctx context.Context, bin, name, join, logDir string, extra ...string)
 		args = append(args, "--join", join)
 	}
 	args = append(args, extra...)
-	nd := &Node{Name: name, BaseURL: "http://" + addrs[0], Gossip: addrs[2], log: &buffer{}, exited: make(chan struct{})}
+	nd := &Node{Name: name, BaseURL: "http://" + addrs[0], GRPC: addrs[1], Gossip: addrs[2], log: &buffer{}, exited: make(chan struct{})}
 	nd.cmd = exec.Command(bin, args...)
 	var out io.Writer = nd.log
 	if logDir != "" {
@@ -67,6 +82,7 @@ func Start(ctx context.Context, bin, name, join, logDir string, extra ...string)
 	}
 	nd.cmd.Stdout, nd.cmd.Stderr = out, out
 	nd.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	dieWithParent(nd.cmd.SysProcAttr)
 	if err := nd.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
@@ -115,15 +131,46 @@ func (n *Node) Stop() {
 	}
 }
 
-// FreeAddr asks the kernel for an unused loopback TCP port (the usual small
-// race before the node binds it).
-func FreeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("finding a free port: %w", err)
+// Kill kills the process group with SIGKILL, as a crash would (no leave,
+// sockets closed by the kernel), and waits for it to end.
+func (n *Node) Kill() {
+	if !n.Alive() {
+		return
 	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
+	_ = syscall.Kill(-n.PID(), syscall.SIGKILL)
+	<-n.exited
+}
+
+// FreeAddr finds an unused loopback TCP port (the usual small race before
+// the node binds it; see freeAddrOn).
+func FreeAddr() (string, error) { return freeAddrOn("127.0.0.1") }
+
+// Ports handed out are drawn below Linux's ephemeral range (32768–60999
+// by default). A port the kernel picks for ":0" comes from that range, as
+// does the local port of every outgoing connection: with a dozen nodes
+// dialing each other between the moment a free port is found and the
+// moment its node binds it, one of those connections took it (a node at
+// N = 12 failed to start with "address already in use").
+const portLow, portHigh = 20000, 32000
+
+// freeAddrOn is FreeAddr on host: a random port in [portLow, portHigh)
+// that is free for TCP and for UDP (gossip binds both).
+func freeAddrOn(host string) (string, error) {
+	for range 100 {
+		addr := net.JoinHostPort(host, strconv.Itoa(portLow+rand.IntN(portHigh-portLow)))
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			continue
+		}
+		pc, err := net.ListenPacket("udp", addr)
+		ln.Close()
+		if err != nil {
+			continue
+		}
+		pc.Close()
+		return addr, nil
+	}
+	return "", fmt.Errorf("finding a free port on %s: 100 tries below %d all taken", host, portHigh)
 }
 
 // buffer keeps the last ~256 KiB of a node's output.

@@ -45,3 +45,15 @@ func Tail(s string, n int) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// Sleep waits d, or less if ctx ends first (then it returns ctx's error).
+func Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
