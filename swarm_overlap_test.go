@@ -153,3 +153,44 @@ func TestACutOffOwnerStillRefusesOnceItsGraceForgotTheOthers(t *testing.T) {
 		t.Fatal("the cut-off owner acknowledged a write once it had forgotten the majority")
 	}
 }
+
+// An owner that crashed while the majority promoted its session restarts
+// where it reaches nobody (its machine came back inside a partition). It
+// remembers the members it knew, so it does not count itself alone, hence
+// a majority: it acknowledges nothing for the session it restored from its
+// disk, which the majority serves under a later epoch.
+func TestAnOwnerRestartedAloneAcknowledgesNothing(t *testing.T) {
+	e := newSwarmEnv(t)
+	nodes := e.cluster(3)
+	alice1 := connect(t, nodes[0], connOpts{token: aliceToken})
+	alice3 := connect(t, nodes[2], connOpts{token: aliceToken})
+	const acked = 3
+	startCounter(t, alice1, alice3, "ct", acked)
+	e.kill("node1")
+	eventually(t, 15*time.Second, "ct is served again through node3", func() bool {
+		_, ok := countNow(alice3, "ct")
+		return ok
+	})
+	if res := alice3.call("ct.inc.click", nil); res.IsError {
+		t.Fatalf("click after the failover: %s", textOf(res))
+	}
+
+	e.cut("node1")
+	n1 := e.start("node1", nodes[1].GossipAddr())
+	eventually(t, 15*time.Second, "node1 restores ct from its disk", func() bool {
+		return slices.Contains(n1.LocalSessions(), "ct")
+	})
+	if c, err := tryConnect(t, n1, connOpts{token: aliceToken}); err == nil {
+		if refusal := clickNow(c, "ct"); refusal == "" {
+			t.Fatal("the owner restarted alone acknowledged a write to the session the majority took over")
+		}
+	}
+
+	e.heal("node1")
+	eventually(t, 20*time.Second, "the returning node1 no longer runs ct", func() bool {
+		return !slices.Contains(n1.LocalSessions(), "ct")
+	})
+	if n, _ := countOf(t, alice3, "ct"); n != acked+1 {
+		t.Fatalf("node3 reads ct at %d, want %d", n, acked+1)
+	}
+}

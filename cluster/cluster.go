@@ -251,6 +251,10 @@ func (c *Cluster) Start(ctx context.Context) error {
 		restored += n
 	}
 	c.known = loadKnown(c.store, c.cfg.Name, c.log)
+	// The members the last run knew (and did not see leave) count against
+	// the majority until heard from: restarted where it reaches nobody, a
+	// node must not count itself alone, hence a majority.
+	c.repl.leases.remember(c.known.names())
 	c.stopKnown = c.view.watch(c.known.observe)
 	ml, err := memberlist.Create(c.memberlistConfig())
 	if err != nil {

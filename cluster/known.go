@@ -50,6 +50,13 @@ func loadKnown(st Storage, self string, log *slog.Logger) *knownMembers {
 	return k
 }
 
+// names returns the recorded members' names, sorted.
+func (k *knownMembers) names() []string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return slices.Sorted(maps.Keys(k.addrs))
+}
+
 // list returns the recorded addresses, sorted.
 func (k *knownMembers) list() []string {
 	k.mu.Lock()

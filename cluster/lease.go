@@ -71,8 +71,9 @@ type leases struct {
 	// count against the majority: a node cut off from the rest sees every
 	// other member die, and once the grace forgot them it would otherwise
 	// look alone, hence a majority, and answer on its own while the real
-	// majority promoted its sessions. A name is struck off when a member of
-	// that name is heard from again or leaves.
+	// majority promoted its sessions. The members a previous run knew are
+	// lost too until heard (remember). A name is struck off when a member
+	// of that name is heard from again or leaves.
 	lost map[string]bool
 }
 
@@ -94,6 +95,16 @@ func (l *leases) lose(o crdt.Origin, lease time.Duration) {
 		return // its process is gone: it runs nothing
 	}
 	l.lost[o.Name] = true
+}
+
+// remember counts members a previous run of this node knew as lost until
+// heard from.
+func (l *leases) remember(names []string) {
+	l.mu.Lock()
+	for _, n := range names {
+		l.lost[n] = true
+	}
+	l.mu.Unlock()
 }
 
 // found strikes member name off the lost ones: it is back, or it left.

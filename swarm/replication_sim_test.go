@@ -29,7 +29,8 @@ package swarm
 // peers it misses are known down), the session and its owner's journal
 // (write(2) survives a crash, not the loss of the disk), a restart
 // (cluster.Start joins the peers it reaches before the node serves its
-// restored sessions), routing (the entry node refuses unless
+// restored sessions, and counts the members it knew as dead until it
+// hears them), routing (the entry node refuses unless
 // cluster.InSync holds, and forwards to the owner its visible records
 // name), demotion of an owner that holds a record of a later epoch,
 // visible or hidden (Swarm.onHiddenSessionChange), and failover of hidden
@@ -55,8 +56,7 @@ package swarm
 // ago. seq drops the recovery time, so a fault may follow another before
 // the cluster settled (a machine lost just after a blip). any lets faults
 // overlap and partitions split the nodes at random: past the contract, it
-// still forks (-sim.survey lists the seeds by kind); -sim.remember models
-// a fix under study.
+// still forks (-sim.survey lists the seeds by kind).
 //
 // Everything runs on the test's goroutine but the Shipper's own, which the
 // simulation waits for after each call, so a seed replays the same
@@ -85,7 +85,6 @@ import (
 var simSchedules = flag.Int("sim.schedules", 2000, "random schedules TestReplicationHasOneHistory runs")
 var simSeed = flag.Int64("sim.seed", 0, "run only this schedule seed (0: all)")
 var simShow = flag.Int("sim.show", 2, "transcripts the survey prints per kind of failure")
-var simRemember = flag.Bool("sim.remember", false, "a restarted node counts the members it knew before as dead until it hears them (a fix under study)")
 var simReads = flag.Bool("sim.reads", false, "check the reads made during the schedule too (an owner answers them from memory, fenced or not)")
 var simFaults = flag.String("sim.faults", "one,seq", "the kinds of schedule, comma-separated; one: a fault (crash, pause, one node cut off) starts only while no node is faulty and the last fault ended simRecover ticks ago; seq: as one, without the recovery time; any: faults overlap and partitions split the nodes at random")
 var simSurvey = flag.Bool("sim.survey", false, "run every schedule and report the failing seeds, shortest transcript first")

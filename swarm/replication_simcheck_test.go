@@ -16,12 +16,12 @@ import (
 
 // simConfig is what a schedule's faults and rules are (the -sim flags).
 type simConfig struct {
-	faults          string
-	remember, reads bool
+	faults string
+	reads  bool
 }
 
 func flagConfig() simConfig {
-	return simConfig{faults: *simFaults, remember: *simRemember, reads: *simReads}
+	return simConfig{faults: *simFaults, reads: *simReads}
 }
 
 // String is the config as -sim flags, for a rerun.
@@ -30,7 +30,7 @@ func (c simConfig) String() string {
 	for _, f := range []struct {
 		on   bool
 		name string
-	}{{c.remember, "remember"}, {c.reads, "reads"}} {
+	}{{c.reads, "reads"}} {
 		if f.on {
 			out += " -sim." + f.name
 		}

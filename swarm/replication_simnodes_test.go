@@ -97,12 +97,11 @@ func (s *sim) start(nd *simNode) {
 	nd.deaths = deaths{}
 	old := nd.view
 	nd.view = map[string]*peerView{}
-	if s.cfg.remember {
-		// The members it knew count as dead until heard again.
-		for _, name := range slices.Sorted(maps.Keys(old)) {
-			nd.view[name] = &peerView{state: cluster.StateDead, heard: 0, silent: s.now, incarn: old[name].incarn}
-			nd.deaths.note(cluster.Member{Name: name, State: cluster.StateDead})
-		}
+	// The members it knew count as dead until heard again (cluster's
+	// leases.remember).
+	for _, name := range slices.Sorted(maps.Keys(old)) {
+		nd.view[name] = &peerView{state: cluster.StateDead, heard: 0, silent: s.now, incarn: old[name].incarn}
+		nd.deaths.note(cluster.Member{Name: name, State: cluster.StateDead})
 	}
 	nd.others = map[string]partition{}
 	nd.inbox = nil
