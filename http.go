@@ -26,6 +26,11 @@ func (n *Node) whileServing(h http.Handler) http.Handler {
 			http.Error(w, "node "+n.cfg.Name+" is not serving yet (restoring its sessions) or is stopping; retry", http.StatusServiceUnavailable)
 			return
 		}
+		if !n.cluster.Settled() {
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "node "+n.cfg.Name+" restarted and has not yet heard from a majority of the members it knew; retry", http.StatusServiceUnavailable)
+			return
+		}
 		h.ServeHTTP(w, r)
 	})
 }

@@ -165,7 +165,13 @@ func TestAReturningOwnerDemotesItself(t *testing.T) {
 	eventually(t, 15*time.Second, "the returning node1 no longer runs ct", func() bool {
 		return !slices.Contains(n1.LocalSessions(), "ct")
 	})
-	back := connect(t, n1, connOpts{token: aliceToken})
+	// Restarted, it serves once it heard the members it knew.
+	var back *conn
+	eventually(t, 15*time.Second, "the returning node1 serves connections", func() bool {
+		var err error
+		back, err = tryConnect(t, n1, connOpts{token: aliceToken})
+		return err == nil
+	})
 	eventually(t, 15*time.Second, "node1 answers ct's one history", func() bool {
 		n, ok := countOf(t, back, "ct")
 		return ok && n == 7

@@ -78,6 +78,7 @@ type Cluster struct {
 	cancel     context.CancelFunc
 	wg         sync.WaitGroup
 	joined     atomic.Bool
+	settled    atomic.Bool // in sync once since the start (Ready)
 	known      *knownMembers
 	stopKnown  func()
 	aeDone     atomic.Bool
@@ -559,7 +560,10 @@ func (c *Cluster) WatchMembers(fn func(Member)) (cancel func()) { return c.view.
 
 // Ready reports whether the node has joined (reached a seed, was reached by
 // a peer, or is alone with no seeds), finished its first anti-entropy
-// round, and pulled from every live peer at least once.
+// round, pulled from every live peer at least once, and, the first time,
+// is in sync (InSync): a restarted node counts the members its last run
+// knew until it hears them, and refuses connections until then, so it is
+// not ready either.
 func (c *Cluster) Ready() bool {
 	c.mu.Lock()
 	started := c.state == stateStarted
@@ -570,16 +574,29 @@ func (c *Cluster) Ready() bool {
 	if !c.peersSynced() {
 		return false
 	}
-	if c.joined.Load() {
-		return true
-	}
 	// A node whose own seed join failed is joined all the same once a peer
 	// has joined it: being a member is what counts, not who dialled whom.
-	if c.view.livePeers() > 0 {
+	if !c.joined.Load() && c.view.livePeers() > 0 {
 		c.joined.Store(true)
+	}
+	if !c.joined.Load() {
+		return false
+	}
+	return c.Settled()
+}
+
+// Settled reports whether the node has been in sync (InSync) once since it
+// started. A restarted node counts the members its last run knew until it
+// hears them: until then it serves nothing.
+func (c *Cluster) Settled() bool {
+	if c.settled.Load() {
 		return true
 	}
-	return false
+	if c.InSync() != nil {
+		return false
+	}
+	c.settled.Store(true)
+	return true
 }
 
 // PeerConn returns the authenticated connection to a live peer, for the
