@@ -71,6 +71,9 @@ type Options struct {
 	// Logger receives torn-tail and compaction reports; nil uses
 	// slog.Default().
 	Logger *slog.Logger
+	// fsync stands in for fdatasync in tests (nil: datasync), to see what
+	// each sync covers and to hold one on disk.
+	fsync func(*os.File) error
 }
 
 // ErrClosed is returned by Put, Delete and Load after Close.
@@ -138,26 +141,28 @@ type Journal struct {
 	// signalled when it clears.
 	leading bool
 	idle    *sync.Cond
-	dirty   bool // Process: written since the last fsync
-	// spares hold the buffers of committed rounds (Sync) for the next
-	// ones: a round's bytes are dead once written, and a fresh buffer per
-	// round was the node's largest allocation under a click load. Two,
-	// because a round gathers while the one before it is on disk. spare
-	// is Process mode's buffer for the next write. Kept up to maxSpare.
+	// spares hold the buffers of committed rounds for the next ones: a
+	// round's bytes are dead once written, and a fresh buffer per round
+	// was the node's largest allocation under a click load. Two, because
+	// a round gathers while the one before it is on disk. Kept up to
+	// maxSpare.
 	spares  []roundBufs
-	spare   []byte
 	rounds  uint64 // fsyncs of written records
 	records uint64 // records written (Sync: committed; Process: appended)
-	closing bool   // Close has begun: writes refuse
-	closed  bool   // the file is closed
+	// Process mode's fsyncs (Sync and the background round) are a group
+	// commit of their own: synced is how many of records a finished fsync
+	// covers; syncing is set while one is on disk, and syncDone is closed
+	// when it ends, so callers it does not cover wait for it and then one
+	// of them fsyncs for all.
+	synced   uint64
+	syncing  bool
+	syncDone chan struct{}
+	closing  bool // Close has begun: writes refuse
+	closed   bool // the file is closed
 
 	kick coalesce.Signal
 	stop chan struct{}
 	done chan struct{}
-	// flushing orders Process mode's fsyncs (the background round and
-	// Sync), so a Sync that finds nothing dirty knows an fsync in
-	// progress has finished.
-	flushing sync.Mutex
 }
 
 const suffix = ".log"
@@ -198,6 +203,9 @@ func Open(dir string, opt Options) (*Journal, error) {
 	}
 	if opt.Logger == nil {
 		opt.Logger = slog.Default()
+	}
+	if opt.fsync == nil {
+		opt.fsync = datasync
 	}
 	j := &Journal{dir: dir, opt: opt, log: opt.Logger, index: map[string]loc{}, prealloc: true,
 		kick: coalesce.NewSignal(), stop: make(chan struct{}), done: make(chan struct{})}
@@ -411,14 +419,6 @@ func (j *Journal) write(rec record) error {
 		j.mu.Unlock()
 		return err
 	}
-	if j.opt.Mode == Process {
-		err := j.appendLocked(rec)
-		j.mu.Unlock()
-		if err == nil {
-			j.wake()
-		}
-		return err
-	}
 	rd := j.next
 	if rd == nil {
 		rd = &round{done: make(chan struct{}), lead: make(chan struct{}, 1)}
@@ -434,10 +434,14 @@ func (j *Journal) write(rec record) error {
 		close(rd.full)
 		rd.full = nil
 	}
-	// Sync: group commit led by the writers themselves (no hand-off to a
-	// goroutine and back): with no commit in progress this writer commits
-	// its round now; otherwise it waits for its round to be committed by
-	// another writer of it, or to be handed the lead.
+	// A group write led by the writers themselves (no hand-off to a
+	// goroutine and back), in both modes: with no round in progress this
+	// writer writes its round now; otherwise it waits for its round to be
+	// written by another writer of it, or to be handed the lead. Nobody
+	// holds mu across write(2) or fdatasync: a writer that the kernel
+	// holds up there (a timestamp update waiting for the file system's
+	// journal commit) holds up only the writers of its round, who would
+	// have waited for the file anyway, and none of them queues on a lock.
 	if !j.leading {
 		j.leading = true
 		j.gatherLocked(rd)
@@ -459,8 +463,12 @@ func (j *Journal) write(rec record) error {
 // j.gather asks for (none for a lone writer; see gathering), so one
 // fdatasync serves as many writers as their concurrency allows. Called
 // and returns with mu held; the commit is not in progress, so writers
-// arriving meanwhile join rd.
+// arriving meanwhile join rd. Process rounds have no fdatasync to share
+// and never wait.
 func (j *Journal) gatherLocked(rd *round) {
+	if j.opt.Mode != Sync {
+		return
+	}
 	want := j.gather.want(len(rd.entries))
 	if want == 0 {
 		return
@@ -479,23 +487,25 @@ func (j *Journal) gatherLocked(rd *round) {
 	rd.timedOut = len(rd.entries) < want
 }
 
-// leadLocked commits the gathered round as its group's leader, then hands
-// the lead to the next round's writers, if any; it unlocks mu. Called with
-// mu held and leading set.
+// leadLocked commits the gathered round as its group's leader, compacts
+// the file when it is due (still leading, so no round writes meanwhile,
+// but without mu, so writers keep joining the next round), then hands the
+// lead to the next round's writers, if any; it unlocks mu. Called with mu
+// held and leading set.
 func (j *Journal) leadLocked() {
 	rd := j.next
 	j.next = nil
-	j.gather.committed(len(rd.entries), rd.timedOut)
+	if j.opt.Mode == Sync {
+		j.gather.committed(len(rd.entries), rd.timedOut)
+	}
 	j.mu.Unlock()
 	j.commit(rd)
+	if j.opt.Mode == Process {
+		j.wake()
+	}
 	j.mu.Lock()
 	if !j.closing && j.failed == nil && needsCompaction(j.end, j.live, j.opt.CompactMin) {
-		before := j.end
-		if err := j.compactLocked(); err != nil {
-			j.log.Warn("compacting journal", "dir", j.dir, "err", err)
-		} else {
-			j.log.Debug("journal compacted", "dir", j.dir, "bytes_before", before, "bytes_after", j.end, "keys", len(j.index))
-		}
+		j.compactLeading()
 	}
 	if j.next != nil {
 		j.next.lead <- struct{}{} // buffered, sent once per round
@@ -516,24 +526,6 @@ func (j *Journal) usable() error {
 	return nil
 }
 
-// appendLocked writes rec with one write(2) (Process mode).
-func (j *Journal) appendLocked(rec record) error {
-	buf := appendRecord(j.spare[:0], rec)
-	if cap(buf) <= maxSpare {
-		j.spare = buf // write(2) copied it: the next write may reuse it
-	}
-	j.alloc, j.prealloc = j.reserve(j.f, j.end, int64(len(buf)), j.alloc, j.prealloc)
-	if err := j.writeAt(buf); err != nil {
-		return err
-	}
-	j.apply(rec.key, j.end, len(buf), rec.del)
-	j.end += int64(len(buf))
-	j.alloc = max(j.alloc, j.end)
-	j.dirty = true
-	j.records++
-	return nil
-}
-
 // recycleLocked keeps a committed round's buffers for the next round.
 // Callers hold mu; rd's writers read only rd.err from here on.
 func (j *Journal) recycleLocked(rd *round) {
@@ -542,23 +534,6 @@ func (j *Journal) recycleLocked(rd *round) {
 		j.spares = append(j.spares, roundBufs{buf: rd.buf[:0], entries: rd.entries[:0]})
 	}
 	rd.roundBufs = roundBufs{}
-}
-
-// writeAt appends buf at j.end. On a failed write it cuts the file back to
-// j.end, so the next write does not follow garbage; if that fails too the
-// journal refuses all later writes.
-func (j *Journal) writeAt(buf []byte) error {
-	if _, err := j.f.Write(buf); err != nil {
-		werr := fmt.Errorf("appending to journal %s: %w", j.dir, err)
-		if terr := j.f.Truncate(j.end); terr != nil {
-			j.failed = fmt.Errorf("%w; additionally, cutting it back: %v", werr, terr)
-		} else if _, serr := j.f.Seek(j.end, io.SeekStart); serr != nil {
-			j.failed = fmt.Errorf("%w; additionally, seeking back: %v", werr, serr)
-		}
-		j.alloc = j.end
-		return werr
-	}
-	return nil
 }
 
 // reserve preallocates f past base when n bytes written there would run
@@ -582,56 +557,65 @@ func (j *Journal) reserve(f *os.File, base, n, alloc int64, prealloc bool) (int6
 
 func (j *Journal) wake() { j.kick.Kick() }
 
-// run is the background round of Process mode: it fsyncs what writes
-// appended, and compacts. (Sync writers commit and compact themselves.)
+// run is the background round of Process mode: it fsyncs what rounds
+// wrote. (Sync rounds fsync themselves; both compact as they lead.)
 func (j *Journal) run() {
 	defer close(j.done)
-	coalesce.Run(j.stop, j.kick, j.opt.RoundDelay, func() {
-		j.flush()
-		j.maybeCompact()
-	})
+	coalesce.Run(j.stop, j.kick, j.opt.RoundDelay, func() { _ = j.Sync() })
 }
 
 // Sync returns once everything written before it is on disk. In Sync mode
 // every write already is; in Process mode it fsyncs now rather than at the
 // next background round, for a caller that must answer with Sync
 // durability this once (a replicated write whose standbys did not answer).
+// Concurrent callers share fsyncs: one that an fsync already on disk does
+// not cover waits for it, and then one of those waiting fsyncs for all.
 func (j *Journal) Sync() error {
 	if j.opt.Mode != Process {
 		return nil
 	}
-	j.flush()
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	return j.syncLocked(j.records)
+}
+
+// syncLocked returns once an fsync that began after the first target
+// records were written has ended (or the journal failed). Called with mu
+// held; it releases mu while it waits or fsyncs.
+func (j *Journal) syncLocked(target uint64) error {
+	for j.synced < target && j.failed == nil {
+		if j.syncing {
+			// Begun before the caller's records may have been written:
+			// wait for it, then look again.
+			done := j.syncDone
+			j.mu.Unlock()
+			<-done
+			j.mu.Lock()
+			continue
+		}
+		covers, f, done := j.records, j.f, make(chan struct{})
+		j.syncing, j.syncDone = true, done
+		j.mu.Unlock()
+		err := j.opt.fsync(f)
+		j.mu.Lock()
+		j.syncing = false
+		close(done)
+		if err != nil {
+			j.failLocked(fmt.Errorf("fsync of journal %s: %w", j.dir, err))
+			break
+		}
+		j.synced = max(j.synced, covers)
+		j.rounds++
+	}
 	if j.failed != nil {
 		return fmt.Errorf("journal %s refuses writes after an earlier failure: %w", j.dir, j.failed)
 	}
 	return nil
 }
 
-// flush fsyncs what Process writes appended since the last round.
-func (j *Journal) flush() {
-	j.flushing.Lock()
-	defer j.flushing.Unlock()
-	j.mu.Lock()
-	dirty, f := j.dirty, j.f
-	j.dirty = false
-	j.mu.Unlock()
-	if !dirty || f == nil {
-		return
-	}
-	if err := datasync(f); err != nil {
-		j.fail(fmt.Errorf("fsync of journal %s: %w", j.dir, err))
-		return
-	}
-	j.mu.Lock()
-	j.rounds++
-	j.mu.Unlock()
-}
-
-// commit writes rd, fsyncs it and answers its writers. Only the Sync
-// leader commits, one at a time, so the file and its end stay put without
-// the lock while the round is on disk.
+// commit writes rd (and, in Sync mode, fsyncs it) and answers its
+// writers. Only the leader commits, one at a time, so the file and its end
+// stay put without the lock while the round is being written.
 func (j *Journal) commit(rd *round) {
 	j.mu.Lock()
 	if j.failed != nil {
@@ -643,18 +627,18 @@ func (j *Journal) commit(rd *round) {
 	f, base, alloc, prealloc := j.f, j.end, j.alloc, j.prealloc
 	j.mu.Unlock()
 	alloc, prealloc = j.reserve(f, base, int64(len(rd.buf)), alloc, prealloc)
-	_, err := f.Write(rd.buf)
-	if err == nil {
-		if err = datasync(f); err != nil {
+	_, err := f.WriteAt(rd.buf, base)
+	synced := false
+	if err == nil && j.opt.Mode == Sync {
+		if err = j.opt.fsync(f); err != nil {
 			j.fail(fmt.Errorf("fsync of journal %s: %w", j.dir, err))
 		}
-	} else {
+		synced = true
+	} else if err != nil {
 		err = fmt.Errorf("appending to journal %s: %w", j.dir, err)
 		j.mu.Lock()
 		if terr := f.Truncate(base); terr != nil {
 			j.failed = fmt.Errorf("%w; additionally, cutting it back: %v", err, terr)
-		} else if _, serr := f.Seek(base, io.SeekStart); serr != nil {
-			j.failed = fmt.Errorf("%w; additionally, seeking back: %v", err, serr)
 		}
 		alloc = base
 		j.mu.Unlock()
@@ -668,8 +652,11 @@ func (j *Journal) commit(rd *round) {
 		}
 		j.end = base + int64(len(rd.buf))
 		j.alloc = max(j.alloc, j.end)
-		j.rounds++
 		j.records += uint64(len(rd.entries))
+		if synced {
+			j.rounds++
+			j.synced = j.records
+		}
 	}
 	j.recycleLocked(rd)
 	j.mu.Unlock()
@@ -681,10 +668,14 @@ func (j *Journal) commit(rd *round) {
 // have dropped the dirty pages, so what the file holds is unknown.
 func (j *Journal) fail(err error) {
 	j.mu.Lock()
+	j.failLocked(err)
+	j.mu.Unlock()
+}
+
+func (j *Journal) failLocked(err error) {
 	if j.failed == nil {
 		j.failed = err
 	}
-	j.mu.Unlock()
 	j.log.Error("journal failed; refusing further writes", "err", err)
 }
 
@@ -761,10 +752,7 @@ func (j *Journal) Close() error {
 		return nil
 	}
 	j.closing = true // writes refuse from here; the last round still commits
-	if j.opt.Mode == Process {
-		j.dirty = true // fsync once more on the way out
-	}
-	for j.leading { // a Sync round on disk: its writers were told to wait for it
+	for j.leading {  // a round being written: its writers were told to wait for it
 		j.idle.Wait()
 	}
 	j.mu.Unlock()
