@@ -146,9 +146,13 @@ type Journal struct {
 	// was the node's largest allocation under a click load. Two, because
 	// a round gathers while the one before it is on disk. Kept up to
 	// maxSpare.
-	spares  []roundBufs
-	rounds  uint64 // fsyncs of written records
-	records uint64 // records written (Sync: committed; Process: appended)
+	spares []roundBufs
+	// solo and soloEntry are the lead's buffers for a Process write that
+	// finds no round in progress (writeAlone).
+	solo      []byte
+	soloEntry [1]entry
+	rounds    uint64 // fsyncs of written records
+	records   uint64 // records written (Sync: committed; Process: appended)
 	// Process mode's fsyncs (Sync and the background round) are a group
 	// commit of their own: synced is how many of records a finished fsync
 	// covers; syncing is set while one is on disk, and syncDone is closed
@@ -419,6 +423,10 @@ func (j *Journal) write(rec record) error {
 		j.mu.Unlock()
 		return err
 	}
+	if j.opt.Mode == Process && !j.leading {
+		j.leading = true
+		return j.writeAlone(rec)
+	}
 	rd := j.next
 	if rd == nil {
 		rd = &round{done: make(chan struct{}), lead: make(chan struct{}, 1)}
@@ -487,23 +495,46 @@ func (j *Journal) gatherLocked(rd *round) {
 	rd.timedOut = len(rd.entries) < want
 }
 
-// leadLocked commits the gathered round as its group's leader, compacts
-// the file when it is due (still leading, so no round writes meanwhile,
-// but without mu, so writers keep joining the next round), then hands the
-// lead to the next round's writers, if any; it unlocks mu. Called with mu
-// held and leading set.
+// leadLocked commits the gathered round as its group's leader, then
+// finishes the lead (finishLeadLocked); it unlocks mu. Called with mu held
+// and leading set.
 func (j *Journal) leadLocked() {
 	rd := j.next
 	j.next = nil
 	if j.opt.Mode == Sync {
 		j.gather.committed(len(rd.entries), rd.timedOut)
 	}
-	j.mu.Unlock()
-	j.commit(rd)
+	rd.err = j.commitLocked(rd.buf, rd.entries)
+	j.recycleLocked(rd)
+	close(rd.done)
+	j.finishLeadLocked()
+}
+
+// writeAlone writes rec as a round of its own, from a buffer the lead
+// keeps (Process mode, no round in progress): an unhurried writer builds
+// no round and wakes no one. Called with mu held and leading set; it
+// unlocks mu.
+func (j *Journal) writeAlone(rec record) error {
+	j.solo = appendRecord(j.solo[:0], rec)
+	j.soloEntry[0] = entry{key: rec.key, n: len(j.solo), del: rec.del}
+	err := j.commitLocked(j.solo, j.soloEntry[:])
+	j.soloEntry[0] = entry{} // drop the key
+	if cap(j.solo) > maxSpare {
+		j.solo = nil
+	}
+	j.finishLeadLocked()
+	return err
+}
+
+// finishLeadLocked ends a lead after its round: it asks the background
+// round to fsync Process writes, compacts the file when it is due (still
+// leading, so no round writes meanwhile, but without mu, so writers keep
+// joining the next round), then hands the lead to the next round's
+// writers, if any; it unlocks mu. Called with mu held and leading set.
+func (j *Journal) finishLeadLocked() {
 	if j.opt.Mode == Process {
 		j.wake()
 	}
-	j.mu.Lock()
 	if !j.closing && j.failed == nil && needsCompaction(j.end, j.live, j.opt.CompactMin) {
 		j.compactLeading()
 	}
@@ -613,55 +644,49 @@ func (j *Journal) syncLocked(target uint64) error {
 	return nil
 }
 
-// commit writes rd (and, in Sync mode, fsyncs it) and answers its
-// writers. Only the leader commits, one at a time, so the file and its end
-// stay put without the lock while the round is being written.
-func (j *Journal) commit(rd *round) {
-	j.mu.Lock()
+// commitLocked writes a round's records (and, in Sync mode, fsyncs them)
+// at the end of the file. Only the leader commits, one at a time, so the
+// file and its end stay put while mu is released for the I/O. Called and
+// returns with mu held.
+func (j *Journal) commitLocked(buf []byte, entries []entry) error {
 	if j.failed != nil {
-		rd.err = fmt.Errorf("journal %s refuses writes after an earlier failure: %w", j.dir, j.failed)
-		j.mu.Unlock()
-		close(rd.done)
-		return
+		return fmt.Errorf("journal %s refuses writes after an earlier failure: %w", j.dir, j.failed)
 	}
 	f, base, alloc, prealloc := j.f, j.end, j.alloc, j.prealloc
 	j.mu.Unlock()
-	alloc, prealloc = j.reserve(f, base, int64(len(rd.buf)), alloc, prealloc)
-	_, err := f.WriteAt(rd.buf, base)
-	synced := false
-	if err == nil && j.opt.Mode == Sync {
-		if err = j.opt.fsync(f); err != nil {
-			j.fail(fmt.Errorf("fsync of journal %s: %w", j.dir, err))
-		}
-		synced = true
-	} else if err != nil {
-		err = fmt.Errorf("appending to journal %s: %w", j.dir, err)
-		j.mu.Lock()
-		if terr := f.Truncate(base); terr != nil {
-			j.failed = fmt.Errorf("%w; additionally, cutting it back: %v", err, terr)
-		}
-		alloc = base
-		j.mu.Unlock()
+	alloc, prealloc = j.reserve(f, base, int64(len(buf)), alloc, prealloc)
+	_, werr := f.WriteAt(buf, base)
+	var serr error
+	if werr == nil && j.opt.Mode == Sync {
+		serr = j.opt.fsync(f)
 	}
 	j.mu.Lock()
 	j.prealloc = prealloc
 	j.alloc = max(alloc, base)
-	if err == nil {
-		for _, e := range rd.entries {
-			j.apply(e.key, base+e.rel, e.n, e.del)
+	switch {
+	case werr != nil:
+		err := fmt.Errorf("appending to journal %s: %w", j.dir, werr)
+		if terr := f.Truncate(base); terr != nil {
+			j.failed = fmt.Errorf("%w; additionally, cutting it back: %v", err, terr)
 		}
-		j.end = base + int64(len(rd.buf))
-		j.alloc = max(j.alloc, j.end)
-		j.records += uint64(len(rd.entries))
-		if synced {
-			j.rounds++
-			j.synced = j.records
-		}
+		j.alloc = base
+		return err
+	case serr != nil:
+		err := fmt.Errorf("fsync of journal %s: %w", j.dir, serr)
+		j.failLocked(err)
+		return err
 	}
-	j.recycleLocked(rd)
-	j.mu.Unlock()
-	rd.err = err
-	close(rd.done)
+	for _, e := range entries {
+		j.apply(e.key, base+e.rel, e.n, e.del)
+	}
+	j.end = base + int64(len(buf))
+	j.alloc = max(j.alloc, j.end)
+	j.records += uint64(len(entries))
+	if j.opt.Mode == Sync {
+		j.rounds++
+		j.synced = j.records
+	}
+	return nil
 }
 
 // fail makes every later write refuse: after a failed fsync the kernel may
