@@ -11,7 +11,13 @@
 //     sync serves every session that wrote meanwhile. Survives power loss.
 //   - Process: the record has been handed to the kernel with write(2); the
 //     background round fsyncs it a couple of milliseconds later. Survives
-//     kill -9 of the process, not a crash of the machine.
+//     kill -9 of the process, not a crash of the machine. Writers share
+//     write(2)s the way Sync writers share syncs, and Sync, which a caller
+//     that needs one write durable now calls, shares fsyncs with the
+//     callers and the background round on disk at the same time.
+//
+// No lock is held across write(2), fdatasync or a compaction: writers that
+// arrive meanwhile queue in the next round.
 //
 // There is no write-behind mode: measured (BenchmarkDurability in the
 // module root), answering before the write was no faster than Process.

@@ -71,6 +71,9 @@ type Options struct {
 	// Logger receives torn-tail and compaction reports; nil uses
 	// slog.Default().
 	Logger *slog.Logger
+	// fsync stands in for fdatasync in tests (nil: datasync), to see what
+	// each sync covers and to hold one on disk.
+	fsync func(*os.File) error
 }
 
 // ErrClosed is returned by Put, Delete and Load after Close.
@@ -138,26 +141,32 @@ type Journal struct {
 	// signalled when it clears.
 	leading bool
 	idle    *sync.Cond
-	dirty   bool // Process: written since the last fsync
-	// spares hold the buffers of committed rounds (Sync) for the next
-	// ones: a round's bytes are dead once written, and a fresh buffer per
-	// round was the node's largest allocation under a click load. Two,
-	// because a round gathers while the one before it is on disk. spare
-	// is Process mode's buffer for the next write. Kept up to maxSpare.
-	spares  []roundBufs
-	spare   []byte
-	rounds  uint64 // fsyncs of written records
-	records uint64 // records written (Sync: committed; Process: appended)
-	closing bool   // Close has begun: writes refuse
-	closed  bool   // the file is closed
+	// spares hold the buffers of committed rounds for the next ones: a
+	// round's bytes are dead once written, and a fresh buffer per round
+	// was the node's largest allocation under a click load. Two, because
+	// a round gathers while the one before it is on disk. Kept up to
+	// maxSpare.
+	spares []roundBufs
+	// solo and soloEntry are the lead's buffers for a Process write that
+	// finds no round in progress (writeAlone).
+	solo      []byte
+	soloEntry [1]entry
+	rounds    uint64 // fsyncs of written records
+	records   uint64 // records written (Sync: committed; Process: appended)
+	// Process mode's fsyncs (Sync and the background round) are a group
+	// commit of their own: synced is how many of records a finished fsync
+	// covers; syncing is set while one is on disk, and syncDone is closed
+	// when it ends, so callers it does not cover wait for it and then one
+	// of them fsyncs for all.
+	synced   uint64
+	syncing  bool
+	syncDone chan struct{}
+	closing  bool // Close has begun: writes refuse
+	closed   bool // the file is closed
 
 	kick coalesce.Signal
 	stop chan struct{}
 	done chan struct{}
-	// flushing orders Process mode's fsyncs (the background round and
-	// Sync), so a Sync that finds nothing dirty knows an fsync in
-	// progress has finished.
-	flushing sync.Mutex
 }
 
 const suffix = ".log"
@@ -198,6 +207,9 @@ func Open(dir string, opt Options) (*Journal, error) {
 	}
 	if opt.Logger == nil {
 		opt.Logger = slog.Default()
+	}
+	if opt.fsync == nil {
+		opt.fsync = datasync
 	}
 	j := &Journal{dir: dir, opt: opt, log: opt.Logger, index: map[string]loc{}, prealloc: true,
 		kick: coalesce.NewSignal(), stop: make(chan struct{}), done: make(chan struct{})}
@@ -411,13 +423,9 @@ func (j *Journal) write(rec record) error {
 		j.mu.Unlock()
 		return err
 	}
-	if j.opt.Mode == Process {
-		err := j.appendLocked(rec)
-		j.mu.Unlock()
-		if err == nil {
-			j.wake()
-		}
-		return err
+	if j.opt.Mode == Process && !j.leading {
+		j.leading = true
+		return j.writeAlone(rec)
 	}
 	rd := j.next
 	if rd == nil {
@@ -434,10 +442,14 @@ func (j *Journal) write(rec record) error {
 		close(rd.full)
 		rd.full = nil
 	}
-	// Sync: group commit led by the writers themselves (no hand-off to a
-	// goroutine and back): with no commit in progress this writer commits
-	// its round now; otherwise it waits for its round to be committed by
-	// another writer of it, or to be handed the lead.
+	// A group write led by the writers themselves (no hand-off to a
+	// goroutine and back), in both modes: with no round in progress this
+	// writer writes its round now; otherwise it waits for its round to be
+	// written by another writer of it, or to be handed the lead. Nobody
+	// holds mu across write(2) or fdatasync: a writer that the kernel
+	// holds up there (a timestamp update waiting for the file system's
+	// journal commit) holds up only the writers of its round, who would
+	// have waited for the file anyway, and none of them queues on a lock.
 	if !j.leading {
 		j.leading = true
 		j.gatherLocked(rd)
@@ -459,8 +471,12 @@ func (j *Journal) write(rec record) error {
 // j.gather asks for (none for a lone writer; see gathering), so one
 // fdatasync serves as many writers as their concurrency allows. Called
 // and returns with mu held; the commit is not in progress, so writers
-// arriving meanwhile join rd.
+// arriving meanwhile join rd. Process rounds have no fdatasync to share
+// and never wait.
 func (j *Journal) gatherLocked(rd *round) {
+	if j.opt.Mode != Sync {
+		return
+	}
 	want := j.gather.want(len(rd.entries))
 	if want == 0 {
 		return
@@ -479,23 +495,48 @@ func (j *Journal) gatherLocked(rd *round) {
 	rd.timedOut = len(rd.entries) < want
 }
 
-// leadLocked commits the gathered round as its group's leader, then hands
-// the lead to the next round's writers, if any; it unlocks mu. Called with
-// mu held and leading set.
+// leadLocked commits the gathered round as its group's leader, then
+// finishes the lead (finishLeadLocked); it unlocks mu. Called with mu held
+// and leading set.
 func (j *Journal) leadLocked() {
 	rd := j.next
 	j.next = nil
-	j.gather.committed(len(rd.entries), rd.timedOut)
-	j.mu.Unlock()
-	j.commit(rd)
-	j.mu.Lock()
+	if j.opt.Mode == Sync {
+		j.gather.committed(len(rd.entries), rd.timedOut)
+	}
+	rd.err = j.commitLocked(rd.buf, rd.entries)
+	j.recycleLocked(rd)
+	close(rd.done)
+	j.finishLeadLocked()
+}
+
+// writeAlone writes rec as a round of its own, from a buffer the lead
+// keeps (Process mode, no round in progress): an unhurried writer builds
+// no round and wakes no one. Called with mu held and leading set; it
+// unlocks mu.
+func (j *Journal) writeAlone(rec record) error {
+	j.solo = appendRecord(j.solo[:0], rec)
+	j.soloEntry[0] = entry{key: rec.key, n: len(j.solo), del: rec.del}
+	err := j.commitLocked(j.solo, j.soloEntry[:])
+	j.soloEntry[0] = entry{} // drop the key
+	if cap(j.solo) > maxSpare {
+		j.solo = nil
+	}
+	j.finishLeadLocked()
+	return err
+}
+
+// finishLeadLocked ends a lead after its round: it asks the background
+// round to fsync Process writes, compacts the file when it is due (still
+// leading, so no round writes meanwhile, but without mu, so writers keep
+// joining the next round), then hands the lead to the next round's
+// writers, if any; it unlocks mu. Called with mu held and leading set.
+func (j *Journal) finishLeadLocked() {
+	if j.opt.Mode == Process {
+		j.wake()
+	}
 	if !j.closing && j.failed == nil && needsCompaction(j.end, j.live, j.opt.CompactMin) {
-		before := j.end
-		if err := j.compactLocked(); err != nil {
-			j.log.Warn("compacting journal", "dir", j.dir, "err", err)
-		} else {
-			j.log.Debug("journal compacted", "dir", j.dir, "bytes_before", before, "bytes_after", j.end, "keys", len(j.index))
-		}
+		j.compactLeading()
 	}
 	if j.next != nil {
 		j.next.lead <- struct{}{} // buffered, sent once per round
@@ -516,24 +557,6 @@ func (j *Journal) usable() error {
 	return nil
 }
 
-// appendLocked writes rec with one write(2) (Process mode).
-func (j *Journal) appendLocked(rec record) error {
-	buf := appendRecord(j.spare[:0], rec)
-	if cap(buf) <= maxSpare {
-		j.spare = buf // write(2) copied it: the next write may reuse it
-	}
-	j.alloc, j.prealloc = j.reserve(j.f, j.end, int64(len(buf)), j.alloc, j.prealloc)
-	if err := j.writeAt(buf); err != nil {
-		return err
-	}
-	j.apply(rec.key, j.end, len(buf), rec.del)
-	j.end += int64(len(buf))
-	j.alloc = max(j.alloc, j.end)
-	j.dirty = true
-	j.records++
-	return nil
-}
-
 // recycleLocked keeps a committed round's buffers for the next round.
 // Callers hold mu; rd's writers read only rd.err from here on.
 func (j *Journal) recycleLocked(rd *round) {
@@ -542,23 +565,6 @@ func (j *Journal) recycleLocked(rd *round) {
 		j.spares = append(j.spares, roundBufs{buf: rd.buf[:0], entries: rd.entries[:0]})
 	}
 	rd.roundBufs = roundBufs{}
-}
-
-// writeAt appends buf at j.end. On a failed write it cuts the file back to
-// j.end, so the next write does not follow garbage; if that fails too the
-// journal refuses all later writes.
-func (j *Journal) writeAt(buf []byte) error {
-	if _, err := j.f.Write(buf); err != nil {
-		werr := fmt.Errorf("appending to journal %s: %w", j.dir, err)
-		if terr := j.f.Truncate(j.end); terr != nil {
-			j.failed = fmt.Errorf("%w; additionally, cutting it back: %v", werr, terr)
-		} else if _, serr := j.f.Seek(j.end, io.SeekStart); serr != nil {
-			j.failed = fmt.Errorf("%w; additionally, seeking back: %v", werr, serr)
-		}
-		j.alloc = j.end
-		return werr
-	}
-	return nil
 }
 
 // reserve preallocates f past base when n bytes written there would run
@@ -582,109 +588,58 @@ func (j *Journal) reserve(f *os.File, base, n, alloc int64, prealloc bool) (int6
 
 func (j *Journal) wake() { j.kick.Kick() }
 
-// run is the background round of Process mode: it fsyncs what writes
-// appended, and compacts. (Sync writers commit and compact themselves.)
-func (j *Journal) run() {
-	defer close(j.done)
-	coalesce.Run(j.stop, j.kick, j.opt.RoundDelay, func() {
-		j.flush()
-		j.maybeCompact()
-	})
-}
-
-// Sync returns once everything written before it is on disk. In Sync mode
-// every write already is; in Process mode it fsyncs now rather than at the
-// next background round, for a caller that must answer with Sync
-// durability this once (a replicated write whose standbys did not answer).
-func (j *Journal) Sync() error {
-	if j.opt.Mode != Process {
-		return nil
-	}
-	j.flush()
-	j.mu.Lock()
-	defer j.mu.Unlock()
+// commitLocked writes a round's records (and, in Sync mode, fsyncs them)
+// at the end of the file. Only the leader commits, one at a time, so the
+// file and its end stay put while mu is released for the I/O. Called and
+// returns with mu held.
+func (j *Journal) commitLocked(buf []byte, entries []entry) error {
 	if j.failed != nil {
 		return fmt.Errorf("journal %s refuses writes after an earlier failure: %w", j.dir, j.failed)
 	}
-	return nil
-}
-
-// flush fsyncs what Process writes appended since the last round.
-func (j *Journal) flush() {
-	j.flushing.Lock()
-	defer j.flushing.Unlock()
-	j.mu.Lock()
-	dirty, f := j.dirty, j.f
-	j.dirty = false
-	j.mu.Unlock()
-	if !dirty || f == nil {
-		return
-	}
-	if err := datasync(f); err != nil {
-		j.fail(fmt.Errorf("fsync of journal %s: %w", j.dir, err))
-		return
-	}
-	j.mu.Lock()
-	j.rounds++
-	j.mu.Unlock()
-}
-
-// commit writes rd, fsyncs it and answers its writers. Only the Sync
-// leader commits, one at a time, so the file and its end stay put without
-// the lock while the round is on disk.
-func (j *Journal) commit(rd *round) {
-	j.mu.Lock()
-	if j.failed != nil {
-		rd.err = fmt.Errorf("journal %s refuses writes after an earlier failure: %w", j.dir, j.failed)
-		j.mu.Unlock()
-		close(rd.done)
-		return
-	}
 	f, base, alloc, prealloc := j.f, j.end, j.alloc, j.prealloc
 	j.mu.Unlock()
-	alloc, prealloc = j.reserve(f, base, int64(len(rd.buf)), alloc, prealloc)
-	_, err := f.Write(rd.buf)
-	if err == nil {
-		if err = datasync(f); err != nil {
-			j.fail(fmt.Errorf("fsync of journal %s: %w", j.dir, err))
-		}
-	} else {
-		err = fmt.Errorf("appending to journal %s: %w", j.dir, err)
-		j.mu.Lock()
-		if terr := f.Truncate(base); terr != nil {
-			j.failed = fmt.Errorf("%w; additionally, cutting it back: %v", err, terr)
-		} else if _, serr := f.Seek(base, io.SeekStart); serr != nil {
-			j.failed = fmt.Errorf("%w; additionally, seeking back: %v", err, serr)
-		}
-		alloc = base
-		j.mu.Unlock()
+	alloc, prealloc = j.reserve(f, base, int64(len(buf)), alloc, prealloc)
+	_, werr := f.WriteAt(buf, base)
+	var serr error
+	if werr == nil && j.opt.Mode == Sync {
+		serr = j.opt.fsync(f)
 	}
 	j.mu.Lock()
 	j.prealloc = prealloc
 	j.alloc = max(alloc, base)
-	if err == nil {
-		for _, e := range rd.entries {
-			j.apply(e.key, base+e.rel, e.n, e.del)
+	switch {
+	case werr != nil:
+		err := fmt.Errorf("appending to journal %s: %w", j.dir, werr)
+		if terr := f.Truncate(base); terr != nil {
+			j.failed = fmt.Errorf("%w; additionally, cutting it back: %v", err, terr)
 		}
-		j.end = base + int64(len(rd.buf))
-		j.alloc = max(j.alloc, j.end)
-		j.rounds++
-		j.records += uint64(len(rd.entries))
+		j.alloc = base
+		return err
+	case serr != nil:
+		err := fmt.Errorf("fsync of journal %s: %w", j.dir, serr)
+		j.failLocked(err)
+		return err
 	}
-	j.recycleLocked(rd)
-	j.mu.Unlock()
-	rd.err = err
-	close(rd.done)
+	for _, e := range entries {
+		j.apply(e.key, base+e.rel, e.n, e.del)
+	}
+	j.end = base + int64(len(buf))
+	j.alloc = max(j.alloc, j.end)
+	j.records += uint64(len(entries))
+	if j.opt.Mode == Sync {
+		j.rounds++
+		j.synced = j.records
+	}
+	return nil
 }
 
-// fail makes every later write refuse: after a failed fsync the kernel may
-// have dropped the dirty pages, so what the file holds is unknown.
-func (j *Journal) fail(err error) {
-	j.mu.Lock()
+// failLocked makes every later write refuse: after a failed fsync the
+// kernel may have dropped the dirty pages, so what the file holds is
+// unknown. Called with mu held.
+func (j *Journal) failLocked(err error) {
 	if j.failed == nil {
 		j.failed = err
 	}
-	j.mu.Unlock()
 	j.log.Error("journal failed; refusing further writes", "err", err)
 }
 
@@ -761,10 +716,7 @@ func (j *Journal) Close() error {
 		return nil
 	}
 	j.closing = true // writes refuse from here; the last round still commits
-	if j.opt.Mode == Process {
-		j.dirty = true // fsync once more on the way out
-	}
-	for j.leading { // a Sync round on disk: its writers were told to wait for it
+	for j.leading {  // a round being written: its writers were told to wait for it
 		j.idle.Wait()
 	}
 	j.mu.Unlock()

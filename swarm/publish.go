@@ -3,6 +3,7 @@ package swarm
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpswarm/mcpswarm/internal/coalesce"
@@ -239,9 +240,11 @@ func (s *Swarm) onLocalEvent(ev session.Event) {
 	case session.Started, session.Stopped:
 		s.markDirty(ev.Session, true, true)
 	case session.ToolsChanged:
-		s.mu.Lock()
-		s.toolGen[ev.Session]++
-		s.mu.Unlock()
+		g, ok := s.toolGen.Load(ev.Session)
+		if !ok {
+			g, _ = s.toolGen.LoadOrStore(ev.Session, new(atomic.Uint64))
+		}
+		g.(*atomic.Uint64).Add(1)
 		s.writeThrough(ev.Session)
 		s.markDirty(ev.Session, false, true)
 	case session.ResourceChanged:

@@ -104,8 +104,10 @@ type Swarm struct {
 	// session record.
 	rev map[string]map[string]uint64
 	// toolGen counts the tool-set changes of each local session
-	// (toolshare.go).
-	toolGen map[string]uint64
+	// (toolshare.go): session id -> *atomic.Uint64. Every call reads it
+	// twice, so it is read without mu (at 16 clients, those reads were the
+	// node's most waited-for lock).
+	toolGen sync.Map
 	// toolsMu orders the writes of tool sets, so an older set read before
 	// a newer one is never written after it.
 	toolsMu  sync.Mutex
@@ -162,7 +164,6 @@ func New(cfg Config) (*Swarm, error) {
 		unavailable: map[string]sessionRecord{},
 		superseded:  map[string]superseded{},
 		rev:         map[string]map[string]uint64{},
-		toolGen:     map[string]uint64{},
 		pending:     map[string]dirty{},
 		idx:         newIndex(),
 		kick:        coalesce.NewSignal(),
@@ -357,8 +358,8 @@ func (s *Swarm) unpublish(id string) {
 	}
 	s.mu.Lock()
 	delete(s.rev, id)
-	delete(s.toolGen, id)
 	s.mu.Unlock()
+	s.toolGen.Delete(id)
 }
 
 // SetDraining makes Start refuse new sessions on this node.

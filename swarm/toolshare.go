@@ -2,6 +2,7 @@ package swarm
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -20,9 +21,10 @@ import (
 // toolsGeneration counts the tool-set changes of local session id this node
 // has heard of (session.ToolsChanged, announced before the call answers).
 func (s *Swarm) toolsGeneration(id string) uint64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.toolGen[id]
+	if g, ok := s.toolGen.Load(id); ok {
+		return g.(*atomic.Uint64).Load()
+	}
+	return 0
 }
 
 // callLocal runs op, a call on local session id, and when op changed the
