@@ -61,6 +61,7 @@ func run(cfg mcpswarm.Config, pprofAddr string) error {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	dbg := &http.Server{Addr: pprofAddr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := dbg.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
