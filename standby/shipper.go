@@ -373,6 +373,7 @@ func (s *Shipper) Rebalance(ctx context.Context) int {
 	}
 	s.mu.Unlock()
 	self, candidates := s.cfg.Peers.Self(), s.cfg.Peers.Candidates()
+	s.links.prune(candidates)
 	n := 0
 	for _, id := range ids {
 		st := s.state(id)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"time"
 
@@ -53,6 +54,7 @@ type link struct {
 	mu         sync.Mutex // held while the stream is (re)opened
 	hs         *holdStream
 	unaryUntil time.Time // the node answered UNIMPLEMENTED: unary until then
+	gone       error     // set when the link was pruned or closed: no new stream on it
 }
 
 func (ls *links) get(node string) (*link, error) {
@@ -72,6 +74,23 @@ func (ls *links) get(node string) (*link, error) {
 	return l, nil
 }
 
+// prune ends and forgets the streams to nodes no longer among the
+// candidates (a member that left: its name may never come back).
+func (ls *links) prune(candidates []Candidate) {
+	ls.mu.Lock()
+	var gone []*link
+	for node, l := range ls.by {
+		if !slices.ContainsFunc(candidates, func(c Candidate) bool { return c.Name == node }) {
+			gone = append(gone, l)
+			delete(ls.by, node)
+		}
+	}
+	ls.mu.Unlock()
+	for _, l := range gone {
+		l.end(errors.New("the standby is no longer a candidate"))
+	}
+}
+
 // close ends every stream; later ships fail.
 func (ls *links) close() {
 	ls.mu.Lock()
@@ -80,11 +99,17 @@ func (ls *links) close() {
 	ls.by = nil
 	ls.mu.Unlock()
 	for _, l := range all {
-		l.mu.Lock()
-		if l.hs != nil {
-			l.hs.fail(errShipperClosed)
-		}
-		l.mu.Unlock()
+		l.end(errShipperClosed)
+	}
+}
+
+// end breaks l's stream, and any a ship that already holds l would open.
+func (l *link) end(why error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.gone = why
+	if l.hs != nil {
+		l.hs.fail(why)
 	}
 }
 
@@ -119,7 +144,7 @@ func (s *Shipper) holdOverStream(ctx context.Context, sp StreamPeers, node strin
 		}
 		return resp, true, err
 	}
-	return nil, true, fmt.Errorf("standby %s: %w", node, errNotSent)
+	return nil, true, errNotSent
 }
 
 // openLink returns l's working stream, opening one when there is none,
@@ -128,10 +153,13 @@ func (s *Shipper) holdOverStream(ctx context.Context, sp StreamPeers, node strin
 func (s *Shipper) openLink(ctx context.Context, sp StreamPeers, node string, l *link) (hs *holdStream, unary bool, err error) {
 	c, conn, err := sp.StreamClient(node)
 	if err != nil {
-		return nil, false, fmt.Errorf("reaching standby %s: %w", node, err)
+		return nil, false, fmt.Errorf("reaching it: %w", err)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.gone != nil {
+		return nil, false, l.gone
+	}
 	if s.cfg.Now().Before(l.unaryUntil) {
 		return nil, true, nil
 	}
@@ -151,7 +179,7 @@ func (s *Shipper) openLink(ctx context.Context, sp StreamPeers, node string, l *
 		if err == nil {
 			err = ctx.Err()
 		}
-		return nil, false, fmt.Errorf("opening a hold stream to standby %s: %w", node, err)
+		return nil, false, fmt.Errorf("opening a hold stream: %w", err)
 	}
 	l.hs = &holdStream{conn: conn, st: st, cancel: cancel, recv: make(chan struct{}, 1), pending: map[uint64]*holdCall{}}
 	return l.hs, false, nil

@@ -26,6 +26,7 @@ type grpcStandby struct {
 	cc      *grpc.ClientConn
 	unary   atomic.Int64 // unary Hold calls served
 	streams atomic.Int64 // HoldStreams opened
+	open    atomic.Int64 // HoldStreams not yet ended
 	// gate, when set, holds every streamed snapshot until it is closed:
 	// a standby too slow to acknowledge.
 	gate atomic.Pointer[chan struct{}]
@@ -78,6 +79,8 @@ func newGRPCStandby(t *testing.T, streams bool) *grpcStandby {
 		}),
 		grpc.ChainStreamInterceptor(func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, next grpc.StreamHandler) error {
 			sb.streams.Add(1)
+			sb.open.Add(1)
+			defer sb.open.Add(-1)
 			return next(srv, ss)
 		}))
 	standbyv1.RegisterStandbyServiceServer(srv, svc)
@@ -104,15 +107,21 @@ func newGRPCStandby(t *testing.T, streams bool) *grpcStandby {
 	return sb
 }
 
-// grpcPeers is node1's view of its gRPC standbys.
-type grpcPeers struct{ by map[string]*grpcStandby }
+// grpcPeers is node1's view of its gRPC standbys; those in left are
+// still reachable but no longer candidates.
+type grpcPeers struct {
+	by   map[string]*grpcStandby
+	left map[string]bool
+}
 
 func (p grpcPeers) Self() Candidate { return Candidate{Name: "node1"} }
 
 func (p grpcPeers) Candidates() []Candidate {
 	var out []Candidate
 	for name := range p.by {
-		out = append(out, Candidate{Name: name})
+		if !p.left[name] {
+			out = append(out, Candidate{Name: name})
+		}
 	}
 	return out
 }
@@ -130,7 +139,12 @@ var _ StreamPeers = grpcPeers{}
 
 func newGRPCShipper(t *testing.T, ackTimeout time.Duration, by map[string]*grpcStandby) *Shipper {
 	t.Helper()
-	s := NewShipper(ShipperConfig{Replicas: len(by), Peers: grpcPeers{by}, AckTimeout: ackTimeout})
+	return newGRPCShipperOf(t, ackTimeout, grpcPeers{by: by})
+}
+
+func newGRPCShipperOf(t *testing.T, ackTimeout time.Duration, p grpcPeers) *Shipper {
+	t.Helper()
+	s := NewShipper(ShipperConfig{Replicas: len(p.by), Peers: p, AckTimeout: ackTimeout})
 	t.Cleanup(s.Close)
 	return s
 }
@@ -255,5 +269,30 @@ func TestShipperCloseEndsItsStreams(t *testing.T) {
 	out := s.Ship(context.Background(), "ct", 1, []byte(`{"n":2}`))
 	if !errors.Is(out.Missed["node2"], errShipperClosed) {
 		t.Fatalf("a ship after Close: %+v, want node2 missed: closed", out)
+	}
+}
+
+// A standby that is no longer a candidate (it left the cluster) has its
+// stream ended at the next rebalance, not kept open for a name that may
+// never come back.
+func TestShipperEndsTheStreamOfAStandbyThatLeft(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	sb := newGRPCStandby(t, true)
+	left := map[string]bool{}
+	s := newGRPCShipperOf(t, 5*time.Second, grpcPeers{by: map[string]*grpcStandby{"node2": sb}, left: left})
+	if out := s.Ship(context.Background(), "ct", 1, []byte(`{"n":1}`)); !out.Replicated() {
+		t.Fatalf("not replicated: %+v", out)
+	}
+	if got := sb.open.Load(); got != 1 {
+		t.Fatalf("%d open streams after a write, want 1", got)
+	}
+	left["node2"] = true
+	s.Rebalance(context.Background())
+	deadline := time.Now().Add(5 * time.Second)
+	for sb.open.Load() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the stream to the standby that left is still open 5 s after the rebalance")
+		}
+		time.Sleep(time.Millisecond) // polling the condition, not waiting for time to pass
 	}
 }
