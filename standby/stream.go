@@ -39,6 +39,18 @@ const unaryFor = time.Minute
 // it: the snapshot may go on a new stream.
 var errNotSent = errors.New("the hold stream broke before the snapshot was sent")
 
+// brokenStream is a stream's transport failing under a snapshot in
+// flight (the standby died, the connection dropped): whether the standby
+// holds it is unknown, and the snapshot is sent once more on a new stream.
+// Holding is idempotent (the same epoch and number are acknowledged and
+// kept), and the new stream reports what a new call would: a standby
+// that died refuses the connection, which lets the owner answer on its
+// own durability (Verdict) rather than refuse the write.
+type brokenStream struct{ err error }
+
+func (b brokenStream) Error() string { return b.err.Error() }
+func (b brokenStream) Unwrap() error { return b.err }
+
 // errShipperClosed is what a ship gets after Close.
 var errShipperClosed = errors.New("the shipper is closed")
 
@@ -121,9 +133,8 @@ func (s *Shipper) holdOverStream(ctx context.Context, sp StreamPeers, node strin
 	if err != nil {
 		return nil, true, err
 	}
-	// A stream found broken before the snapshot went out is replaced
-	// once: the break (a restarted peer, an earlier timeout) says nothing
-	// of this snapshot.
+	// A stream found broken before the snapshot went out, or whose
+	// transport failed under it, is replaced once (see brokenStream).
 	for range 2 {
 		hs, unary, err := s.openLink(ctx, sp, node, l)
 		if unary {
@@ -133,14 +144,15 @@ func (s *Shipper) holdOverStream(ctx context.Context, sp StreamPeers, node strin
 			return nil, true, err
 		}
 		resp, err = hs.hold(ctx, req)
+		var broken brokenStream
 		switch {
-		case errors.Is(err, errNotSent):
-			continue
 		case status.Code(err) == codes.Unimplemented && resp == nil:
 			l.mu.Lock()
 			l.unaryUntil = s.cfg.Now().Add(unaryFor)
 			l.mu.Unlock()
 			return nil, false, nil
+		case errors.Is(err, errNotSent), errors.As(err, &broken) && ctx.Err() == nil:
+			continue
 		}
 		return resp, true, err
 	}
@@ -167,7 +179,7 @@ func (s *Shipper) openLink(ctx context.Context, sp StreamPeers, node string, l *
 		return l.hs, false, nil
 	}
 	if l.hs != nil {
-		l.hs.fail(errors.New("replaced by a new hold stream"))
+		l.hs.fail(brokenStream{errors.New("replaced by a new hold stream")})
 	}
 	// The stream outlives this ship, but opening it (which waits for a
 	// connection) is bounded by the ship's deadline.
@@ -238,7 +250,7 @@ func (hs *holdStream) hold(ctx context.Context, req *standbyv1.HoldRequest) (*st
 	// io.EOF: the standby ended the stream, and Recv says why (a node
 	// without the stream answers UNIMPLEMENTED there).
 	if err != nil && !errors.Is(err, io.EOF) {
-		hs.fail(err)
+		hs.fail(brokenStream{err})
 	}
 	hs.await(c)
 	if c.err != nil {
@@ -268,7 +280,7 @@ func (hs *holdStream) await(c *holdCall) {
 		resp, err := hs.st.Recv()
 		<-hs.recv
 		if err != nil {
-			hs.fail(err)
+			hs.fail(brokenStream{err})
 			continue
 		}
 		hs.deliver(resp)

@@ -12,7 +12,9 @@ import (
 
 	"go.uber.org/goleak"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/test/bufconn"
 
 	standbyv1 "github.com/mcpswarm/mcpswarm/proto/mcpswarm/standby/v1"
@@ -30,6 +32,9 @@ type grpcStandby struct {
 	// gate, when set, holds every streamed snapshot until it is closed:
 	// a standby too slow to acknowledge.
 	gate atomic.Pointer[chan struct{}]
+	// drop, when set, ends the next stream that receives a snapshot
+	// before it answers: a connection lost under a write.
+	drop atomic.Bool
 }
 
 // gatedStream delays each request of a HoldStream while its standby's
@@ -41,6 +46,9 @@ type gatedStream struct {
 
 func (g gatedStream) Recv() (*standbyv1.HoldStreamRequest, error) {
 	req, err := g.StandbyStreamService_HoldStreamServer.Recv()
+	if err == nil && g.sb.drop.CompareAndSwap(true, false) {
+		return nil, status.Error(codes.Unavailable, "connection lost")
+	}
 	if gate := g.sb.gate.Load(); err == nil && gate != nil {
 		select {
 		case <-*gate:
@@ -233,7 +241,7 @@ func TestShipperFallsBackToUnaryHoldWhereNoStreamIsServed(t *testing.T) {
 func TestShipperReplacesAStreamThatMissedItsBound(t *testing.T) {
 	t.Cleanup(func() { goleak.VerifyNone(t) }) // after the cleanups registered below
 	sb := newGRPCStandby(t, true)
-	s := newGRPCShipper(t, 100*time.Millisecond, map[string]*grpcStandby{"node2": sb})
+	s := newGRPCShipper(t, time.Second, map[string]*grpcStandby{"node2": sb})
 	if out := s.Ship(context.Background(), "ct", 1, []byte(`{"n":1}`)); !out.Replicated() {
 		t.Fatalf("first write not replicated: %+v", out)
 	}
@@ -294,5 +302,27 @@ func TestShipperEndsTheStreamOfAStandbyThatLeft(t *testing.T) {
 			t.Fatal("the stream to the standby that left is still open 5 s after the rebalance")
 		}
 		time.Sleep(time.Millisecond) // polling the condition, not waiting for time to pass
+	}
+}
+
+// A stream lost under a write (the standby's transport failed before it
+// answered) does not make the write miss: it is sent again on a new
+// stream, and the standby acknowledges it there.
+func TestShipperResendsAWriteWhoseStreamBrokeUnderIt(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	sb := newGRPCStandby(t, true)
+	s := newGRPCShipper(t, 5*time.Second, map[string]*grpcStandby{"node2": sb})
+	if out := s.Ship(context.Background(), "ct", 1, []byte(`{"n":1}`)); !out.Replicated() {
+		t.Fatalf("first write not replicated: %+v", out)
+	}
+	sb.drop.Store(true)
+	if out := s.Ship(context.Background(), "ct", 1, []byte(`{"n":2}`)); !out.Replicated() {
+		t.Fatalf("a write whose stream broke under it: %+v, want it replicated on a new stream", out)
+	}
+	if c, _ := sb.h.Get("ct"); string(c.Snapshot) != `{"n":2}` {
+		t.Errorf("standby holds %q, want the write sent again", c.Snapshot)
+	}
+	if got := sb.streams.Load(); got != 2 {
+		t.Errorf("%d HoldStreams opened, want 2", got)
 	}
 }
