@@ -230,7 +230,8 @@ func (hs *holdStream) broken() error {
 
 // hold sends req and waits for its acknowledgement, until ctx ends: then
 // the stream is torn down (an acknowledgement left behind would hold up
-// the ones after it), which ends a Recv in progress too.
+// the ones after it), which ends a Recv in progress too, and the writes
+// waiting behind it go again on a new stream.
 func (hs *holdStream) hold(ctx context.Context, req *standbyv1.HoldRequest) (*standbyv1.HoldResponse, error) {
 	c := &holdCall{done: make(chan struct{})}
 	hs.mu.Lock()
@@ -242,7 +243,9 @@ func (hs *holdStream) hold(ctx context.Context, req *standbyv1.HoldRequest) (*st
 	id := hs.next
 	hs.pending[id] = c
 	hs.mu.Unlock()
-	stop := context.AfterFunc(ctx, func() { hs.fail(fmt.Errorf("no acknowledgement in time: %w", ctx.Err())) })
+	// The writes queued behind this one are sent again on a new stream,
+	// each within its own deadline (brokenStream); this one is not.
+	stop := context.AfterFunc(ctx, func() { hs.fail(brokenStream{fmt.Errorf("no acknowledgement in time: %w", ctx.Err())}) })
 	defer stop()
 	hs.sendMu.Lock()
 	err := hs.st.Send(&standbyv1.HoldStreamRequest{Id: id, Request: req})

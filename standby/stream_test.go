@@ -326,3 +326,69 @@ func TestShipperResendsAWriteWhoseStreamBrokeUnderIt(t *testing.T) {
 		t.Errorf("%d HoldStreams opened, want 2", got)
 	}
 }
+
+// A write that misses its bound does not take down the writes queued
+// behind it on the same stream: they are sent again on a new one and
+// acknowledged within their own bound.
+func TestShipperResendsTheWritesBehindOneThatMissedItsBound(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	sb := newGRPCStandby(t, true)
+	s := newGRPCShipper(t, 10*time.Second, map[string]*grpcStandby{"node2": sb})
+	if out := s.Ship(context.Background(), "first", 1, []byte(`{"n":0}`)); !out.Replicated() {
+		t.Fatalf("first write not replicated: %+v", out)
+	}
+	gate := make(chan struct{})
+	sb.gate.Store(&gate)
+	short, cancel := context.WithCancel(context.Background())
+	missed := make(chan Outcome, 1)
+	go func() { missed <- s.Ship(short, "first", 1, []byte(`{"n":1}`)) }()
+	// The second write is sent once the first one holds the stream's
+	// receive token, so it queues behind it on the same stream.
+	deadline := time.Now().Add(5 * time.Second)
+	for !streamBusy(s) {
+		if time.Now().After(deadline) {
+			t.Fatal("the first write never reached the stream")
+		}
+		time.Sleep(time.Millisecond) // polling the condition, not waiting for time to pass
+	}
+	behind := make(chan Outcome, 1)
+	go func() { behind <- s.Ship(context.Background(), "second", 1, []byte(`{"n":2}`)) }()
+	for pendingOn(s) < 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("the second write never queued on the stream")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	if out := <-missed; out.Replicated() {
+		t.Fatalf("the write whose context ended: %+v, want it missed", out)
+	}
+	sb.gate.Store(nil)
+	close(gate)
+	if out := <-behind; !out.Replicated() {
+		t.Fatalf("the write queued behind the one that missed: %+v, want it replicated on a new stream", out)
+	}
+	if c, _ := sb.h.Get("second"); string(c.Snapshot) != `{"n":2}` {
+		t.Errorf("standby holds %q for the second session", c.Snapshot)
+	}
+}
+
+// pendingOn is how many writes wait on s's stream to node2.
+func pendingOn(s *Shipper) int {
+	l, err := s.links.get("node2")
+	if err != nil {
+		return 0
+	}
+	l.mu.Lock()
+	hs := l.hs
+	l.mu.Unlock()
+	if hs == nil {
+		return 0
+	}
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	return len(hs.pending)
+}
+
+// streamBusy reports whether a write waits on s's stream to node2.
+func streamBusy(s *Shipper) bool { return pendingOn(s) > 0 }
