@@ -95,7 +95,9 @@ func openReplicas(dataDir string, c *cluster.Cluster, n int, reg prometheus.Regi
 		}
 	}
 	c.AddService(func(s grpc.ServiceRegistrar) {
-		standbyv1.RegisterStandbyServiceServer(s, standby.NewService(h, cluster.PeerName))
+		svc := standby.NewService(h, cluster.PeerName)
+		standbyv1.RegisterStandbyServiceServer(s, svc)
+		standbyv1.RegisterStandbyStreamServiceServer(s, svc.Streams())
 	})
 	// Membership changes move placements: ship again where a standby
 	// left or a better one came (coalesced, so a rolling restart's
@@ -260,6 +262,9 @@ func (r *replicas) prime(id string, epoch uint64, b []byte) {
 func (r *replicas) close() error {
 	close(r.stop)
 	<-r.done
+	if r.ship != nil {
+		r.ship.Close()
+	}
 	return r.holder.Close()
 }
 
@@ -376,3 +381,13 @@ func (p clusterPeers) Client(node string) (standbyv1.StandbyServiceClient, error
 	}
 	return standbyv1.NewStandbyServiceClient(cc), nil
 }
+
+func (p clusterPeers) StreamClient(node string) (standbyv1.StandbyStreamServiceClient, any, error) {
+	cc, err := p.c.PeerConn(node)
+	if err != nil {
+		return nil, nil, err
+	}
+	return standbyv1.NewStandbyStreamServiceClient(cc), cc, nil
+}
+
+var _ standby.StreamPeers = clusterPeers{}

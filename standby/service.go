@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -66,4 +67,43 @@ func (s *Service) Release(ctx context.Context, req *standbyv1.ReleaseRequest) (*
 	return &standbyv1.ReleaseResponse{}, nil
 }
 
-var _ standbyv1.StandbyServiceServer = (*Service)(nil)
+// Streams returns the stream form of Hold over the same holder, served
+// beside the Service (standbyv1.RegisterStandbyStreamServiceServer).
+func (s *Service) Streams() standbyv1.StandbyStreamServiceServer { return streamService{s: s} }
+
+// streamService serves mcpswarm.standby.v1.StandbyStreamService.
+type streamService struct {
+	standbyv1.UnimplementedStandbyStreamServiceServer
+	s *Service
+}
+
+// HoldStream implements standbyv1.StandbyStreamServiceServer: each request
+// is Hold's, answered in order on the same stream, a refusal included.
+func (ss streamService) HoldStream(stream standbyv1.StandbyStreamService_HoldStreamServer) error {
+	ctx := stream.Context()
+	for {
+		req, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		resp := &standbyv1.HoldStreamResponse{Id: req.GetId()}
+		held, err := ss.s.Hold(ctx, req.GetRequest())
+		if err != nil {
+			st := status.Convert(err)
+			resp.Code, resp.Message = uint32(st.Code()), st.Message()
+		} else {
+			resp.Response = held
+		}
+		if err := stream.Send(resp); err != nil {
+			return err
+		}
+	}
+}
+
+var (
+	_ standbyv1.StandbyServiceServer       = (*Service)(nil)
+	_ standbyv1.StandbyStreamServiceServer = streamService{}
+)

@@ -61,6 +61,8 @@ type Shipper struct {
 
 	mu       sync.Mutex
 	sessions map[string]*shipped
+	// links are the HoldStreams to standbys, when cfg.Peers can open them.
+	links links
 }
 
 // shipped is the owner's record of one session's standbys.
@@ -306,11 +308,18 @@ func (st *shipped) lag(now time.Time) map[string]Lag {
 // and an answer that the standby holds a later snapshot number of the
 // epoch to errAhead (with that number).
 func (s *Shipper) hold(ctx context.Context, node string, req *standbyv1.HoldRequest) (held uint64, err error) {
-	c, err := s.cfg.Peers.Client(node)
-	if err != nil {
-		return 0, fmt.Errorf("reaching standby %s: %w", node, err)
+	var resp *standbyv1.HoldResponse
+	streamed := false
+	if sp, ok := s.cfg.Peers.(StreamPeers); ok {
+		resp, streamed, err = s.holdOverStream(ctx, sp, node, req)
 	}
-	resp, err := c.Hold(ctx, req)
+	if !streamed {
+		var c standbyv1.StandbyServiceClient
+		if c, err = s.cfg.Peers.Client(node); err != nil {
+			return 0, fmt.Errorf("reaching standby %s: %w", node, err)
+		}
+		resp, err = c.Hold(ctx, req)
+	}
 	if err != nil {
 		if status.Code(err) == codes.FailedPrecondition {
 			return 0, fmt.Errorf("standby %s: %w: %s", node, ErrStale, status.Convert(err).Message())
@@ -339,6 +348,10 @@ func (s *Shipper) releaseOn(node, id string, epoch uint64) {
 		}
 	}()
 }
+
+// Close ends the Shipper's streams to its standbys; a ship after Close
+// fails.
+func (s *Shipper) Close() { s.links.close() }
 
 // Forget drops the session (stopped, or handed to another node) and
 // releases its standbys.
@@ -371,6 +384,7 @@ func (s *Shipper) Rebalance(ctx context.Context) int {
 	}
 	s.mu.Unlock()
 	self, candidates := s.cfg.Peers.Self(), s.cfg.Peers.Candidates()
+	s.links.prune(candidates)
 	n := 0
 	for _, id := range ids {
 		st := s.state(id)

@@ -42,6 +42,7 @@ type options struct {
 	profClients int           // clients driving the profiled load
 	strict      bool          // fail when any series had a failed call or answered none (smoke runs, CI)
 	nodeArgs    []string      // extra `mcpswarm serve` flags for every node (e.g. a durability mode)
+	only        []string      // the series measured (keys); empty: all of them
 }
 
 func main() {
@@ -56,6 +57,7 @@ func main() {
 	flag.DurationVar(&o.warm, "warm", 500*time.Millisecond, "unmeasured lead-in before each window")
 	flag.StringVar(&conc, "conc", "1,16,64", "comma-separated client counts")
 	flag.IntVar(&o.idle, "idle", 500, "idle connections (and sessions) opened for the memory figures")
+	only := flag.String("series", "", "comma-separated series keys to measure, e.g. `replica,process` (the rtt is always measured); the others are skipped and the report is printed only. A light run of the replicated click's gap: -series replica,process -conc 1 -idle 20")
 	nodeArgs := flag.String("node-args", "", "extra space-separated `mcpswarm serve` flags for every mcpswarm node, e.g. to measure another durability mode beside the default")
 	flag.StringVar(&o.profile, "profile", "", "profile mode: take CPU and allocation profiles of a node under the 16-client click load and write `go tool pprof -top` text into this directory")
 	flag.IntVar(&o.profClients, "profile-clients", 16, "clients driving the load in profile mode")
@@ -66,6 +68,10 @@ func main() {
 		o.rounds, o.dur, o.warm, o.idle, o.docsDir, o.strict = 1, time.Second, 300*time.Millisecond, 100, "", true
 	}
 	o.nodeArgs = strings.Fields(*nodeArgs)
+	if *only != "" {
+		o.only = strings.Split(*only, ",")
+		o.docsDir = "" // a partial report is never the run of record
+	}
 	for f := range strings.SplitSeq(conc, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || n < 1 || n > 1024 {
@@ -149,6 +155,12 @@ func run(ctx context.Context, o options) error {
 	}
 
 	all := allSeries(f, o.idle)
+	if len(o.only) > 0 {
+		all = slices.DeleteFunc(all, func(s series) bool { return !slices.Contains(o.only, s.key) })
+		if len(all) == 0 {
+			return fmt.Errorf("-series %s: no such series", strings.Join(o.only, ","))
+		}
+	}
 	maxConc := 0
 	for _, c := range o.conc {
 		maxConc = max(maxConc, c)
@@ -321,6 +333,9 @@ func (o options) describe() string {
 		o.rounds, o.dur, o.warm, o.conc, o.idle)
 	if len(o.nodeArgs) > 0 {
 		d += fmt.Sprintf("; mcpswarm nodes started with `%s`", strings.Join(o.nodeArgs, " "))
+	}
+	if len(o.only) > 0 {
+		d += "; only the series " + strings.Join(o.only, ", ")
 	}
 	return d
 }

@@ -295,19 +295,21 @@ func (c journalCounts) since(b journalCounts) string {
 	return fmt.Sprintf("%.0f records in %.0f syncs, %.1f records per sync", records, syncs, records/syncs)
 }
 
-// profNodeArgs passes the serve flags profnode also knows (today only the
-// durability mode) from -node-args to the profiled nodes; profnode takes
-// Go's single-dash form of the same names.
+// profNodeArgs passes the serve flags profnode also knows (the durability
+// mode and the standbys per session) from -node-args to the profiled
+// nodes; profnode takes Go's single-dash form of the same names.
 func profNodeArgs(nodeArgs []string) []string {
 	var out []string
 	for i := 0; i < len(nodeArgs); i++ {
 		a := strings.TrimLeft(nodeArgs[i], "-")
-		switch {
-		case strings.HasPrefix(a, "durability="):
-			out = append(out, "-"+a)
-		case a == "durability" && i+1 < len(nodeArgs):
-			out = append(out, "-durability", nodeArgs[i+1])
-			i++
+		for _, name := range []string{"durability", "session-replicas"} {
+			switch {
+			case strings.HasPrefix(a, name+"="):
+				out = append(out, "-"+a)
+			case a == name && i+1 < len(nodeArgs):
+				out = append(out, "-"+name, nodeArgs[i+1])
+				i++
+			}
 		}
 	}
 	return out

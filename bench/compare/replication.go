@@ -60,9 +60,9 @@ func (r *report) replicationSection(w func(string, ...any)) {
 	gap := r.p50Gap("replica", "process")
 	w("\nAt 1 client `replica`'s p50 exceeds `process`'s by %s µs (median over rounds, range), against one peer round trip of %s µs: "+
 		"%s round trips. The round trip is the p50 of a gRPC health check on node B's gRPC port over one kept-open plaintext "+
-		"connection (`rtt`), measured in each round beside the series: the replicated click adds one unary gRPC call between "+
-		"two nodes on this loopback (the owner's `Hold` to its standby, then the standby's write(2)), and a health check is "+
-		"that transport with no work behind it. The `forward` series' extra latency is not used: it adds B's MCP front work "+
+		"connection (`rtt`), measured in each round beside the series: the replicated click adds one gRPC message each way "+
+		"between two nodes on this loopback (the snapshot on the owner's long-lived `HoldStream` to its standby, the standby's "+
+		"write(2), its acknowledgement), and a health check is that transport with no work behind it. The `forward` series' extra latency is not used: it adds B's MCP front work "+
 		"to the hop (`forward` − `replica` at 1 client, the same owner reached through B: %s µs).\n",
 		fmtSpan(gap), fmtSpan(r.value(rttSeries, 1, mP50)), fmtSpan(r.extraRoundTrips()), fmtSpan(r.p50Gap("forward", "replica")))
 }

@@ -16,9 +16,10 @@ const rttSeries = "rtt"
 
 // peerRTT measures one peer round trip: a gRPC health check on a node's
 // gRPC port, over one kept-open connection, from this process. The
-// replicated click adds one unary gRPC call between two nodes on the same
-// loopback (the owner's Hold to its standby); a health check is that
-// transport with no work behind it, so its p50 is the round trip itself.
+// replicated click adds one gRPC message each way between two nodes on the
+// same loopback (the snapshot on the owner's HoldStream to its standby, and
+// the acknowledgement); a health check is that transport with no work
+// behind it, so its p50 is the round trip itself.
 // (The forward series' extra latency is not: it adds the front node's MCP
 // work on top of the hop.)
 type peerRTT struct {

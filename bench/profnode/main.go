@@ -31,6 +31,7 @@ func main() {
 	flag.StringVar(&cfg.GossipAddr, "gossip", "127.0.0.1:0", "gossip bind address")
 	flag.StringVar(&cfg.DataDir, "data-dir", "", "bbolt directory (required)")
 	flag.TextVar(&cfg.Durability, "durability", cfg.Durability, "when a call that changed a session is answered: sync or process (as `mcpswarm serve --durability`)")
+	flag.IntVar(&cfg.SessionReplicas, "session-replicas", cfg.SessionReplicas, "standbys per session (as `mcpswarm serve --session-replicas`)")
 	pprofAddr := flag.String("pprof", "127.0.0.1:6060", "net/http/pprof listen address")
 	join := flag.String("join", "", "a seed's gossip address (the second node of a profiled cluster)")
 	contention := flag.Bool("contention", false, "record mutex and blocking profiles (where calls wait, not where they spend CPU)")
@@ -61,6 +62,7 @@ func run(cfg mcpswarm.Config, pprofAddr string) error {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	dbg := &http.Server{Addr: pprofAddr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := dbg.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {

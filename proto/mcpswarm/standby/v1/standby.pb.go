@@ -28,6 +28,132 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// HoldStreamRequest is one HoldRequest on a HoldStream.
+type HoldStreamRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// id numbers the requests of one stream; its response carries it back.
+	Id            uint64       `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Request       *HoldRequest `protobuf:"bytes,2,opt,name=request,proto3" json:"request,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HoldStreamRequest) Reset() {
+	*x = HoldStreamRequest{}
+	mi := &file_mcpswarm_standby_v1_standby_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HoldStreamRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HoldStreamRequest) ProtoMessage() {}
+
+func (x *HoldStreamRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_mcpswarm_standby_v1_standby_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HoldStreamRequest.ProtoReflect.Descriptor instead.
+func (*HoldStreamRequest) Descriptor() ([]byte, []int) {
+	return file_mcpswarm_standby_v1_standby_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *HoldStreamRequest) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *HoldStreamRequest) GetRequest() *HoldRequest {
+	if x != nil {
+		return x.Request
+	}
+	return nil
+}
+
+// HoldStreamResponse answers the HoldStreamRequest of the same id.
+type HoldStreamResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	// response is StandbyService.Hold's answer when code is 0 (OK).
+	Response *HoldResponse `protobuf:"bytes,2,opt,name=response,proto3" json:"response,omitempty"`
+	// code is the gRPC status code StandbyService.Hold would have refused
+	// the snapshot with (0 when it was held), message its text.
+	Code          uint32 `protobuf:"varint,3,opt,name=code,proto3" json:"code,omitempty"`
+	Message       string `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HoldStreamResponse) Reset() {
+	*x = HoldStreamResponse{}
+	mi := &file_mcpswarm_standby_v1_standby_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HoldStreamResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HoldStreamResponse) ProtoMessage() {}
+
+func (x *HoldStreamResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_mcpswarm_standby_v1_standby_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HoldStreamResponse.ProtoReflect.Descriptor instead.
+func (*HoldStreamResponse) Descriptor() ([]byte, []int) {
+	return file_mcpswarm_standby_v1_standby_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *HoldStreamResponse) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *HoldStreamResponse) GetResponse() *HoldResponse {
+	if x != nil {
+		return x.Response
+	}
+	return nil
+}
+
+func (x *HoldStreamResponse) GetCode() uint32 {
+	if x != nil {
+		return x.Code
+	}
+	return 0
+}
+
+func (x *HoldStreamResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
 // HoldRequest is one snapshot of a session, sent by its owner.
 type HoldRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -47,7 +173,7 @@ type HoldRequest struct {
 
 func (x *HoldRequest) Reset() {
 	*x = HoldRequest{}
-	mi := &file_mcpswarm_standby_v1_standby_proto_msgTypes[0]
+	mi := &file_mcpswarm_standby_v1_standby_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -59,7 +185,7 @@ func (x *HoldRequest) String() string {
 func (*HoldRequest) ProtoMessage() {}
 
 func (x *HoldRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpswarm_standby_v1_standby_proto_msgTypes[0]
+	mi := &file_mcpswarm_standby_v1_standby_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -72,7 +198,7 @@ func (x *HoldRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HoldRequest.ProtoReflect.Descriptor instead.
 func (*HoldRequest) Descriptor() ([]byte, []int) {
-	return file_mcpswarm_standby_v1_standby_proto_rawDescGZIP(), []int{0}
+	return file_mcpswarm_standby_v1_standby_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *HoldRequest) GetSession() string {
@@ -123,7 +249,7 @@ type HoldResponse struct {
 
 func (x *HoldResponse) Reset() {
 	*x = HoldResponse{}
-	mi := &file_mcpswarm_standby_v1_standby_proto_msgTypes[1]
+	mi := &file_mcpswarm_standby_v1_standby_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -135,7 +261,7 @@ func (x *HoldResponse) String() string {
 func (*HoldResponse) ProtoMessage() {}
 
 func (x *HoldResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpswarm_standby_v1_standby_proto_msgTypes[1]
+	mi := &file_mcpswarm_standby_v1_standby_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -148,7 +274,7 @@ func (x *HoldResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HoldResponse.ProtoReflect.Descriptor instead.
 func (*HoldResponse) Descriptor() ([]byte, []int) {
-	return file_mcpswarm_standby_v1_standby_proto_rawDescGZIP(), []int{1}
+	return file_mcpswarm_standby_v1_standby_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *HoldResponse) GetEpoch() uint64 {
@@ -176,7 +302,7 @@ type ReleaseRequest struct {
 
 func (x *ReleaseRequest) Reset() {
 	*x = ReleaseRequest{}
-	mi := &file_mcpswarm_standby_v1_standby_proto_msgTypes[2]
+	mi := &file_mcpswarm_standby_v1_standby_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -188,7 +314,7 @@ func (x *ReleaseRequest) String() string {
 func (*ReleaseRequest) ProtoMessage() {}
 
 func (x *ReleaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpswarm_standby_v1_standby_proto_msgTypes[2]
+	mi := &file_mcpswarm_standby_v1_standby_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -201,7 +327,7 @@ func (x *ReleaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseRequest.ProtoReflect.Descriptor instead.
 func (*ReleaseRequest) Descriptor() ([]byte, []int) {
-	return file_mcpswarm_standby_v1_standby_proto_rawDescGZIP(), []int{2}
+	return file_mcpswarm_standby_v1_standby_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ReleaseRequest) GetSession() string {
@@ -227,7 +353,7 @@ type ReleaseResponse struct {
 
 func (x *ReleaseResponse) Reset() {
 	*x = ReleaseResponse{}
-	mi := &file_mcpswarm_standby_v1_standby_proto_msgTypes[3]
+	mi := &file_mcpswarm_standby_v1_standby_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -239,7 +365,7 @@ func (x *ReleaseResponse) String() string {
 func (*ReleaseResponse) ProtoMessage() {}
 
 func (x *ReleaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpswarm_standby_v1_standby_proto_msgTypes[3]
+	mi := &file_mcpswarm_standby_v1_standby_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -252,14 +378,22 @@ func (x *ReleaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseResponse.ProtoReflect.Descriptor instead.
 func (*ReleaseResponse) Descriptor() ([]byte, []int) {
-	return file_mcpswarm_standby_v1_standby_proto_rawDescGZIP(), []int{3}
+	return file_mcpswarm_standby_v1_standby_proto_rawDescGZIP(), []int{5}
 }
 
 var File_mcpswarm_standby_v1_standby_proto protoreflect.FileDescriptor
 
 const file_mcpswarm_standby_v1_standby_proto_rawDesc = "" +
 	"\n" +
-	"!mcpswarm/standby/v1/standby.proto\x12\x13mcpswarm.standby.v1\"\x81\x01\n" +
+	"!mcpswarm/standby/v1/standby.proto\x12\x13mcpswarm.standby.v1\"_\n" +
+	"\x11HoldStreamRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x12:\n" +
+	"\arequest\x18\x02 \x01(\v2 .mcpswarm.standby.v1.HoldRequestR\arequest\"\x91\x01\n" +
+	"\x12HoldStreamResponse\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x12=\n" +
+	"\bresponse\x18\x02 \x01(\v2!.mcpswarm.standby.v1.HoldResponseR\bresponse\x12\x12\n" +
+	"\x04code\x18\x03 \x01(\rR\x04code\x12\x18\n" +
+	"\amessage\x18\x04 \x01(\tR\amessage\"\x81\x01\n" +
 	"\vHoldRequest\x12\x18\n" +
 	"\asession\x18\x01 \x01(\tR\asession\x12\x14\n" +
 	"\x05owner\x18\x02 \x01(\tR\x05owner\x12\x14\n" +
@@ -275,7 +409,10 @@ const file_mcpswarm_standby_v1_standby_proto_rawDesc = "" +
 	"\x0fReleaseResponse2\xb3\x01\n" +
 	"\x0eStandbyService\x12K\n" +
 	"\x04Hold\x12 .mcpswarm.standby.v1.HoldRequest\x1a!.mcpswarm.standby.v1.HoldResponse\x12T\n" +
-	"\aRelease\x12#.mcpswarm.standby.v1.ReleaseRequest\x1a$.mcpswarm.standby.v1.ReleaseResponseBBZ@github.com/mcpswarm/mcpswarm/proto/mcpswarm/standby/v1;standbyv1b\x06proto3"
+	"\aRelease\x12#.mcpswarm.standby.v1.ReleaseRequest\x1a$.mcpswarm.standby.v1.ReleaseResponse2y\n" +
+	"\x14StandbyStreamService\x12a\n" +
+	"\n" +
+	"HoldStream\x12&.mcpswarm.standby.v1.HoldStreamRequest\x1a'.mcpswarm.standby.v1.HoldStreamResponse(\x010\x01BBZ@github.com/mcpswarm/mcpswarm/proto/mcpswarm/standby/v1;standbyv1b\x06proto3"
 
 var (
 	file_mcpswarm_standby_v1_standby_proto_rawDescOnce sync.Once
@@ -289,23 +426,29 @@ func file_mcpswarm_standby_v1_standby_proto_rawDescGZIP() []byte {
 	return file_mcpswarm_standby_v1_standby_proto_rawDescData
 }
 
-var file_mcpswarm_standby_v1_standby_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
+var file_mcpswarm_standby_v1_standby_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
 var file_mcpswarm_standby_v1_standby_proto_goTypes = []any{
-	(*HoldRequest)(nil),     // 0: mcpswarm.standby.v1.HoldRequest
-	(*HoldResponse)(nil),    // 1: mcpswarm.standby.v1.HoldResponse
-	(*ReleaseRequest)(nil),  // 2: mcpswarm.standby.v1.ReleaseRequest
-	(*ReleaseResponse)(nil), // 3: mcpswarm.standby.v1.ReleaseResponse
+	(*HoldStreamRequest)(nil),  // 0: mcpswarm.standby.v1.HoldStreamRequest
+	(*HoldStreamResponse)(nil), // 1: mcpswarm.standby.v1.HoldStreamResponse
+	(*HoldRequest)(nil),        // 2: mcpswarm.standby.v1.HoldRequest
+	(*HoldResponse)(nil),       // 3: mcpswarm.standby.v1.HoldResponse
+	(*ReleaseRequest)(nil),     // 4: mcpswarm.standby.v1.ReleaseRequest
+	(*ReleaseResponse)(nil),    // 5: mcpswarm.standby.v1.ReleaseResponse
 }
 var file_mcpswarm_standby_v1_standby_proto_depIdxs = []int32{
-	0, // 0: mcpswarm.standby.v1.StandbyService.Hold:input_type -> mcpswarm.standby.v1.HoldRequest
-	2, // 1: mcpswarm.standby.v1.StandbyService.Release:input_type -> mcpswarm.standby.v1.ReleaseRequest
-	1, // 2: mcpswarm.standby.v1.StandbyService.Hold:output_type -> mcpswarm.standby.v1.HoldResponse
-	3, // 3: mcpswarm.standby.v1.StandbyService.Release:output_type -> mcpswarm.standby.v1.ReleaseResponse
-	2, // [2:4] is the sub-list for method output_type
-	0, // [0:2] is the sub-list for method input_type
-	0, // [0:0] is the sub-list for extension type_name
-	0, // [0:0] is the sub-list for extension extendee
-	0, // [0:0] is the sub-list for field type_name
+	2, // 0: mcpswarm.standby.v1.HoldStreamRequest.request:type_name -> mcpswarm.standby.v1.HoldRequest
+	3, // 1: mcpswarm.standby.v1.HoldStreamResponse.response:type_name -> mcpswarm.standby.v1.HoldResponse
+	2, // 2: mcpswarm.standby.v1.StandbyService.Hold:input_type -> mcpswarm.standby.v1.HoldRequest
+	4, // 3: mcpswarm.standby.v1.StandbyService.Release:input_type -> mcpswarm.standby.v1.ReleaseRequest
+	0, // 4: mcpswarm.standby.v1.StandbyStreamService.HoldStream:input_type -> mcpswarm.standby.v1.HoldStreamRequest
+	3, // 5: mcpswarm.standby.v1.StandbyService.Hold:output_type -> mcpswarm.standby.v1.HoldResponse
+	5, // 6: mcpswarm.standby.v1.StandbyService.Release:output_type -> mcpswarm.standby.v1.ReleaseResponse
+	1, // 7: mcpswarm.standby.v1.StandbyStreamService.HoldStream:output_type -> mcpswarm.standby.v1.HoldStreamResponse
+	5, // [5:8] is the sub-list for method output_type
+	2, // [2:5] is the sub-list for method input_type
+	2, // [2:2] is the sub-list for extension type_name
+	2, // [2:2] is the sub-list for extension extendee
+	0, // [0:2] is the sub-list for field type_name
 }
 
 func init() { file_mcpswarm_standby_v1_standby_proto_init() }
@@ -319,9 +462,9 @@ func file_mcpswarm_standby_v1_standby_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_mcpswarm_standby_v1_standby_proto_rawDesc), len(file_mcpswarm_standby_v1_standby_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   4,
+			NumMessages:   6,
 			NumExtensions: 0,
-			NumServices:   1,
+			NumServices:   2,
 		},
 		GoTypes:           file_mcpswarm_standby_v1_standby_proto_goTypes,
 		DependencyIndexes: file_mcpswarm_standby_v1_standby_proto_depIdxs,

@@ -182,3 +182,121 @@ var StandbyService_ServiceDesc = grpc.ServiceDesc{
 	Streams:  []grpc.StreamDesc{},
 	Metadata: "mcpswarm/standby/v1/standby.proto",
 }
+
+const (
+	StandbyStreamService_HoldStream_FullMethodName = "/mcpswarm.standby.v1.StandbyStreamService/HoldStream"
+)
+
+// StandbyStreamServiceClient is the client API for StandbyStreamService service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+//
+// StandbyStreamService carries Hold over one long-lived stream from an
+// owner to each of its standbys (HoldStream), so that a replicated write costs one
+// message each way: a unary call also opens and closes a stream (headers,
+// trailers, a handler scheduled on the standby) on the write's path. An
+// owner falls back to StandbyService.Hold on a node that does not serve it
+// (UNIMPLEMENTED).
+type StandbyStreamServiceClient interface {
+	// HoldStream answers each request with one response carrying its id,
+	// in the order the requests came: StandbyService.Hold's answer, or its
+	// refusal as a status code and message, on a stream that stays open.
+	// The stream ends only when the owner closes it or the connection fails.
+	HoldStream(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[HoldStreamRequest, HoldStreamResponse], error)
+}
+
+type standbyStreamServiceClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewStandbyStreamServiceClient(cc grpc.ClientConnInterface) StandbyStreamServiceClient {
+	return &standbyStreamServiceClient{cc}
+}
+
+func (c *standbyStreamServiceClient) HoldStream(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[HoldStreamRequest, HoldStreamResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &StandbyStreamService_ServiceDesc.Streams[0], StandbyStreamService_HoldStream_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[HoldStreamRequest, HoldStreamResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type StandbyStreamService_HoldStreamClient = grpc.BidiStreamingClient[HoldStreamRequest, HoldStreamResponse]
+
+// StandbyStreamServiceServer is the server API for StandbyStreamService service.
+// All implementations must embed UnimplementedStandbyStreamServiceServer
+// for forward compatibility.
+//
+// StandbyStreamService carries Hold over one long-lived stream from an
+// owner to each of its standbys (HoldStream), so that a replicated write costs one
+// message each way: a unary call also opens and closes a stream (headers,
+// trailers, a handler scheduled on the standby) on the write's path. An
+// owner falls back to StandbyService.Hold on a node that does not serve it
+// (UNIMPLEMENTED).
+type StandbyStreamServiceServer interface {
+	// HoldStream answers each request with one response carrying its id,
+	// in the order the requests came: StandbyService.Hold's answer, or its
+	// refusal as a status code and message, on a stream that stays open.
+	// The stream ends only when the owner closes it or the connection fails.
+	HoldStream(grpc.BidiStreamingServer[HoldStreamRequest, HoldStreamResponse]) error
+	mustEmbedUnimplementedStandbyStreamServiceServer()
+}
+
+// UnimplementedStandbyStreamServiceServer must be embedded to have
+// forward compatible implementations.
+//
+// NOTE: this should be embedded by value instead of pointer to avoid a nil
+// pointer dereference when methods are called.
+type UnimplementedStandbyStreamServiceServer struct{}
+
+func (UnimplementedStandbyStreamServiceServer) HoldStream(grpc.BidiStreamingServer[HoldStreamRequest, HoldStreamResponse]) error {
+	return status.Error(codes.Unimplemented, "method HoldStream not implemented")
+}
+func (UnimplementedStandbyStreamServiceServer) mustEmbedUnimplementedStandbyStreamServiceServer() {}
+func (UnimplementedStandbyStreamServiceServer) testEmbeddedByValue()                              {}
+
+// UnsafeStandbyStreamServiceServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to StandbyStreamServiceServer will
+// result in compilation errors.
+type UnsafeStandbyStreamServiceServer interface {
+	mustEmbedUnimplementedStandbyStreamServiceServer()
+}
+
+func RegisterStandbyStreamServiceServer(s grpc.ServiceRegistrar, srv StandbyStreamServiceServer) {
+	// If the following call panics, it indicates UnimplementedStandbyStreamServiceServer was
+	// embedded by pointer and is nil.  This will cause panics if an
+	// unimplemented method is ever invoked, so we test this at initialization
+	// time to prevent it from happening at runtime later due to I/O.
+	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
+		t.testEmbeddedByValue()
+	}
+	s.RegisterService(&StandbyStreamService_ServiceDesc, srv)
+}
+
+func _StandbyStreamService_HoldStream_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(StandbyStreamServiceServer).HoldStream(&grpc.GenericServerStream[HoldStreamRequest, HoldStreamResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type StandbyStreamService_HoldStreamServer = grpc.BidiStreamingServer[HoldStreamRequest, HoldStreamResponse]
+
+// StandbyStreamService_ServiceDesc is the grpc.ServiceDesc for StandbyStreamService service.
+// It's only intended for direct use with grpc.RegisterService,
+// and not to be introspected or modified (even as a copy)
+var StandbyStreamService_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "mcpswarm.standby.v1.StandbyStreamService",
+	HandlerType: (*StandbyStreamServiceServer)(nil),
+	Methods:     []grpc.MethodDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "HoldStream",
+			Handler:       _StandbyStreamService_HoldStream_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
+		},
+	},
+	Metadata: "mcpswarm/standby/v1/standby.proto",
+}
