@@ -28,7 +28,7 @@ func (n *Node) whileServing(h http.Handler) http.Handler {
 		}
 		if !n.cluster.Settled() {
 			w.Header().Set("Retry-After", "1")
-			http.Error(w, "node "+n.cfg.Name+" restarted and has not yet heard from a majority of the members it knew; retry", http.StatusServiceUnavailable)
+			http.Error(w, "node "+n.cfg.Name+" has not been in sync with a majority of the members it knows since it started (a restart counts those its last run knew until it hears them); retry", http.StatusServiceUnavailable)
 			return
 		}
 		h.ServeHTTP(w, r)

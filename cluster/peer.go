@@ -405,6 +405,7 @@ func (r *replicator) syncWith(ctx context.Context, l *link, ownOnly bool) error 
 	}
 	if err == nil && complete {
 		r.leases.syncedWith(l.origin, started)
+		r.c.Settled() // latch the first time the node is in sync
 	}
 	return err
 }

@@ -425,6 +425,7 @@ func (r *replicator) tick(ticks int) {
 		r.eachRegistry(func(cm *crdt.Map) { cm.Tick() })
 	}
 	r.updateLag()
+	r.c.Settled() // a node with no peer to pull from is in sync too
 	if r.aeBusy {
 		return
 	}
