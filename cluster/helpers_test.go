@@ -18,8 +18,8 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/mcpswarm/mcpswarm/crdt"
-	"github.com/mcpswarm/mcpswarm/internal/await"
 	"github.com/mcpswarm/mcpswarm/internal/memnet"
+	"github.com/mcpswarm/mcpswarm/internal/poll"
 )
 
 func TestMain(m *testing.M) {
@@ -232,7 +232,7 @@ func awaitMembers(t testing.TB, nodes []*tnode, timeout time.Duration) {
 // error if timeout passes first.
 func eventually(t testing.TB, timeout time.Duration, cond func() error) {
 	t.Helper()
-	await.Until(t, timeout, "the condition holds", cond)
+	poll.Until(t, timeout, "the condition holds", cond)
 }
 
 // dump renders a registry's visible entries, one "origin key=value" line

@@ -20,7 +20,23 @@ func TestCutOffPeerRefusesOnceAWriteIsAnswered(t *testing.T) {
 	}
 	nodes := startCluster(t, 3, func(c *Config) { c.DeadGrace = time.Minute })
 	n0, n2 := nodes[0], nodes[2]
+	reg := n0.regs["sessions"]
+	// Every link is up, both ways, and carries writes: a link still
+	// opening holds no lease, and then nobody waits or refuses for it.
+	for _, n := range nodes {
+		if err := n.regs["sessions"].Put("warm-"+n.name, []byte("up")); err != nil {
+			t.Fatal(err)
+		}
+	}
 	eventually(t, 10*time.Second, func() error {
+		for _, n := range nodes {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			err := n.regs["sessions"].AwaitPeers(ctx)
+			cancel()
+			if err != nil {
+				return fmt.Errorf("%s: %w", n.name, err)
+			}
+		}
 		for _, n := range nodes {
 			if err := n.c.InSync(); err != nil {
 				return fmt.Errorf("%s: %w", n.name, err)
@@ -30,7 +46,6 @@ func TestCutOffPeerRefusesOnceAWriteIsAnswered(t *testing.T) {
 	})
 
 	n2.net.Cut(n2.name, true)
-	reg := n0.regs["sessions"]
 	if err := reg.Put("conn", []byte("revoked")); err != nil {
 		t.Fatal(err)
 	}

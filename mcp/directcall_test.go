@@ -14,6 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/mcpswarm/mcpswarm/internal/poll"
 	"github.com/mcpswarm/mcpswarm/session"
 )
 
@@ -147,13 +148,9 @@ func TestToolCallsPastTheTransportKeepItsIdleClockRunning(t *testing.T) {
 		t.Fatal("no call went past the transport")
 	}
 	// Idle, it is forgotten as before (mcp-go sweeps every second at most).
-	deadline := time.Now().Add(ttl + 5*time.Second)
-	for e.srv.conns.session(sid) != nil {
-		if time.Now().After(deadline) {
-			t.Fatal("an idle connection's state outlived the idle TTL")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	poll.True(t, ttl+5*time.Second, "an idle connection's state goes after the idle TTL", func() bool {
+		return e.srv.conns.session(sid) == nil
+	})
 }
 
 func TestTouchClock(t *testing.T) {

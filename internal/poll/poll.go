@@ -1,4 +1,4 @@
-// Package await is the tests' one way to wait for something another
+// Package poll is the tests' one way to wait for something another
 // goroutine, node or process brings about: poll the condition until it
 // holds or a deadline passes. A test that waits for a state waits for that
 // state, never for a guessed duration, so it is as fast as the code allows
@@ -9,7 +9,7 @@
 // conditions polled here are those that raise none a test can subscribe
 // to: replicated state across nodes, memberlist's verdicts, a goroutine
 // count, a process's log or port.
-package await
+package poll
 
 import (
 	"fmt"
@@ -25,9 +25,9 @@ const (
 	maxInterval = 10 * time.Millisecond
 )
 
-// Poll calls cond until it returns nil, and returns nil; or, once timeout
+// Wait calls cond until it returns nil, and returns nil; or, once timeout
 // has passed, returns cond's last error.
-func Poll(timeout time.Duration, cond func() error) error {
+func Wait(timeout time.Duration, cond func() error) error {
 	deadline := time.Now().Add(timeout)
 	interval := minInterval
 	t := time.NewTimer(interval)
@@ -50,7 +50,7 @@ func Poll(timeout time.Duration, cond func() error) error {
 // error if timeout passes first.
 func Until(tb testing.TB, timeout time.Duration, what string, cond func() error) {
 	tb.Helper()
-	if err := Poll(timeout, cond); err != nil {
+	if err := Wait(timeout, cond); err != nil {
 		tb.Fatalf("timed out after %v waiting until %s: %v", timeout, what, err)
 	}
 }
