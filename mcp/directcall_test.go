@@ -135,14 +135,16 @@ func TestToolCallsPastTheTransportKeepItsIdleClockRunning(t *testing.T) {
 	if _, ok := e.srv.conns.session(sid).(*homeSession); !ok {
 		t.Fatal("no stand-in registered for the connection at home")
 	}
-	for end := time.Now().Add(3 * ttl); time.Now().Before(end); {
+	// A client that calls about twenty times per TTL, for three TTLs.
+	pace := time.NewTicker(ttl / 20)
+	defer pace.Stop()
+	for end := time.Now().Add(3 * ttl); time.Now().Before(end); <-pace.C {
 		if r := callTool(t, c, "busy.inc.click", nil); r.IsError {
 			t.Fatal(text(r))
 		}
 		if _, ok := e.srv.conns.session(sid).(*homeSession); !ok {
 			t.Fatal("mcp-go forgot a connection that calls every few milliseconds")
 		}
-		time.Sleep(ttl / 20)
 	}
 	if testutil.ToFloat64(e.srv.metrics.direct) == 0 {
 		t.Fatal("no call went past the transport")
