@@ -132,7 +132,12 @@ func startNode(tb testing.TB, nw *memnet.Network, name, dir string, opts ...func
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() {
-		n.stop()
+		// A crash, not a leave: a graceful stop waits up to a second for
+		// gossip to carry the leave, which no test here reads after its
+		// end (those that test leaving stop their nodes themselves).
+		if !n.killed {
+			n.kill()
+		}
 		if tb.Failed() {
 			tb.Logf("logs of %s:\n%s", name, tail(n.logs.String(), 60))
 		}
@@ -183,6 +188,9 @@ func (n *tnode) stop() {
 
 // kill simulates a crash: no leave, listeners closed.
 func (n *tnode) kill() {
+	if n.killed {
+		return
+	}
 	n.killed = true
 	n.c.Kill()
 	n.srv.Stop()
