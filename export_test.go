@@ -42,3 +42,19 @@ func StandbyCopies(n *Node) []string {
 	}
 	return ids
 }
+
+// HoldsEntriesOf reports whether n still holds entries, visible or hidden,
+// that origin (as Incarnation names it) wrote to registry reg: false once
+// a dead member's partition is deleted.
+func HoldsEntriesOf(n *Node, reg, origin string) bool {
+	r, err := n.cluster.Registry(reg)
+	if err != nil {
+		return false
+	}
+	for _, v := range r.Digest() {
+		if v.Origin.String() == origin {
+			return true
+		}
+	}
+	return false
+}

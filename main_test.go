@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/mcpswarm/mcpswarm/internal/poll"
 )
 
 // Every test here starts real nodes; none may leave a goroutine behind.
@@ -19,20 +21,10 @@ import (
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if code == 0 {
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			err := goleak.Find()
-			if err == nil {
-				break
-			}
-			if time.Now().After(deadline) {
-				fmt.Fprintf(os.Stderr, "goleak: goroutines outlived the tests by 10 s: %v\n", err)
-				code = 1
-				break
-			}
-			// The poll interval of this await: goroutines ending
-			// raise no event to wait on.
-			time.Sleep(100 * time.Millisecond)
+		// Goroutines ending raise no event to wait on: poll.
+		if err := poll.Wait(10*time.Second, func() error { return goleak.Find() }); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: goroutines outlived the tests by 10 s: %v\n", err)
+			code = 1
 		}
 	}
 	os.Exit(code)

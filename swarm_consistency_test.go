@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcpswarm/mcpswarm"
 )
 
 // A DELETE's revocation outlives the node that took it: once that node is
@@ -41,37 +43,42 @@ func TestRevocationSurvivesTheRevokersDeath(t *testing.T) {
 			t.Fatalf("right after the DELETE, %s answered %d", n.HTTPAddr(), st)
 		}
 	}
+	revoker := mcpswarm.Incarnation(nodes[0], "node2")
 	e.kill("node2")
-	for _, n := range []int{0, 2} {
-		eventually(t, 20*time.Second, "the others see node2 dead", func() bool { return nodes[n].AliveMembers() == 2 })
-	}
-	deadline := time.Now().Add(time.Second)
-	for time.Now().Before(deadline) {
+	// The survivors refuse the id at every step the revoker's death takes
+	// them through: while they still hold its records, once they hide
+	// them, once each holds the revocation itself, and after the
+	// revoker's partition is deleted (DeadGrace).
+	refusing := func(step string, cond func(n *mcpswarm.Node) error) {
+		t.Helper()
 		for _, n := range []int{0, 2} {
-			if st := postStatus(t, nodes[n], c.id); st != http.StatusNotFound {
-				t.Fatalf("after the revoker died, node%d answered %d for the revoked id", n+1, st)
-			}
+			await(t, 20*time.Second, step, func() error {
+				if st := postStatus(t, nodes[n], c.id); st != http.StatusNotFound {
+					t.Fatalf("until %s, node%d answered %d for the revoked id", step, n+1, st)
+				}
+				return cond(nodes[n])
+			})
 		}
-		// Paces the samples of a refusal that must hold for the whole
-		// window: there is nothing to await, only to keep checking.
-		time.Sleep(50 * time.Millisecond)
 	}
-	// The revoker's partition goes (DeadGrace): each survivor holds the
-	// revocation in its own partition by then, and keeps refusing.
-	for _, n := range []int{0, 2} {
-		eventually(t, 20*time.Second, "a survivor holds the revocation itself", func() bool { return nodes[n].Footprint().ConnsRevoked == 1 })
-	}
-	deadline = time.Now().Add(3 * time.Second)
-	for time.Now().Before(deadline) {
-		for _, n := range []int{0, 2} {
-			if st := postStatus(t, nodes[n], c.id); st != http.StatusNotFound {
-				t.Fatalf("after the revoker's records went, node%d answered %d for the revoked id", n+1, st)
-			}
+	refusing("the others see node2 dead", func(n *mcpswarm.Node) error {
+		if k := n.AliveMembers(); k != 2 {
+			return fmt.Errorf("%d members alive", k)
 		}
-		// Paces the samples of a refusal that must hold for the whole
-		// window: there is nothing to await, only to keep checking.
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
+	refusing("a survivor holds the revocation itself", func(n *mcpswarm.Node) error {
+		if k := n.Footprint().ConnsRevoked; k != 1 {
+			return fmt.Errorf("%d revocations of its own", k)
+		}
+		return nil
+	})
+	refusing("the revoker's partition is deleted", func(n *mcpswarm.Node) error {
+		if mcpswarm.HoldsEntriesOf(n, "conns", revoker) {
+			return fmt.Errorf("still holds entries of %s", revoker)
+		}
+		return nil
+	})
+	refusing("the end", func(*mcpswarm.Node) error { return nil })
 }
 
 // One 2026-07-28 approval presented to two nodes at the same moment runs

@@ -107,11 +107,15 @@ func drainUnderLoad(t *testing.T, e *swarmEnv, nodes []*mcpswarm.Node, before fu
 		go func() {
 			defer wg.Done()
 			c := entries[i%2]
+			// Paces the load (a click per 5 ms per session at most), so
+			// the drain meets a steady stream rather than a flood.
+			pace := time.NewTicker(5 * time.Millisecond)
+			defer pace.Stop()
 			for {
 				select {
 				case <-stop:
 					return
-				default:
+				case <-pace.C:
 				}
 				req := mcp.CallToolRequest{}
 				req.Params.Name = id + ".inc.click"
@@ -130,9 +134,6 @@ func drainUnderLoad(t *testing.T, e *swarmEnv, nodes []*mcpswarm.Node, before fu
 				default:
 					acked[i].Add(1)
 				}
-				// Paces the load (one click per 5 ms per session), so
-				// the drain meets a steady stream rather than a flood.
-				time.Sleep(5 * time.Millisecond)
 			}
 		}()
 	}

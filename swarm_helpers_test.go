@@ -22,6 +22,7 @@ import (
 
 	"github.com/mcpswarm/mcpswarm"
 	"github.com/mcpswarm/mcpswarm/internal/memnet"
+	"github.com/mcpswarm/mcpswarm/internal/poll"
 	"github.com/mcpswarm/mcpswarm/session"
 )
 
@@ -102,7 +103,13 @@ func newSwarmEnv(t testing.TB) *swarmEnv {
 	e := &swarmEnv{t: t, dir: dir, keyFile: keyFile, policy: testPolicy(t, dir), nodes: map[string]*mcpswarm.Node{}, dataDir: map[string]string{}, quiet: new(atomic.Bool),
 		net: memnet.New()}
 	t.Cleanup(func() {
-		e.stopAll()
+		// A crash, not a graceful stop: a stop drains (hands sessions to
+		// nodes that are about to go too) and waits for gossip to carry
+		// the leave, which nothing reads after the test. Tests of stopping
+		// stop their nodes themselves.
+		for name := range e.nodes {
+			e.kill(name)
+		}
 		e.net.HTTPTransport().CloseIdleConnections()
 		e.quiet.Store(true)
 	})
@@ -249,23 +256,12 @@ func eventually(t testing.TB, timeout time.Duration, what string, cond func() bo
 }
 
 // await polls cond until it returns nil or the timeout passes, and then
-// fails the test with cond's last answer.
+// fails the test with cond's last answer. What it waits for (a replicated
+// record, memberlist's verdict) has no event a test can subscribe to
+// across nodes.
 func await(t testing.TB, timeout time.Duration, what string, cond func() error) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting until %s: %v", timeout, what, err)
-		}
-		// The poll interval of the await itself: what it waits for (a
-		// replicated record, memberlist's verdict) has no event a test
-		// can subscribe to across nodes.
-		time.Sleep(10 * time.Millisecond)
-	}
+	poll.Until(t, timeout, what, cond)
 }
 
 // notes collects a client's notifications.

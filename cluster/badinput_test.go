@@ -17,13 +17,15 @@ import (
 	"github.com/mcpswarm/mcpswarm/crdt"
 	"github.com/mcpswarm/mcpswarm/crdt/crdtpb"
 	peerv1 "github.com/mcpswarm/mcpswarm/proto/mcpswarm/peer/v1"
+
+	"github.com/mcpswarm/mcpswarm/internal/memnet"
 )
 
 // rawClient dials n's gRPC server as the node named name holding key (no
 // credential when key is nil).
 func rawClient(t *testing.T, n *tnode, name string, key []byte) peerv1.PeerServiceClient {
 	t.Helper()
-	opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()),
+	opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithContextDialer(n.dialClient),
 		grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(64 << 20))}
 	if key != nil {
 		k, err := deriveKeys(key)
@@ -51,7 +53,7 @@ func awaitLog(t *testing.T, n *tnode, substr string) {
 }
 
 func TestRefusesCallsWithoutCredential(t *testing.T) {
-	n := startNode(t, "n0", "")
+	n := startNode(t, memnet.New(), "n0", "")
 	ctx := context.Background()
 	for name, cl := range map[string]peerv1.PeerServiceClient{
 		"none":      rawClient(t, n, "", nil),
@@ -85,7 +87,7 @@ func TestRefusesCallsWithoutCredential(t *testing.T) {
 }
 
 func TestIgnoresDeltaForUnknownOrigin(t *testing.T) {
-	n := startNode(t, "n0", "")
+	n := startNode(t, memnet.New(), "n0", "")
 	cl := rawClient(t, n, "mallory", testKey)
 	st, err := cl.Replicate(context.Background())
 	if err != nil {
@@ -149,7 +151,7 @@ func TestIgnoresDeltaForUnknownOrigin(t *testing.T) {
 // redeclaration or too many declarations cut the stream with
 // InvalidArgument and nothing of that request is applied.
 func TestCutsStreamOnBadRef(t *testing.T) {
-	n := startNode(t, "n0", "")
+	n := startNode(t, memnet.New(), "n0", "")
 	cl := rawClient(t, n, "mallory", testKey)
 	putByRef := func(seq uint64) *peerv1.Delta {
 		return &peerv1.Delta{OriginRef: 1, RegistryRef: 1, From: seq - 1, To: seq,
@@ -219,7 +221,7 @@ func TestCutsStreamOnBadRef(t *testing.T) {
 }
 
 func TestRefusesOversizedMessage(t *testing.T) {
-	n := startNode(t, "n0", "", func(c *Config) { c.MaxMessageBytes = 1 << 20; c.SnapshotChunkBytes = 64 << 10 })
+	n := startNode(t, memnet.New(), "n0", "", func(c *Config) { c.MaxMessageBytes = 1 << 20; c.SnapshotChunkBytes = 64 << 10 })
 	cl := rawClient(t, n, "mallory", testKey)
 	st, err := cl.Replicate(context.Background())
 	if err != nil {
@@ -245,7 +247,7 @@ func TestRefusesOversizedMessage(t *testing.T) {
 }
 
 func TestCutsStalledStream(t *testing.T) {
-	n := startNode(t, "n0", "", func(c *Config) { c.StreamIdle = 300 * time.Millisecond })
+	n := startNode(t, memnet.New(), "n0", "", func(c *Config) { c.StreamIdle = 300 * time.Millisecond })
 	cl := rawClient(t, n, "mallory", testKey)
 	st, err := cl.Replicate(context.Background())
 	if err != nil {

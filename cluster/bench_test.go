@@ -27,9 +27,9 @@ func benchConfig(c *Config) {
 
 func startBenchCluster(b *testing.B, n int) []*tnode {
 	b.Helper()
-	nodes := []*tnode{startNode(b, "n0", "", benchConfig)}
+	nodes := []*tnode{startNode(b, nil, "n0", "", benchConfig)}
 	for i := 1; i < n; i++ {
-		nodes = append(nodes, startNode(b, fmt.Sprintf("n%d", i), "", benchConfig, joinTo(nodes[0])))
+		nodes = append(nodes, startNode(b, nil, fmt.Sprintf("n%d", i), "", benchConfig, joinTo(nodes[0])))
 	}
 	awaitMembers(b, nodes, 30*time.Second)
 	eventually(b, 30*time.Second, func() error {
@@ -195,7 +195,7 @@ func BenchmarkColdJoin100k(b *testing.B) {
 	b.ResetTimer()
 	for i := range b.N {
 		start := time.Now()
-		j := startNode(b, fmt.Sprintf("joiner%d", i), "", benchConfig, joinTo(nodes[0]))
+		j := startNode(b, nil, fmt.Sprintf("joiner%d", i), "", benchConfig, joinTo(nodes[0]))
 		eventually(b, 60*time.Second, func() error {
 			if got := j.regs["tools"].Len(); got != entries {
 				return fmt.Errorf("joiner holds %d", got)
@@ -212,7 +212,7 @@ func BenchmarkColdJoin100k(b *testing.B) {
 
 // BenchmarkPutBolt measures a local Put persisted to bbolt with fsync.
 func BenchmarkPutBolt(b *testing.B) {
-	n := startNode(b, "n0", "", func(c *Config) { c.NoSync = false })
+	n := startNode(b, nil, "n0", "", func(c *Config) { c.NoSync = false })
 	value := make([]byte, 64)
 	b.ResetTimer()
 	for i := range b.N {

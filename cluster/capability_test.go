@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/mcpswarm/mcpswarm/internal/memnet"
 )
 
 // Capabilities ride in the version string of the metadata, which a
@@ -37,9 +39,10 @@ func TestCapabilitiesRoundTripInMetadata(t *testing.T) {
 // to 20 s so only push can converge within the bound.
 func TestMixedVersionClusterReplicatesAtPushSpeed(t *testing.T) {
 	slowAE := func(c *Config) { c.AntiEntropy = 20 * time.Second }
-	n1 := startNode(t, "n1", "", slowAE)
-	n2 := startNode(t, "n2", "", slowAE, joinTo(n1), func(c *Config) { c.Capabilities = []string{} })
-	n3 := startNode(t, "n3", "", slowAE, joinTo(n1))
+	nw := memnet.New()
+	n1 := startNode(t, nw, "n1", "", slowAE)
+	n2 := startNode(t, nw, "n2", "", slowAE, joinTo(n1), func(c *Config) { c.Capabilities = []string{} })
+	n3 := startNode(t, nw, "n3", "", slowAE, joinTo(n1))
 	nodes := []*tnode{n1, n2, n3}
 	awaitMembers(t, nodes, 10*time.Second)
 	for _, m := range n1.c.Members() {

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcpswarm/mcpswarm/internal/memnet"
 )
 
 // writeAll has every node put keys in every registry, overwrite one and
@@ -68,12 +70,18 @@ func sortedByOrigin(nodes []*tnode, blocks []string) []string {
 	return out
 }
 
-func TestConvergeThreeNodes(t *testing.T) { testConverge(t, 3) }
+func TestConvergeThreeNodes(t *testing.T) { testConverge(t, memnet.New(), 3) }
 
-func TestConvergeFiveNodes(t *testing.T) { testConverge(t, 5) }
+func TestConvergeFiveNodes(t *testing.T) { testConverge(t, memnet.New(), 5) }
 
-func testConverge(t *testing.T, n int) {
-	nodes := startCluster(t, n)
+// The other tests of this package run on the in-memory network; this one
+// runs the default transport, memberlist's bound to GossipAddr (TCP and
+// UDP) and gRPC over TCP, so a cluster on real sockets is tested here and
+// not only by the binaries in e2e.
+func TestConvergeThreeNodesOnSockets(t *testing.T) { testConverge(t, nil, 3) }
+
+func testConverge(t *testing.T, nw *memnet.Network, n int) {
+	nodes := startClusterOn(t, nw, n)
 	want := writeAll(t, nodes, 20)
 	eventually(t, 10*time.Second, func() error { return converged(nodes, want) })
 	eventually(t, 5*time.Second, func() error {
@@ -117,13 +125,14 @@ func testConverge(t *testing.T, n int) {
 // would receive them) hands every write to a node that joins later, and
 // the writes it makes after the join stream as usual.
 func TestWritesMadeAloneReachANodeThatJoinsLater(t *testing.T) {
-	first := startNode(t, "first", "")
+	nw := memnet.New()
+	first := startNode(t, nw, "first", "")
 	for i := range 50 {
 		if err := first.regs["tools"].Put(fmt.Sprintf("alone-%02d", i), []byte("v")); err != nil {
 			t.Fatal(err)
 		}
 	}
-	second := startNode(t, "second", "", joinTo(first))
+	second := startNode(t, nw, "second", "", joinTo(first))
 	nodes := []*tnode{first, second}
 	awaitMembers(t, nodes, 10*time.Second)
 	if err := first.regs["tools"].Put("together", []byte("v")); err != nil {

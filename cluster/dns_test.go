@@ -6,10 +6,13 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mcpswarm/mcpswarm/internal/memnet"
 )
 
 func TestDNSJoinReresolvesWhileAlone(t *testing.T) {
-	a := startNode(t, "n0", "")
+	nw := memnet.New()
+	a := startNode(t, nw, "n0", "")
 	var mu sync.Mutex
 	var records []string
 	calls := 0
@@ -22,7 +25,7 @@ func TestDNSJoinReresolvesWhileAlone(t *testing.T) {
 		calls++
 		return append([]string(nil), records...), nil
 	}
-	b := startNode(t, "n1", "", func(c *Config) {
+	b := startNode(t, nw, "n1", "", func(c *Config) {
 		c.Join = []string{"dns:mcpswarm.default.svc"}
 		c.Resolve = resolve
 	})

@@ -3,7 +3,6 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -54,7 +53,7 @@ func holds(n *tnode, o crdt.Origin) bool {
 
 func TestKillHidesThenDeletes(t *testing.T) {
 	if testing.Short() {
-		t.Skip("waits out the dead grace on sockets")
+		t.Skip("waits out the dead grace on wall time")
 	}
 	t.Run("crash", func(t *testing.T) { testKill(t, false) })
 	// The gRPC server outlives the cluster: only memberlist's verdict hides.
@@ -163,7 +162,7 @@ func testKill(t *testing.T, keepGRPC bool) {
 func TestRestartRestoresUnderNewEpoch(t *testing.T) {
 	nodes := startCluster(t, 2)
 	dir := t.TempDir()
-	victim := startNode(t, "n2", dir, joinTo(nodes[0]))
+	victim := startNode(t, nodes[0].net, "n2", dir, joinTo(nodes[0]))
 	all := append(nodes, victim)
 	awaitMembers(t, all, 10*time.Second)
 	putN(t, victim, "r", 4)
@@ -182,7 +181,7 @@ func TestRestartRestoresUnderNewEpoch(t *testing.T) {
 		return nil
 	})
 
-	again := startNode(t, "n2", dir, joinTo(nodes[0]))
+	again := startNode(t, nodes[0].net, "n2", dir, joinTo(nodes[0]))
 	nw := again.c.Origin()
 	if nw.Epoch <= old.Epoch {
 		t.Fatalf("new epoch %d not after old %d", nw.Epoch, old.Epoch)
@@ -246,7 +245,7 @@ func TestSuspectWhenGRPCDown(t *testing.T) {
 	}
 
 	// The gRPC port comes back: alive again, entries visible again.
-	lis, err := net.Listen("tcp", addr)
+	lis, err := victim.listen(addr)
 	if err != nil {
 		t.Fatal(err)
 	}

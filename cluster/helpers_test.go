@@ -11,12 +11,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/memberlist"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"go.uber.org/goleak"
 	"google.golang.org/grpc"
 
 	"github.com/mcpswarm/mcpswarm/crdt"
+	"github.com/mcpswarm/mcpswarm/internal/memnet"
+	"github.com/mcpswarm/mcpswarm/internal/poll"
 )
 
 func TestMain(m *testing.M) {
@@ -51,6 +54,8 @@ type tnode struct {
 	c      *Cluster
 	srv    *grpc.Server
 	lis    net.Listener
+	net    *memnet.Network // nil: real sockets
+	ep     *memnet.Node    // the node's endpoints on net
 	regs   map[string]*Registry
 	logs   *logBuf
 	prom   *prometheus.Registry
@@ -61,21 +66,42 @@ type tnode struct {
 var testRegistries = []string{"sessions", "tools"}
 
 // startNode starts a node named name with LocalConfig, a bbolt store in
-// dir (a fresh temp dir when ""), and the adjustments in opts.
-func startNode(tb testing.TB, name, dir string, opts ...func(*Config)) *tnode {
+// dir (a fresh temp dir when ""), and the adjustments in opts, on nw: its
+// gossip and gRPC travel over the in-memory network, with no sockets. A
+// nil nw binds real loopback sockets (the benchmarks, and the one test of
+// the default transport).
+//
+// The network is wired in before opts run, so an option that wraps the
+// transport or the dialer (partNet, gate) wraps the network's: it must
+// call the Memberlist and Dialer it replaces.
+func startNode(tb testing.TB, nw *memnet.Network, name, dir string, opts ...func(*Config)) *tnode {
 	tb.Helper()
 	t, _ := tb.(*testing.T)
 	if dir == "" {
 		dir = tb.TempDir()
 	}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	n := &tnode{t: t, name: name, dir: dir, net: nw, logs: &logBuf{}, prom: prometheus.NewRegistry(), regs: map[string]*Registry{}}
+	cfg := LocalConfig()
+	if nw != nil {
+		n.ep = nw.Node(name)
+		cfg.GRPCAddr = n.ep.GRPCAddr
+		cfg.GossipAddr = n.ep.GossipAddr
+		cfg.Dialer = n.ep.Dial
+		timers := cfg.Memberlist
+		cfg.Memberlist = func(mc *memberlist.Config) {
+			timers(mc)
+			mc.Transport = n.ep.Transport() // one per start: memberlist shuts it down
+		}
+	}
+	lis, err := n.listen(cfg.GRPCAddr)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	n := &tnode{t: t, name: name, dir: dir, lis: lis, logs: &logBuf{}, prom: prometheus.NewRegistry(), regs: map[string]*Registry{}}
-	cfg := LocalConfig()
+	n.lis = lis
+	if nw == nil {
+		cfg.GRPCAddr = lis.Addr().String()
+	}
 	cfg.Name = name
-	cfg.GRPCAddr = lis.Addr().String()
 	cfg.Key = testKey
 	cfg.DataDir = dir
 	cfg.NoSync = true
@@ -106,12 +132,39 @@ func startNode(tb testing.TB, name, dir string, opts ...func(*Config)) *tnode {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() {
-		n.stop()
+		// A crash, not a leave: a graceful stop waits up to a second for
+		// gossip to carry the leave, which no test here reads after its
+		// end (those that test leaving stop their nodes themselves).
+		if !n.killed {
+			n.kill()
+		}
 		if tb.Failed() {
 			tb.Logf("logs of %s:\n%s", name, tail(n.logs.String(), 60))
 		}
 	})
 	return n
+}
+
+// listen opens a listener for the node's gRPC server at addr: a fresh one
+// on the node's network, a loopback socket otherwise (port 0: any).
+func (n *tnode) listen(addr string) (net.Listener, error) {
+	if n.ep != nil {
+		return n.ep.ListenGRPC()
+	}
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	return net.Listen("tcp", addr)
+}
+
+// dialClient dials a node's gRPC address as a client outside the cluster
+// would (grpc.WithContextDialer).
+func (n *tnode) dialClient(ctx context.Context, addr string) (net.Conn, error) {
+	if n.net != nil {
+		return n.net.DialClient(ctx, addr)
+	}
+	var d net.Dialer
+	return d.DialContext(ctx, "tcp", addr)
 }
 
 func tail(s string, lines int) string {
@@ -135,6 +188,9 @@ func (n *tnode) stop() {
 
 // kill simulates a crash: no leave, listeners closed.
 func (n *tnode) kill() {
+	if n.killed {
+		return
+	}
 	n.killed = true
 	n.c.Kill()
 	n.srv.Stop()
@@ -146,12 +202,19 @@ func joinTo(seed *tnode) func(*Config) {
 	return func(c *Config) { c.Join = []string{seed.gossip()} }
 }
 
-// startCluster starts n nodes joined to the first.
+// startCluster starts n nodes joined to the first, on a network of their
+// own (nodes[0].net).
 func startCluster(t *testing.T, n int, opts ...func(*Config)) []*tnode {
 	t.Helper()
-	nodes := []*tnode{startNode(t, "n0", "", opts...)}
+	return startClusterOn(t, memnet.New(), n, opts...)
+}
+
+// startClusterOn starts n nodes joined to the first on nw (nil: sockets).
+func startClusterOn(t *testing.T, nw *memnet.Network, n int, opts ...func(*Config)) []*tnode {
+	t.Helper()
+	nodes := []*tnode{startNode(t, nw, "n0", "", opts...)}
 	for i := 1; i < n; i++ {
-		nodes = append(nodes, startNode(t, fmt.Sprintf("n%d", i), "", append([]func(*Config){joinTo(nodes[0])}, opts...)...))
+		nodes = append(nodes, startNode(t, nw, fmt.Sprintf("n%d", i), "", append([]func(*Config){joinTo(nodes[0])}, opts...)...))
 	}
 	awaitMembers(t, nodes, 20*time.Second)
 	return nodes
@@ -173,20 +236,11 @@ func awaitMembers(t testing.TB, nodes []*tnode, timeout time.Duration) {
 	})
 }
 
-// eventually polls cond every 10 ms until it returns nil or timeout passes.
+// eventually waits until cond returns nil, failing t with cond's last
+// error if timeout passes first.
 func eventually(t testing.TB, timeout time.Duration, cond func() error) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met within %s: %v", timeout, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	poll.Until(t, timeout, "the condition holds", cond)
 }
 
 // dump renders a registry's visible entries, one "origin key=value" line

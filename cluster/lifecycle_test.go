@@ -5,11 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"net"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mcpswarm/mcpswarm/internal/memnet"
 )
 
 // Every node of a cluster stopping at once (Ctrl-C on `make cluster`) is an
@@ -61,7 +62,7 @@ func TestStopAfterPeerCrashReportsNoError(t *testing.T) {
 func TestLogLinesHaveNoDuplicateKeys(t *testing.T) {
 	var buf logBuf
 	log := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})).With("node", "dup").With("component", "cluster")
-	n := startNode(t, "dup", "", func(c *Config) { c.Logger = log })
+	n := startNode(t, memnet.New(), "dup", "", func(c *Config) { c.Logger = log })
 	n.stop()
 	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
 	if len(lines) < 2 {
@@ -120,9 +121,10 @@ func TestDefaultConfigSetsEveryTimer(t *testing.T) {
 // record, a stays alone.
 func TestSeedlessRestartRejoinsLastKnownMembers(t *testing.T) {
 	dir := t.TempDir()
-	a := startNode(t, "a", dir)
-	absent := freeGossipAddr(t)
-	b := startNode(t, "b", "", func(c *Config) { c.Join = []string{absent}; c.Reconnect = time.Hour })
+	nw := memnet.New()
+	a := startNode(t, nw, "a", dir)
+	absent := nw.Node("absent").GossipAddr // nothing runs there
+	b := startNode(t, nw, "b", "", func(c *Config) { c.Join = []string{absent}; c.Reconnect = time.Hour })
 	if _, err := b.c.ml.Join([]string{a.gossip()}); err != nil {
 		t.Fatalf("b joining a: %v", err)
 	}
@@ -134,7 +136,7 @@ func TestSeedlessRestartRejoinsLastKnownMembers(t *testing.T) {
 		}
 		return nil
 	})
-	a2 := startNode(t, "a", dir)
+	a2 := startNode(t, nw, "a", dir)
 	began := time.Now()
 	awaitMembers(t, []*tnode{a2, b}, 10*time.Second)
 	t.Logf("restarted seedless node rejoined in %v", time.Since(began).Round(time.Millisecond))
@@ -154,16 +156,4 @@ func TestKnownMembersForgetsOnlyLeftPeers(t *testing.T) {
 	if len(got) != 1 || got[0] != "127.0.0.1:2" {
 		t.Fatalf("recorded %v, want only the failed peer p at 127.0.0.1:2", got)
 	}
-}
-
-// freeGossipAddr returns a loopback address nobody listens on.
-func freeGossipAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
-	return addr
 }

@@ -1,6 +1,10 @@
 package cluster
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/mcpswarm/mcpswarm/internal/memnet"
+)
 
 // Writing a node's entry again with the value it already holds changes
 // nothing a reader could see, so it is not written: no new sequence
@@ -8,7 +12,7 @@ import "testing"
 // in the map's arena (a session start wrote its record and tool set twice
 // each). A different value, or the same value after a removal, is written.
 func TestPuttingTheSameValueAgainWritesNothing(t *testing.T) {
-	n := startNode(t, "n1", "")
+	n := startNode(t, memnet.New(), "n1", "")
 	r := n.regs["sessions"]
 	seq := func() uint64 {
 		e, ok := r.Get(n.c.Origin(), "k")

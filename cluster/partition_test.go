@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/memberlist"
+
+	"github.com/mcpswarm/mcpswarm/internal/memnet"
 )
 
 var errPartitioned = errors.New("partitioned")
@@ -52,23 +54,20 @@ func (p *partNet) blocked(from, toAddr string) bool {
 	return ok1 && ok2 && g1 != g2
 }
 
-// options wires node name into the partition: a wrapped memberlist
-// transport and a gRPC dialer.
-func (p *partNet) options(t *testing.T, name string) func(*Config) {
+// options wires node name into the partition: it wraps the memberlist
+// transport and the gRPC dialer of the node's network (startNode).
+func (p *partNet) options(name string) func(*Config) {
 	return func(c *Config) {
+		timers, dial := c.Memberlist, c.Dialer
 		c.Memberlist = func(mc *memberlist.Config) {
-			LocalMemberlist(mc)
-			nt, err := memberlist.NewNetTransport(&memberlist.NetTransportConfig{BindAddrs: []string{mc.BindAddr}, BindPort: mc.BindPort, Logger: mc.Logger})
-			if err != nil {
-				t.Fatal(err)
-			}
-			mc.Transport = &partTransport{Transport: nt, p: p, self: name}
+			timers(mc)
+			mc.Transport = &partTransport{Transport: mc.Transport, p: p, self: name}
 		}
 		c.Dialer = func(ctx context.Context, addr string) (net.Conn, error) {
 			if p.blocked(name, addr) {
 				return nil, errPartitioned
 			}
-			conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+			conn, err := dial(ctx, addr)
 			if err != nil {
 				return nil, err
 			}
@@ -125,7 +124,7 @@ func (c *partConn) Write(b []byte) (int, error) {
 
 func TestPartitionHeals(t *testing.T) {
 	if testing.Short() {
-		t.Skip("partitions nodes on sockets and wall time")
+		t.Skip("partitions nodes and waits for memberlist's verdicts on wall time")
 	}
 	// The partition ends while the other side's entries are hidden.
 	t.Run("hidden", func(t *testing.T) { testPartition(t, time.Minute, 10) })
@@ -138,16 +137,17 @@ func TestPartitionHeals(t *testing.T) {
 func testPartition(t *testing.T, grace time.Duration, dropMemory uint64) {
 	p := newPartNet()
 	opts := func(name string) []func(*Config) {
-		return []func(*Config){p.options(t, name), func(c *Config) {
+		return []func(*Config){p.options(name), func(c *Config) {
 			c.DeadGrace = grace
 			c.CRDT = defaultCRDT()
 			c.CRDT.DropMemory = dropMemory
 		}}
 	}
-	nodes := []*tnode{startNode(t, "n0", "", opts("n0")...)}
+	nw := memnet.New()
+	nodes := []*tnode{startNode(t, nw, "n0", "", opts("n0")...)}
 	for i := 1; i < 4; i++ {
 		name := fmt.Sprintf("n%d", i)
-		nodes = append(nodes, startNode(t, name, "", append(opts(name), joinTo(nodes[0]))...))
+		nodes = append(nodes, startNode(t, nw, name, "", append(opts(name), joinTo(nodes[0]))...))
 	}
 	awaitMembers(t, nodes, 10*time.Second)
 	for i, n := range nodes {
@@ -209,11 +209,12 @@ func testPartition(t *testing.T, grace time.Duration, dropMemory uint64) {
 }
 
 // gate holds back writes on the connections it dialed while closed: a peer
-// that stopped reading.
+// that stopped reading. Its dialer wraps the node's (option).
 type gate struct {
 	mu   sync.Mutex
 	shut bool
 	open chan struct{}
+	base func(ctx context.Context, addr string) (net.Conn, error)
 }
 
 func newGate() *gate { return &gate{open: make(chan struct{})} }
@@ -233,8 +234,11 @@ func (g *gate) release() {
 	g.mu.Unlock()
 }
 
+// option makes the node dial through g.
+func (g *gate) option(c *Config) { g.base, c.Dialer = c.Dialer, g.dial }
+
 func (g *gate) dial(ctx context.Context, addr string) (net.Conn, error) {
-	conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+	conn, err := g.base(ctx, addr)
 	if err != nil {
 		return nil, err
 	}
@@ -270,8 +274,12 @@ func (c *gateConn) Close() error {
 func TestSlowPeerNeverBlocksWrites(t *testing.T) {
 	g := newGate()
 	t.Cleanup(g.release)
-	a := startNode(t, "n0", "", func(c *Config) { c.PeerQueue = 4; c.Dialer = g.dial })
-	b := startNode(t, "n1", "", joinTo(a))
+	nw := memnet.New()
+	// No anti-entropy round: b would pull what the gate holds back over
+	// its own connection, and the test could not tell the gate held.
+	noAE := func(c *Config) { c.AntiEntropy, c.AntiEntropyQuiet = time.Hour, time.Hour }
+	a := startNode(t, nw, "n0", "", g.option, noAE, func(c *Config) { c.PeerQueue = 4 })
+	b := startNode(t, nw, "n1", "", noAE, joinTo(a))
 	nodes := []*tnode{a, b}
 	awaitMembers(t, nodes, 10*time.Second)
 	putN(t, a, "warm", 1)

@@ -5,16 +5,18 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/memberlist"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	forwardv1 "github.com/mcpswarm/mcpswarm/proto/mcpswarm/forward/v1"
+
+	"github.com/mcpswarm/mcpswarm/internal/memnet"
 )
 
 // whoAsked answers ReadResource with the authenticated caller's name.
@@ -31,14 +33,17 @@ func (whoAsked) ReadResource(ctx context.Context, _ *forwardv1.ReadResourceReque
 // which names the caller, and refuses anyone without the cluster's peer
 // credential, even on a server with none of the cluster's interceptors.
 func TestAddedServicesNeedThePeerCredential(t *testing.T) {
-	b := startNode(t, "n0", "")
+	b := startNode(t, memnet.New(), "n0", "")
 
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	ep := b.net.Node("a")
+	lis, err := ep.ListenGRPC()
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := LocalConfig()
-	cfg.Name, cfg.GRPCAddr, cfg.Key, cfg.NoSync = "a", lis.Addr().String(), testKey, true
+	cfg.Name, cfg.GRPCAddr, cfg.Key, cfg.NoSync = "a", ep.GRPCAddr, testKey, true
+	cfg.GossipAddr, cfg.Dialer = ep.GossipAddr, ep.Dial
+	cfg.Memberlist = func(mc *memberlist.Config) { LocalMemberlist(mc); mc.Transport = ep.Transport() }
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	cfg.Join = []string{b.gossip()}
 	a, err := New(cfg)
@@ -74,7 +79,7 @@ func TestAddedServicesNeedThePeerCredential(t *testing.T) {
 	}
 
 	for name, key := range map[string][]byte{"none": nil, "wrong-key": bytes.Repeat([]byte{9}, 32)} {
-		opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+		opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithContextDialer(b.dialClient)}
 		if key != nil {
 			k, err := deriveKeys(key)
 			if err != nil {

@@ -13,6 +13,8 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/mcpswarm/mcpswarm/crdt"
+
+	"github.com/mcpswarm/mcpswarm/internal/memnet"
 )
 
 func TestMetaRoundTrip(t *testing.T) {
@@ -248,7 +250,7 @@ func TestPeerVerifierRemembersOnlyVerifiedNames(t *testing.T) {
 }
 
 func TestAccept(t *testing.T) {
-	n := startNode(t, "n0", "")
+	n := startNode(t, memnet.New(), "n0", "")
 	self := n.c.Origin()
 	sender := crdt.Origin{Name: "p", Epoch: 5}
 	tests := []struct {

@@ -15,6 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/mcpswarm/mcpswarm/internal/poll"
 	"github.com/mcpswarm/mcpswarm/session"
 )
 
@@ -342,7 +343,7 @@ func TestAppViewWaitsForChange(t *testing.T) {
 	go func() {
 		done <- appViewOf(t, callTool(t, app, "swarm_app_view", map[string]any{"id": "cw", "since": v.Revision, "wait_ms": 10000}))
 	}()
-	time.Sleep(100 * time.Millisecond)
+	awaitAppWaiter(t, e.srv, "cw")
 	if r := callTool(t, app, "cw.inc.click", nil); r.IsError {
 		t.Fatal(text(r))
 	}
@@ -415,7 +416,7 @@ func TestAppViewShutdownReleasesWaits(t *testing.T) {
 		callTool(t, app, "swarm_app_view", map[string]any{"id": "cd", "since": v.Revision, "wait_ms": 20000})
 		done <- time.Since(t0)
 	}()
-	time.Sleep(100 * time.Millisecond)
+	awaitAppWaiter(t, e.srv, "cd")
 	e.srv.appWaits.closeAll()
 	select {
 	case d := <-done:
@@ -428,4 +429,16 @@ func TestAppViewShutdownReleasesWaits(t *testing.T) {
 	if d := time.Since(t0); d > 2*time.Second {
 		t.Errorf("after closeAll a call still waited %v", d)
 	}
+}
+
+// awaitAppWaiter waits until a swarm_app_view call waits on session id. It
+// registers before it reads the view, so a change made after this returns
+// wakes it (or is in the view it reads).
+func awaitAppWaiter(t *testing.T, s *Server, id string) {
+	t.Helper()
+	poll.True(t, 5*time.Second, "a swarm_app_view call waits on "+id, func() bool {
+		s.appWaits.mu.Lock()
+		defer s.appWaits.mu.Unlock()
+		return len(s.appWaits.bySession[id]) > 0
+	})
 }

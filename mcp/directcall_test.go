@@ -14,6 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/mcpswarm/mcpswarm/internal/poll"
 	"github.com/mcpswarm/mcpswarm/session"
 )
 
@@ -134,26 +135,24 @@ func TestToolCallsPastTheTransportKeepItsIdleClockRunning(t *testing.T) {
 	if _, ok := e.srv.conns.session(sid).(*homeSession); !ok {
 		t.Fatal("no stand-in registered for the connection at home")
 	}
-	for end := time.Now().Add(3 * ttl); time.Now().Before(end); {
+	// A client that calls about twenty times per TTL, for three TTLs.
+	pace := time.NewTicker(ttl / 20)
+	defer pace.Stop()
+	for end := time.Now().Add(3 * ttl); time.Now().Before(end); <-pace.C {
 		if r := callTool(t, c, "busy.inc.click", nil); r.IsError {
 			t.Fatal(text(r))
 		}
 		if _, ok := e.srv.conns.session(sid).(*homeSession); !ok {
 			t.Fatal("mcp-go forgot a connection that calls every few milliseconds")
 		}
-		time.Sleep(ttl / 20)
 	}
 	if testutil.ToFloat64(e.srv.metrics.direct) == 0 {
 		t.Fatal("no call went past the transport")
 	}
 	// Idle, it is forgotten as before (mcp-go sweeps every second at most).
-	deadline := time.Now().Add(ttl + 5*time.Second)
-	for e.srv.conns.session(sid) != nil {
-		if time.Now().After(deadline) {
-			t.Fatal("an idle connection's state outlived the idle TTL")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	poll.True(t, ttl+5*time.Second, "an idle connection's state goes after the idle TTL", func() bool {
+		return e.srv.conns.session(sid) == nil
+	})
 }
 
 func TestTouchClock(t *testing.T) {

@@ -3,12 +3,15 @@ package mcp
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcpswarm/mcpswarm/internal/poll"
 )
 
 // connRequest is a request of method on connection id's endpoint, as a
@@ -98,16 +101,12 @@ func TestAGETStreamTakesOverTheConnectionWithItsSubscriptions(t *testing.T) {
 	if status != http.StatusOK {
 		t.Fatalf("GET answered %d", status)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if _, standIn := e.registered(id).(*homeSession); !standIn && e.registered(id) != nil {
-			break
+	poll.Until(t, 5*time.Second, "the GET's session replaces the stand-in", func() error {
+		if _, standIn := e.registered(id).(*homeSession); standIn || e.registered(id) == nil {
+			return fmt.Errorf("registered: %T", e.registered(id))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the GET's session never replaced the stand-in (%T)", e.registered(id))
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 	// No POST of the connection runs: the change goes to the GET stream.
 	e.srv.onEvent(Event{Kind: ResourceChanged, Session: "gs", Resource: "model/count"})
 	timeout := time.After(5 * time.Second)

@@ -68,8 +68,10 @@ func TestUpdateOrderIsSaveReplyPublish(t *testing.T) {
 	if !strings.Contains(string(snap.Model), `"count":1`) {
 		t.Fatalf("saving %s, want the new state", snap.Model)
 	}
-	// Nothing may come out until the save returns; poll a while to give a
-	// wrong order the chance to show.
+	// Nothing may come out until the save returns. What must not happen
+	// has no event to await, and a right order never ends this wait: so
+	// watch for 100 ms (sampling every 5 ms), to give a wrong order the
+	// chance to show.
 	for deadline := time.Now().Add(100 * time.Millisecond); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 		if m, _ := f.m.Model("s"); !strings.Contains(string(m), `"count":0`) {
 			t.Fatalf("model published before its save: %s", m)
@@ -184,10 +186,14 @@ func TestToolSetChangeIsAnnouncedBeforeTheAnswer(t *testing.T) {
 	f := newFixture(t, nil)
 	f.start("s")
 	var heard, resourcesFirst atomic.Bool
+	// A slow subscriber: it hears the tool set change and holds on to it
+	// until the test lets go; the answer must wait for it.
+	hearing, letGo := make(chan struct{}), make(chan struct{})
 	cancel := f.m.Subscribe(func(ev Event) {
 		switch ev.Kind {
 		case ToolsChanged:
-			time.Sleep(50 * time.Millisecond) // a slow subscriber: the answer must wait for it
+			close(hearing)
+			<-letGo
 			heard.Store(true)
 		case ResourceChanged:
 			if !heard.Load() {
@@ -196,11 +202,39 @@ func TestToolSetChangeIsAnnouncedBeforeTheAnswer(t *testing.T) {
 		}
 	})
 	defer cancel()
-	res, err := f.m.Call(f.ctx, "s", "s.modal.click", nil)
-	if err != nil || res.IsError {
-		t.Fatalf("opening the dialog: %v %+v", err, res)
+	type answer struct {
+		res   Result
+		err   error
+		heard bool // whether the subscriber had heard when the call returned
 	}
-	if !heard.Load() {
+	answered := make(chan answer, 1)
+	go func() {
+		res, err := f.m.Call(f.ctx, "s", "s.modal.click", nil)
+		answered <- answer{res, err, heard.Load()}
+	}()
+	select {
+	case <-hearing:
+	case a := <-answered:
+		t.Fatalf("the call answered (%+v %v) before its new tool set (s.dlg.*) was announced", a.res, a.err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the tool set change was never announced")
+	}
+	select {
+	case a := <-answered:
+		t.Fatalf("the call answered (%+v %v) while the subscriber was still hearing its tool set", a.res, a.err)
+	default:
+	}
+	close(letGo)
+	var a answer
+	select {
+	case a = <-answered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no answer after the subscriber let go")
+	}
+	if a.err != nil || a.res.IsError {
+		t.Fatalf("opening the dialog: %v %+v", a.err, a.res)
+	}
+	if !a.heard {
 		t.Fatal("the call answered before its new tool set (s.dlg.*) was announced")
 	}
 	if resourcesFirst.Load() {

@@ -147,6 +147,10 @@ type slowApp struct{}
 func (slowApp) Init() (Model, error) { return 0, nil }
 
 func (slowApp) Update(m Model, msg Msg) (Model, error) {
+	// The update's work, not a wait: it must take as long as the callers'
+	// deadlines (0 to 3 ms), so that some give up while it runs and some
+	// read its answer; a gate the test opened would make every caller
+	// give up or none.
 	time.Sleep(time.Millisecond)
 	return m.(int) + 1, nil
 }

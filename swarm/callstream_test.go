@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcpswarm/mcpswarm/authz"
 	"github.com/mcpswarm/mcpswarm/cluster"
+	"github.com/mcpswarm/mcpswarm/internal/poll"
 	forwardv1 "github.com/mcpswarm/mcpswarm/proto/mcpswarm/forward/v1"
 	"github.com/mcpswarm/mcpswarm/session"
 )
@@ -427,7 +428,7 @@ func TestABurstOfForwardedCallsLeavesNoGoroutinesBehind(t *testing.T) {
 			t.Fatalf("%s: %+v %v", id, res, err)
 		}
 	}
-	await(t, "the nodes at rest after the first calls", func() bool { return goroutinesSettled() })
+	poll.Until(t, 20*time.Second, "the nodes are at rest after the first calls", goroutinesSettle())
 	before := runtime.NumGoroutine()
 	var wg sync.WaitGroup
 	for _, id := range ids {
@@ -450,10 +451,18 @@ func TestABurstOfForwardedCallsLeavesNoGoroutinesBehind(t *testing.T) {
 	})
 }
 
-// goroutinesSettled reports whether the goroutine count holds still over
-// a second (parked workers and readers have lingered out).
-func goroutinesSettled() bool {
-	n := runtime.NumGoroutine()
-	time.Sleep(time.Second)
-	return runtime.NumGoroutine() == n
+// goroutinesSettle returns a condition that holds once the goroutine count
+// has not changed for a second (parked workers and readers have lingered
+// out): nothing announces that a goroutine has ended, so each poll samples.
+func goroutinesSettle() func() error {
+	last, since := -1, time.Now()
+	return func() error {
+		if n := runtime.NumGoroutine(); n != last {
+			last, since = n, time.Now()
+		}
+		if held := time.Since(since); held < time.Second {
+			return fmt.Errorf("%d goroutines, unchanged for %v", last, held)
+		}
+		return nil
+	}
 }

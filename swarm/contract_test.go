@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcpswarm/mcpswarm/cluster"
 	"github.com/mcpswarm/mcpswarm/internal/memnet"
+	"github.com/mcpswarm/mcpswarm/internal/poll"
 	mcpfront "github.com/mcpswarm/mcpswarm/mcp"
 	"github.com/mcpswarm/mcpswarm/session"
 )
@@ -127,20 +128,13 @@ func startContractWith(t *testing.T, n int, configure func(i int, cfg *cluster.C
 // and gRPC run on wall time).
 func awaitContract(t *testing.T, clock *clockwork.FakeClock, d time.Duration, what string, cond func() error) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
+	poll.Until(t, d, what, func() error {
 		err := cond()
-		if err == nil {
-			return
+		if err != nil && clock != nil {
+			clock.Advance(lease / 3) // the other goroutines act on it before the next poll
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not %s after %v: %v", what, d, err)
-		}
-		if clock != nil {
-			clock.Advance(lease / 3)
-		}
-		time.Sleep(5 * time.Millisecond) // let the other goroutines act on it
-	}
+		return err
+	})
 }
 
 // TestContractReadYourWrites: once a change to a connection's state is

@@ -9,16 +9,13 @@ import (
 	"time"
 
 	"github.com/mcpswarm/mcpswarm/crdt"
+	"github.com/mcpswarm/mcpswarm/internal/poll"
 )
 
 // eventually polls cond until it holds, failing the test after 10 s.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("after 10 s: %s", what)
-		}
-	}
+	poll.True(t, 10*time.Second, what, cond)
 }
 
 // ownWrites counts the registry writes (CRDT deltas: puts and removes) the

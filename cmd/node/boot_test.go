@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mcpswarm/mcpswarm/internal/poll"
 )
 
 // syncBuffer is a bytes.Buffer the process writes while the test reads.
@@ -86,13 +89,12 @@ func TestValidPolicyBoots(t *testing.T) {
 	waitHTTP(t, "http://"+httpAddr+"/healthz")
 	// /healthz can answer before the line naming the policy is flushed to
 	// the pipe: wait for the line rather than reading once.
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(stderr.String(), `"policy":"production"`) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the loaded policy is not logged within 10s:\n%s", stderr.String())
+	poll.Until(t, 10*time.Second, "the loaded policy is logged", func() error {
+		if !strings.Contains(stderr.String(), `"policy":"production"`) {
+			return fmt.Errorf("not in the log:\n%s", stderr.String())
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 func TestSettingsPrecedenceFlagEnvFileDefault(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/mcpswarm/mcpswarm"
+	"github.com/mcpswarm/mcpswarm/internal/poll"
 )
 
 // binary is bin/mcpswarm built once for the tests that run it as a process.
@@ -168,18 +169,17 @@ func TestSIGTERMExitsCleanly(t *testing.T) {
 // waitHTTP polls url until it answers 200.
 func waitHTTP(t *testing.T, url string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
+	poll.Until(t, 20*time.Second, url+" answers 200", func() error {
 		resp, err := http.Get(url)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
+		if err != nil {
+			return err
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("%s did not answer 200 within 20s", url)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("answered %d", resp.StatusCode)
+		}
+		return nil
+	})
 }
 
 func TestKeygenWritesAUsableKey(t *testing.T) {
