@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/test/bufconn"
 
+	"github.com/mcpswarm/mcpswarm/internal/poll"
 	standbyv1 "github.com/mcpswarm/mcpswarm/proto/mcpswarm/standby/v1"
 )
 
@@ -296,13 +297,7 @@ func TestShipperEndsTheStreamOfAStandbyThatLeft(t *testing.T) {
 	}
 	left["node2"] = true
 	s.Rebalance(context.Background())
-	deadline := time.Now().Add(5 * time.Second)
-	for sb.open.Load() != 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the stream to the standby that left is still open 5 s after the rebalance")
-		}
-		time.Sleep(time.Millisecond) // polling the condition, not waiting for time to pass
-	}
+	poll.True(t, 5*time.Second, "the stream to the standby that left closes after the rebalance", func() bool { return sb.open.Load() == 0 })
 }
 
 // A stream lost under a write (the standby's transport failed before it
@@ -344,21 +339,10 @@ func TestShipperResendsTheWritesBehindOneThatMissedItsBound(t *testing.T) {
 	go func() { missed <- s.Ship(short, "first", 1, []byte(`{"n":1}`)) }()
 	// The second write is sent once the first one holds the stream's
 	// receive token, so it queues behind it on the same stream.
-	deadline := time.Now().Add(5 * time.Second)
-	for !streamBusy(s) {
-		if time.Now().After(deadline) {
-			t.Fatal("the first write never reached the stream")
-		}
-		time.Sleep(time.Millisecond) // polling the condition, not waiting for time to pass
-	}
+	poll.True(t, 5*time.Second, "the first write reaches the stream", func() bool { return streamBusy(s) })
 	behind := make(chan Outcome, 1)
 	go func() { behind <- s.Ship(context.Background(), "second", 1, []byte(`{"n":2}`)) }()
-	for pendingOn(s) < 2 {
-		if time.Now().After(deadline) {
-			t.Fatal("the second write never queued on the stream")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	poll.True(t, 5*time.Second, "the second write queues on the stream", func() bool { return pendingOn(s) >= 2 })
 	cancel()
 	if out := <-missed; out.Replicated() {
 		t.Fatalf("the write whose context ended: %+v, want it missed", out)
