@@ -3,6 +3,7 @@ package swarm
 import (
 	"context"
 	"encoding/binary"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -12,40 +13,60 @@ import (
 
 	"github.com/mcpswarm/mcpswarm/cluster"
 	"github.com/mcpswarm/mcpswarm/crdt"
+	"github.com/mcpswarm/mcpswarm/internal/coalesce"
 	forwardv1 "github.com/mcpswarm/mcpswarm/proto/mcpswarm/forward/v1"
 )
 
 const regNonces = "nonces"
 
-// Nonces makes single-use tokens single-use across the cluster. One node
-// decides for each token (its arbiter: the owner of the session the gated
-// tool belongs to, which runs the call anyway; for a tool of no session,
-// the first live member by name), under a lock, so two nodes presented the
-// same token at once cannot both accept it. The arbiter records the token
-// in the replicated "nonces" registry and waits until every live peer has
-// it; every node copies a token it learns into its own partition (and so
-// its bbolt file), so the token stays spent whichever nodes die. Entries
-// carry their expiry and their writer removes them once expired.
+// Nonces makes single-use tokens single-use across the cluster. A spent
+// token is kept by its holders only: the first spentCopies live members in
+// the token's rendezvous order (spentHolders), each in memory and in its
+// bbolt file. Spend asks them in that order to hold it, and the token is
+// fresh only when none held it already. A holder's check and record are
+// one step, and every Spend asks the first holder first, so of two nodes
+// presented the same token at once exactly one hears it is fresh. When a
+// holder dies (or restarts, or a new node ranks above it) the other holder
+// is still among the first two, so the token stays spent; the nodes that
+// hold it then copy it to the new first two (rebalance), so it has two
+// holders again. An approval costs two nodes a record, whatever the
+// cluster's size.
+//
+// While a live peer is of a previous version (it lacks
+// cluster.CapSpentHolders), the previous rule applies: one node decides
+// (the arbiter: the owner of the gated tool's session, or the first live
+// member by name), records the token in the replicated "nonces" registry,
+// waits until every live peer has it, and every node copies it into its
+// own partition so it outlives the arbiter. Tokens recorded so stay
+// spent under the new rule until they expire.
 type Nonces struct {
-	s   *Swarm
-	reg *cluster.Registry
-	now func() time.Time
+	s    *Swarm
+	reg  *cluster.Registry
+	now  func() time.Time
+	held *spentStore
 
-	mu sync.Mutex // serialises this node's decisions
+	mu sync.Mutex // serialises this node's decisions as the arbiter (previous rule)
 
 	cmu    sync.Mutex
-	copies map[string][]byte // other nodes' tokens to copy here
+	copies map[string][]byte // other nodes' registry tokens to copy here (previous rule)
+
+	// rebalancing: the live members (name → epoch) when the states held
+	// here were last copied to their holders; nil before the first time.
+	// Only the rebalance loop touches it.
+	known map[string]uint64
+	rkick coalesce.Signal
 }
 
-func newNonces(s *Swarm, reg *cluster.Registry) *Nonces {
-	n := &Nonces{s: s, reg: reg, now: time.Now, copies: map[string][]byte{}}
+func newNonces(s *Swarm, reg *cluster.Registry, held *spentStore) *Nonces {
+	n := &Nonces{s: s, reg: reg, now: time.Now, held: held, copies: map[string][]byte{}, rkick: coalesce.NewSignal()}
 	reg.OnChange(n.onChange)
 	return n
 }
 
-// onChange queues a token another node recorded for copying into this
-// node's partition, so it outlives that node. The swarm's publisher writes
-// the copies (a registry callback must not write to the registry).
+// onChange queues a token another node recorded by the previous rule for
+// copying into this node's partition, so it outlives that node. The
+// swarm's publisher writes the copies (a registry callback must not write
+// to the registry).
 func (n *Nonces) onChange(ch crdt.Change) {
 	if ch.Origin == n.s.cl.Origin() || len(ch.New) != 8 {
 		return
@@ -73,7 +94,20 @@ func (n *Nonces) flushCopies() {
 	}
 }
 
-// arbiter names the node that decides for a state of tool.
+// live returns the live members (alive or draining) by name, with their
+// epochs; this node always among them.
+func (n *Nonces) live() map[string]uint64 {
+	out := map[string]uint64{n.s.self: n.s.cl.Origin().Epoch}
+	for _, m := range n.s.cl.Members() {
+		if m.State == cluster.StateAlive || m.State == cluster.StateDraining {
+			out[m.Name] = m.Epoch
+		}
+	}
+	return out
+}
+
+// arbiter names the node that decides for a state of tool by the
+// previous rule.
 func (n *Nonces) arbiter(tool string) string {
 	if id, _, ok := strings.Cut(tool, "."); ok {
 		if loc, found := n.s.locate(id); found && !n.reg.Hidden(loc.origin) {
@@ -93,9 +127,57 @@ func (n *Nonces) arbiter(tool string) string {
 }
 
 // Spend records nonce of a state for tool (valid until expires) and
-// reports whether it had been spent before, asking the arbiter. It fails
-// closed: when the arbiter cannot be asked, the state counts as spent.
+// reports whether it had been spent before. It fails closed: when a node
+// that must be asked cannot be, the state counts as spent.
 func (n *Nonces) Spend(ctx context.Context, tool, nonce string, expires time.Time) (already bool) {
+	if n.s.peerLacks(cluster.CapSpentHolders) {
+		return n.spendAtArbiter(ctx, tool, nonce, expires)
+	}
+	if len(n.reg.Lookup(nonce)) > 0 {
+		return true // spent by the previous rule
+	}
+	for _, node := range spentHolders(nonce, slices.Collect(maps.Keys(n.live())), spentCopies) {
+		if n.holdAt(ctx, node, nonce, expires) {
+			return true
+		}
+	}
+	return false
+}
+
+// holdAt asks node to hold nonce and reports whether it held it already,
+// or could not be asked (fail closed).
+func (n *Nonces) holdAt(ctx context.Context, node, nonce string, expires time.Time) (already bool) {
+	if node == n.s.self {
+		return n.hold(nonce, expires)
+	}
+	ctx, cancel := n.s.bounded(ctx)
+	defer cancel()
+	err := n.s.call(ctx, node, func(fc forwardv1.ForwardServiceClient) error {
+		resp, err := fc.SpendState(ctx, &forwardv1.SpendStateRequest{Nonce: nonce, ExpiresUnix: expires.Unix(), Hold: true})
+		already = resp.GetAlreadySpent()
+		return err
+	}, nil)
+	if err != nil {
+		n.s.log.Warn("asking a holder of a request state; refusing it", "holder", node, "err", err)
+		return true
+	}
+	return already
+}
+
+// hold keeps nonce among the states this node holds and reports whether
+// it held it already. A state it cannot store counts as held: the asking
+// node refuses it rather than accept it unrecorded.
+func (n *Nonces) hold(nonce string, expires time.Time) (already bool) {
+	already, err := n.held.hold(nonce, expires, n.now())
+	if err != nil {
+		n.s.log.Warn("holding a spent request state; refusing it", "err", err)
+		return true
+	}
+	return already
+}
+
+// spendAtArbiter is Spend by the previous rule: the arbiter decides.
+func (n *Nonces) spendAtArbiter(ctx context.Context, tool, nonce string, expires time.Time) (already bool) {
 	node := n.arbiter(tool)
 	if node == n.s.self {
 		return n.decide(nonce, expires)
@@ -118,13 +200,13 @@ func (n *Nonces) Spend(ctx context.Context, tool, nonce string, expires time.Tim
 	return already
 }
 
-// decide is the arbiter's decision: spent if any node recorded it;
-// otherwise recorded here and applied by every live peer before it counts
-// as fresh.
+// decide is the arbiter's decision by the previous rule: spent if any
+// node recorded it (or this node holds it); otherwise recorded here and
+// applied by every live peer before it counts as fresh.
 func (n *Nonces) decide(nonce string, expires time.Time) (already bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if len(n.reg.Lookup(nonce)) > 0 {
+	if len(n.reg.Lookup(nonce)) > 0 || n.held.has(nonce) {
 		return true
 	}
 	var b [8]byte
@@ -143,7 +225,7 @@ func (n *Nonces) decide(nonce string, expires time.Time) (already bool) {
 	return false
 }
 
-// sweep removes this node's expired nonces.
+// sweep removes this node's expired nonces from the registry.
 func (n *Nonces) sweep() {
 	own, now := n.s.cl.Origin(), n.now()
 	var expired []string
@@ -158,4 +240,58 @@ func (n *Nonces) sweep() {
 			n.s.log.Warn("removing an expired request state", "err", err)
 		}
 	}
+}
+
+// Len counts the spent request states this node holds: as one of their
+// holders, and every node's recorded by the previous rule.
+func (n *Nonces) Len() int { return n.held.len() + n.reg.Len() }
+
+// membersChanged has the rebalance loop run soon.
+func (n *Nonces) membersChanged() { n.rkick.Kick() }
+
+// rebalanceDelay is how long the rebalance loop gathers membership changes
+// before it copies: a node's death is seen as suspect, then dead, in a
+// few hundred milliseconds.
+const rebalanceDelay = 100 * time.Millisecond
+
+// rebalanceLoop copies the states held here to the holders that lack them
+// after each membership change, until ctx ends; done closes then.
+func (n *Nonces) rebalanceLoop(ctx context.Context, done chan<- struct{}) {
+	defer close(done)
+	n.rkick.Kick() // at start: this node's holders may have changed while it was down
+	coalesce.Run(ctx.Done(), n.rkick, rebalanceDelay, func() {
+		if ctx.Err() == nil {
+			n.rebalance(ctx)
+		}
+	})
+}
+
+// rebalance sends each held state to the holders it gained since the last
+// rebalance (spentMoves). A copy that cannot be sent is logged: the other
+// holder still has it.
+func (n *Nonces) rebalance(ctx context.Context) {
+	if n.s.peerLacks(cluster.CapSpentHolders) {
+		return // the previous rule: every node copies
+	}
+	now := n.live()
+	moves := spentMoves(n.held.snapshot(n.now()), n.s.self, n.known, now)
+	n.known = now
+	var wg sync.WaitGroup
+	for node, nonces := range moves {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(ctx, n.s.timeout)
+			defer cancel()
+			for nonce, exp := range nonces {
+				err := n.s.call(ctx, node, func(fc forwardv1.ForwardServiceClient) error {
+					_, err := fc.SpendState(ctx, &forwardv1.SpendStateRequest{Nonce: nonce, ExpiresUnix: exp, Hold: true})
+					return err
+				}, nil)
+				if err != nil {
+					n.s.log.Warn("copying spent request states to a new holder", "holder", node, "left", len(nonces), "err", err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }

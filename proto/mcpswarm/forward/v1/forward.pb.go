@@ -1082,7 +1082,13 @@ type SpendStateRequest struct {
 	Nonce string                 `protobuf:"bytes,1,opt,name=nonce,proto3" json:"nonce,omitempty"`
 	// expires_unix is when the state stops being valid (Unix seconds): the
 	// spent record may be forgotten after it.
-	ExpiresUnix   int64 `protobuf:"varint,2,opt,name=expires_unix,json=expiresUnix,proto3" json:"expires_unix,omitempty"`
+	ExpiresUnix int64 `protobuf:"varint,2,opt,name=expires_unix,json=expiresUnix,proto3" json:"expires_unix,omitempty"`
+	// hold, when set, asks this node only to keep the nonce among the spent
+	// states it holds and to answer whether it held it already: the asking
+	// node decides, by asking each of the nonce's holders in turn (see
+	// swarm.Nonces). Unset, this node decides as the arbiter (the previous
+	// rule, kept while a peer of a previous version is live).
+	Hold          bool `protobuf:"varint,3,opt,name=hold,proto3" json:"hold,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1129,6 +1135,13 @@ func (x *SpendStateRequest) GetExpiresUnix() int64 {
 		return x.ExpiresUnix
 	}
 	return 0
+}
+
+func (x *SpendStateRequest) GetHold() bool {
+	if x != nil {
+		return x.Hold
+	}
+	return false
 }
 
 // SpendStateResponse says whether the nonce had been spent before.
@@ -1429,10 +1442,11 @@ const file_mcpswarm_forward_v1_forward_proto_rawDesc = "" +
 	"\amessage\x18\x02 \x01(\fR\amessage\"<\n" +
 	"\x19DeliverSseMessageResponse\x12\x1f\n" +
 	"\vhttp_status\x18\x01 \x01(\x05R\n" +
-	"httpStatus\"L\n" +
+	"httpStatus\"`\n" +
 	"\x11SpendStateRequest\x12\x14\n" +
 	"\x05nonce\x18\x01 \x01(\tR\x05nonce\x12!\n" +
-	"\fexpires_unix\x18\x02 \x01(\x03R\vexpiresUnix\"9\n" +
+	"\fexpires_unix\x18\x02 \x01(\x03R\vexpiresUnix\x12\x12\n" +
+	"\x04hold\x18\x03 \x01(\bR\x04hold\"9\n" +
 	"\x12SpendStateResponse\x12#\n" +
 	"\ralready_spent\x18\x01 \x01(\bR\falreadySpent\"\x85\x01\n" +
 	"\x13AdoptSessionRequest\x12\x12\n" +
