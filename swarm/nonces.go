@@ -30,7 +30,8 @@ const regNonces = "nonces"
 // is still among the first two, so the token stays spent; the nodes that
 // hold it then copy it to the new first two (rebalance), so it has two
 // holders again. An approval costs two nodes a record, whatever the
-// cluster's size.
+// cluster's size. A node cut off from the majority refuses every state
+// (fail closed): it would count the holders dead and ask others.
 //
 // While a live peer is of a previous version (it lacks
 // cluster.CapSpentHolders), the previous rule applies: one node decides
@@ -135,6 +136,12 @@ func (n *Nonces) Spend(ctx context.Context, tool, nonce string, expires time.Tim
 	}
 	if len(n.reg.Lookup(nonce)) > 0 {
 		return true // spent by the previous rule
+	}
+	if err := n.s.cl.InMajority(); err != nil {
+		// Cut off from the majority, this node may count the state's
+		// holders dead and name others, which never held it.
+		n.s.log.Warn("refusing a request state: this node does not hear from a majority of the cluster", "err", err)
+		return true
 	}
 	for _, node := range spentHolders(nonce, slices.Collect(maps.Keys(n.live())), spentCopies) {
 		if n.holdAt(ctx, node, nonce, expires) {

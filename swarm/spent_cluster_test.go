@@ -109,3 +109,32 @@ func TestSpentStateStaysSpentWhenItsHoldersDieAndRejoin(t *testing.T) {
 	awaitAlive(order[0], order[2], order[3])
 	spentOnEvery(nonce, order[0], order[2], order[3])
 }
+
+// TestSpentStateRefusedByANodeCutOffFromItsHolders: a node cut off from
+// the majority, once it counts the holders of a spent state dead, would
+// name others that never held it; it refuses every state instead.
+func TestSpentStateRefusedByANodeCutOffFromItsHolders(t *testing.T) {
+	net, clock, nodes := startContract(t, 3)
+	a, cut := nodes[0], nodes[2]
+	// A nonce held by n1 and n2, the side that keeps the majority.
+	var nonce string
+	for i := 0; nonce == ""; i++ {
+		if c := fmt.Sprintf("nonce-%d", i); !slices.Contains(spentHolders(c, []string{"n1", "n2", "n3"}, spentCopies), "n3") {
+			nonce = c
+		}
+	}
+	exp := time.Now().Add(time.Hour)
+	if a.sw.Nonces().Spend(t.Context(), "tool", nonce, exp) {
+		t.Fatal("a fresh state counted as spent")
+	}
+	net.Cut(cut.name, true)
+	awaitContract(t, clock, 30*time.Second, "n3 counts n1 and n2 dead", func() error {
+		if live := cut.sw.nonces.live(); len(live) != 1 {
+			return fmt.Errorf("n3 counts %d live", len(live))
+		}
+		return nil
+	})
+	if !cut.sw.Nonces().Spend(t.Context(), "tool", nonce, exp) {
+		t.Fatal("n3, cut off, accepted a state spent on the other side")
+	}
+}
