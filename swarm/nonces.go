@@ -274,8 +274,8 @@ func (n *Nonces) rebalanceLoop(ctx context.Context, done chan<- struct{}) {
 }
 
 // rebalance sends each held state to the holders it gained since the last
-// rebalance (spentMoves). A copy that cannot be sent is logged: the other
-// holder still has it.
+// rebalance (spentMoves). A holder a copy could not reach is sent its
+// states again a little later (the other holder keeps them meanwhile).
 func (n *Nonces) rebalance(ctx context.Context) {
 	if n.s.peerLacks(cluster.CapSpentHolders) {
 		return // the previous rule: every node copies
@@ -283,7 +283,11 @@ func (n *Nonces) rebalance(ctx context.Context) {
 	now := n.live()
 	moves := spentMoves(n.held.snapshot(n.now()), n.s.self, n.known, now)
 	n.known = now
-	var wg sync.WaitGroup
+	var (
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		missed []string
+	)
 	for node, nonces := range moves {
 		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(ctx, n.s.timeout)
@@ -294,11 +298,29 @@ func (n *Nonces) rebalance(ctx context.Context) {
 					return err
 				}, nil)
 				if err != nil {
-					n.s.log.Warn("copying spent request states to a new holder", "holder", node, "left", len(nonces), "err", err)
+					n.s.log.Warn("copying spent request states to a new holder", "holder", node, "states", len(nonces), "err", err)
+					mu.Lock()
+					missed = append(missed, node)
+					mu.Unlock()
 					return
 				}
 			}
 		})
 	}
 	wg.Wait()
+	if len(missed) == 0 {
+		return
+	}
+	for _, node := range missed {
+		n.known[node] = 0 // no epoch is 0: it counts as new next time
+	}
+	select {
+	case <-ctx.Done():
+	case <-time.After(rebalanceRetry):
+		n.rkick.Kick()
+	}
 }
+
+// rebalanceRetry is how long after a failed copy the rebalance loop tries
+// again.
+const rebalanceRetry = time.Second
