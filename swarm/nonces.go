@@ -3,7 +3,6 @@ package swarm
 import (
 	"context"
 	"encoding/binary"
-	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -30,8 +29,10 @@ const regNonces = "nonces"
 // is still among the first two, so the token stays spent; the nodes that
 // hold it then copy it to the new first two (rebalance), so it has two
 // holders again. An approval costs two nodes a record, whatever the
-// cluster's size. A node cut off from the majority refuses every state
-// (fail closed): it would count the holders dead and ask others.
+// cluster's size. A node that counts a holder dead asks the next in the
+// order only while it hears from a majority (cluster.InMajority): cut off,
+// it would name holders that never held the state, so it refuses (fail
+// closed) until the members it cannot hear are forgotten (DeadGrace).
 //
 // While a live peer is of a previous version (it lacks
 // cluster.CapSpentHolders), the previous rule applies: one node decides
@@ -107,6 +108,27 @@ func (n *Nonces) live() map[string]uint64 {
 	return out
 }
 
+// members returns the live members' names (alive or draining) and the
+// listed ones': the live, and those this node counts dead or unreachable
+// (suspect) but has not forgotten. A member that left gracefully is
+// neither: it departed, no partition hides it.
+func (n *Nonces) members() (live, listed []string) {
+	live, listed = []string{n.s.self}, []string{n.s.self}
+	for _, m := range n.s.cl.Members() {
+		if m.Self {
+			continue
+		}
+		switch m.State {
+		case cluster.StateAlive, cluster.StateDraining:
+			live = append(live, m.Name)
+			listed = append(listed, m.Name)
+		case cluster.StateSuspect, cluster.StateDead:
+			listed = append(listed, m.Name)
+		}
+	}
+	return live, listed
+}
+
 // arbiter names the node that decides for a state of tool by the
 // previous rule.
 func (n *Nonces) arbiter(tool string) string {
@@ -137,13 +159,18 @@ func (n *Nonces) Spend(ctx context.Context, tool, nonce string, expires time.Tim
 	if len(n.reg.Lookup(nonce)) > 0 {
 		return true // spent by the previous rule
 	}
-	if err := n.s.cl.InMajority(); err != nil {
-		// Cut off from the majority, this node may count the state's
-		// holders dead and name others, which never held it.
-		n.s.log.Warn("refusing a request state: this node does not hear from a majority of the cluster", "err", err)
-		return true
+	live, listed := n.members()
+	holders := spentHolders(nonce, live, spentCopies)
+	if !slices.Equal(holders, spentHolders(nonce, listed, spentCopies)) {
+		// This node counts a holder dead (or unreachable) and names
+		// another, which may never have held the state: right if the
+		// holder is gone, wrong if this node is the one cut off.
+		if err := n.s.cl.InMajority(); err != nil {
+			n.s.log.Warn("refusing a request state: a holder is unreachable and this node does not hear from a majority of the cluster", "err", err)
+			return true
+		}
 	}
-	for _, node := range spentHolders(nonce, slices.Collect(maps.Keys(n.live())), spentCopies) {
+	for _, node := range holders {
 		if n.holdAt(ctx, node, nonce, expires) {
 			return true
 		}
