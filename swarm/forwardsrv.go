@@ -272,7 +272,7 @@ func (f forwardServer) SpendState(_ context.Context, req *forwardv1.SpendStateRe
 	}
 	exp := time.Unix(req.GetExpiresUnix(), 0)
 	if req.GetHold() {
-		return &forwardv1.SpendStateResponse{AlreadySpent: f.s.nonces.hold(req.GetNonce(), exp)}, nil
+		return &forwardv1.SpendStateResponse{AlreadySpent: f.s.nonces.hold(req.GetNonce(), string(req.GetSpend()), exp)}, nil
 	}
 	already := f.s.nonces.decide(req.GetNonce(), exp)
 	return &forwardv1.SpendStateResponse{AlreadySpent: already}, nil

@@ -2,6 +2,7 @@ package swarm
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/binary"
 	"slices"
 	"strings"
@@ -170,24 +171,26 @@ func (n *Nonces) Spend(ctx context.Context, tool, nonce string, expires time.Tim
 			return true
 		}
 	}
+	var id [16]byte
+	_, _ = rand.Read(id[:])
 	for _, node := range holders {
-		if n.holdAt(ctx, node, nonce, expires) {
+		if n.holdAt(ctx, node, nonce, string(id[:]), expires) {
 			return true
 		}
 	}
 	return false
 }
 
-// holdAt asks node to hold nonce and reports whether it held it already,
-// or could not be asked (fail closed).
-func (n *Nonces) holdAt(ctx context.Context, node, nonce string, expires time.Time) (already bool) {
+// holdAt asks node to hold nonce for the Spend call by and reports whether
+// another call spent it already, or node could not be asked (fail closed).
+func (n *Nonces) holdAt(ctx context.Context, node, nonce, by string, expires time.Time) (already bool) {
 	if node == n.s.self {
-		return n.hold(nonce, expires)
+		return n.hold(nonce, by, expires)
 	}
 	ctx, cancel := n.s.bounded(ctx)
 	defer cancel()
 	err := n.s.call(ctx, node, func(fc forwardv1.ForwardServiceClient) error {
-		resp, err := fc.SpendState(ctx, &forwardv1.SpendStateRequest{Nonce: nonce, ExpiresUnix: expires.Unix(), Hold: true})
+		resp, err := fc.SpendState(ctx, &forwardv1.SpendStateRequest{Nonce: nonce, ExpiresUnix: expires.Unix(), Hold: true, Spend: []byte(by)})
 		already = resp.GetAlreadySpent()
 		return err
 	}, nil)
@@ -198,11 +201,12 @@ func (n *Nonces) holdAt(ctx context.Context, node, nonce string, expires time.Ti
 	return already
 }
 
-// hold keeps nonce among the states this node holds and reports whether
-// it held it already. A state it cannot store counts as held: the asking
-// node refuses it rather than accept it unrecorded.
-func (n *Nonces) hold(nonce string, expires time.Time) (already bool) {
-	already, err := n.held.hold(nonce, expires, n.now())
+// hold keeps nonce, spent by call by, among the states this node holds
+// and reports whether another call spent it already. A state it cannot
+// store counts as spent: the asking node refuses it rather than accept it
+// unrecorded.
+func (n *Nonces) hold(nonce, by string, expires time.Time) (already bool) {
+	already, err := n.held.hold(nonce, by, expires, n.now())
 	if err != nil {
 		n.s.log.Warn("holding a spent request state; refusing it", "err", err)
 		return true
@@ -319,9 +323,9 @@ func (n *Nonces) rebalance(ctx context.Context) {
 		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(ctx, n.s.timeout)
 			defer cancel()
-			for nonce, exp := range nonces {
+			for nonce, e := range nonces {
 				err := n.s.call(ctx, node, func(fc forwardv1.ForwardServiceClient) error {
-					_, err := fc.SpendState(ctx, &forwardv1.SpendStateRequest{Nonce: nonce, ExpiresUnix: exp, Hold: true})
+					_, err := fc.SpendState(ctx, &forwardv1.SpendStateRequest{Nonce: nonce, ExpiresUnix: e.exp, Hold: true, Spend: []byte(e.by)})
 					return err
 				}, nil)
 				if err != nil {

@@ -77,28 +77,41 @@ const spentBucket = "spent-states"
 // ones.
 const spentSweepEvery = time.Minute
 
-// spentStore is the spent request states this node holds: each nonce with
-// its expiry (Unix seconds), in memory and, when it has a store, on disk,
-// so a restarted node holds them again. Safe for concurrent use.
+// spentEntry is a held state: its expiry (Unix seconds) and the Spend
+// call that spent it (see forwardv1.SpendStateRequest.spend).
+type spentEntry struct {
+	exp int64
+	by  string
+}
+
+// encode is the entry as stored: the expiry, 8 bytes big-endian, then the
+// call's id.
+func (e spentEntry) encode() []byte {
+	return append(binary.BigEndian.AppendUint64(nil, uint64(e.exp)), e.by...)
+}
+
+// spentStore is the spent request states this node holds, in memory and,
+// when it has a store, on disk, so a restarted node holds them again. Safe
+// for concurrent use.
 type spentStore struct {
 	st cluster.Storage // nil: memory only
 
 	mu        sync.Mutex
-	held      map[string]int64
+	held      map[string]spentEntry
 	lastSweep time.Time
 }
 
 // newSpentStore returns the states st holds that expire after now (st
 // nil: an empty store in memory).
 func newSpentStore(st cluster.Storage, now time.Time) (*spentStore, error) {
-	h := &spentStore{st: st, held: map[string]int64{}, lastSweep: now}
+	h := &spentStore{st: st, held: map[string]spentEntry{}, lastSweep: now}
 	if st == nil {
 		return h, nil
 	}
 	err := st.Load(spentBucket, func(nonce string, v []byte) error {
-		if len(v) == 8 {
-			if exp := int64(binary.BigEndian.Uint64(v)); exp >= now.Unix() {
-				h.held[nonce] = exp
+		if len(v) >= 8 {
+			if e := (spentEntry{exp: int64(binary.BigEndian.Uint64(v)), by: string(v[8:])}); e.exp >= now.Unix() {
+				h.held[nonce] = e
 			}
 		}
 		return nil
@@ -109,26 +122,27 @@ func newSpentStore(st cluster.Storage, now time.Time) (*spentStore, error) {
 	return h, nil
 }
 
-// hold keeps nonce until expires and reports whether it was held already.
-// The check and the record are one step under the store's lock: of two
-// callers holding the same nonce at once, exactly one hears it was not.
-// A state that cannot be stored is not held, and err says why.
-func (h *spentStore) hold(nonce string, expires, now time.Time) (already bool, err error) {
+// hold keeps nonce, spent by call by, until expires and reports whether
+// it was held already by another call. The check and the record are one
+// step under the store's lock: of two calls holding the same nonce at
+// once, exactly one hears it was not. A state that cannot be stored is
+// not held, and err says why.
+func (h *spentStore) hold(nonce, by string, expires, now time.Time) (already bool, err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if now.Sub(h.lastSweep) >= spentSweepEvery {
 		h.sweepLocked(now)
 	}
-	if _, ok := h.held[nonce]; ok {
-		return true, nil
+	if e, ok := h.held[nonce]; ok {
+		return by == "" || e.by != by, nil
 	}
+	e := spentEntry{exp: expires.Unix(), by: by}
 	if h.st != nil {
-		v := binary.BigEndian.AppendUint64(nil, uint64(expires.Unix()))
-		if err := h.st.Write(spentBucket, nonce, v, func() error { return nil }); err != nil {
+		if err := h.st.Write(spentBucket, nonce, e.encode(), func() error { return nil }); err != nil {
 			return false, fmt.Errorf("storing a spent request state: %w", err)
 		}
 	}
-	h.held[nonce] = expires.Unix()
+	h.held[nonce] = e
 	return false, nil
 }
 
@@ -148,13 +162,13 @@ func (h *spentStore) len() int {
 }
 
 // snapshot returns the held states that expire after now.
-func (h *spentStore) snapshot(now time.Time) map[string]int64 {
+func (h *spentStore) snapshot(now time.Time) map[string]spentEntry {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	out := make(map[string]int64, len(h.held))
-	for nonce, exp := range h.held {
-		if exp >= now.Unix() {
-			out[nonce] = exp
+	out := make(map[string]spentEntry, len(h.held))
+	for nonce, e := range h.held {
+		if e.exp >= now.Unix() {
+			out[nonce] = e
 		}
 	}
 	return out
@@ -164,8 +178,8 @@ func (h *spentStore) snapshot(now time.Time) map[string]int64 {
 // disk by a failed delete is dropped at the next load.
 func (h *spentStore) sweepLocked(now time.Time) {
 	h.lastSweep = now
-	for nonce, exp := range h.held {
-		if exp >= now.Unix() {
+	for nonce, e := range h.held {
+		if e.exp >= now.Unix() {
 			continue
 		}
 		delete(h.held, nonce)
@@ -176,16 +190,16 @@ func (h *spentStore) sweepLocked(now time.Time) {
 }
 
 // spentMoves returns the copies self sends after a membership change, by
-// node: each held state (nonce → expiry) goes to every holder it has among
+// node: each held state (nonce → its entry) goes to every holder it has among
 // after (live members, name → epoch) that was not one of its holders
 // among before, or was but restarted since (another epoch: it may have
 // come back empty). before nil (this node just started) sends every state
 // to its holders. Pure.
-func spentMoves(held map[string]int64, self string, before, after map[string]uint64) map[string]map[string]int64 {
+func spentMoves[V any](held map[string]V, self string, before, after map[string]uint64) map[string]map[string]V {
 	was := slices.Sorted(maps.Keys(before))
 	is := slices.Sorted(maps.Keys(after))
-	moves := map[string]map[string]int64{}
-	for nonce, exp := range held {
+	moves := map[string]map[string]V{}
+	for nonce, e := range held {
 		old := spentHolders(nonce, was, spentCopies)
 		for _, h := range spentHolders(nonce, is, spentCopies) {
 			if h == self {
@@ -195,9 +209,9 @@ func spentMoves(held map[string]int64, self string, before, after map[string]uin
 				continue
 			}
 			if moves[h] == nil {
-				moves[h] = map[string]int64{}
+				moves[h] = map[string]V{}
 			}
-			moves[h][nonce] = exp
+			moves[h][nonce] = e
 		}
 	}
 	return moves

@@ -164,9 +164,11 @@ func TestSpentMovesGoOnlyToTheHoldersAStateGained(t *testing.T) {
 	}
 }
 
-// A state is held once: of concurrent holds of one nonce exactly one hears
-// it was not held; a store reloads what it held (a restarted node), less
-// what expired, and forgets expired states from disk too.
+// A state is held once: of concurrent holds of one nonce by different
+// Spend calls exactly one hears it was not held, while the same call asked
+// again (or its copy sent by the other holder) hears it was not; a store
+// reloads what it held (a restarted node), less what expired, and forgets
+// expired states from disk too.
 func TestSpentStoreHoldsOnceAndAcrossARestart(t *testing.T) {
 	disk := cluster.NewMemoryStorage()
 	now := time.Unix(1_000_000, 0)
@@ -177,9 +179,9 @@ func TestSpentStoreHoldsOnceAndAcrossARestart(t *testing.T) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	fresh := 0
-	for range 8 {
+	for i := range 8 {
 		wg.Go(func() {
-			already, err := h.hold("n-1", now.Add(time.Hour), now)
+			already, err := h.hold("n-1", fmt.Sprintf("call-%d", i), now.Add(time.Hour), now)
 			if err != nil {
 				t.Error(err)
 			}
@@ -194,7 +196,14 @@ func TestSpentStoreHoldsOnceAndAcrossARestart(t *testing.T) {
 	if fresh != 1 {
 		t.Fatalf("eight holds of one nonce at once: %d heard it fresh, want 1", fresh)
 	}
-	if _, err := h.hold("short", now.Add(time.Second), now); err != nil {
+	winner := h.snapshot(now)["n-1"].by
+	if already, _ := h.hold("n-1", winner, now.Add(time.Hour), now); already {
+		t.Fatalf("the call that spent n-1 (%s), asked again, heard it was spent", winner)
+	}
+	if already, _ := h.hold("n-1", "", now.Add(time.Hour), now); !already {
+		t.Fatal("a hold naming no call was not refused a spent nonce")
+	}
+	if _, err := h.hold("short", "call-s", now.Add(time.Second), now); err != nil {
 		t.Fatal(err)
 	}
 
@@ -203,12 +212,12 @@ func TestSpentStoreHoldsOnceAndAcrossARestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !again.has("n-1") || again.has("short") {
+	if again.snapshot(later)["n-1"].by != winner || again.has("short") {
 		t.Fatalf("restarted: holds n-1 %v (want true), the expired one %v (want false)", again.has("n-1"), again.has("short"))
 	}
 	// The next hold after a sweep interval forgets the expired state on
 	// disk as well.
-	if already, _ := h.hold("n-2", later.Add(time.Hour), later.Add(spentSweepEvery)); already {
+	if already, _ := h.hold("n-2", "call-2", later.Add(time.Hour), later.Add(spentSweepEvery)); already {
 		t.Fatal("a fresh nonce counted as held")
 	}
 	onDisk := 0
