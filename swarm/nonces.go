@@ -29,11 +29,15 @@ const regNonces = "nonces"
 // holder dies (or restarts, or a new node ranks above it) the other holder
 // is still among the first two, so the token stays spent; the nodes that
 // hold it then copy it to the new first two (rebalance), so it has two
-// holders again. An approval costs two nodes a record, whatever the
-// cluster's size. A node that counts a holder dead asks the next in the
-// order only while it hears from a majority (cluster.InMajority): cut off,
-// it would name holders that never held the state, so it refuses (fail
-// closed) until the members it cannot hear are forgotten (DeadGrace).
+// holders again; a copy carries the Spend call's id, so a copy that races
+// the call's own second ask does not refuse the call. An approval costs
+// two nodes a record, whatever the cluster's size. A node that counts a
+// holder dead asks the next in the order only while it hears from a
+// majority (cluster.InMajority): cut off, it would name holders that never
+// held the state, so it refuses (fail closed). Once it has forgotten the
+// members it cannot hear (DeadGrace, 30 s by default) it can no longer
+// tell: a cut-off node that outlives that grace may accept a state spent
+// on the other side, the price of keeping each state on two nodes.
 //
 // While a live peer is of a previous version (it lacks
 // cluster.CapSpentHolders), the previous rule applies: one node decides
