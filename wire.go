@@ -265,7 +265,8 @@ func (n *Node) buildFront(ctx context.Context) (err error) {
 		return err
 	}
 	sw, err := swarm.New(swarm.Config{Cluster: n.cluster, Manager: n.sessions, Logger: n.log.With("component", "swarm"),
-		Registerer: n.metrics, MaxRevocations: n.cfg.MaxRevocations, IDSerial: idSerial, Standbys: n.replicas})
+		Registerer: n.metrics, MaxRevocations: n.cfg.MaxRevocations, IDSerial: idSerial, Standbys: n.replicas,
+		Storage: nodeOwnedStorage{n.storage}})
 	if err != nil {
 		return err
 	}

@@ -45,6 +45,12 @@ const (
 	// a StandbyHandover), so a drain promotes a standby instead of copying
 	// the session. Without it the owner copies the session to its adopter.
 	CapStandbyHandoff = "standby-handoff"
+	// CapSpentHolders: the node keeps spent request states at their
+	// holders (swarm.Nonces: the nonce's first two live members by
+	// rendezvous score) and holds one when asked (SpendState with hold).
+	// While a live peer lacks it, every node spends states by the previous
+	// rule: at the arbiter, copied to every node.
+	CapSpentHolders = "spent-holders"
 	// zonePrefix starts the capability name that carries a node's zone
 	// ("zone=eu-west-1a"), which standby placement spreads copies across.
 	zonePrefix = "zone="
@@ -52,7 +58,7 @@ const (
 
 // DefaultCapabilities is what this code supports.
 func DefaultCapabilities() []string {
-	return []string{CapCallStream, CapHandoffGen, CapRevocationKeys, CapSerialIDs, CapStandby, CapStandbyHandoff, CapStreamRefs}
+	return []string{CapCallStream, CapHandoffGen, CapRevocationKeys, CapSerialIDs, CapSpentHolders, CapStandby, CapStandbyHandoff, CapStreamRefs}
 }
 
 // Capabilities is a member's advertised protocol version and capability

@@ -25,8 +25,8 @@ type Cluster interface {
 // home node learnt (ConnRegistry), which ids were revoked, which node holds
 // each connection's GET stream, the spent single-use request states, and
 // whether this node may serve a connection at all. Its methods are called on
-// the request path: apart from SpendState (which may wait for an arbiter,
-// bounded by ctx) they must not block on the network.
+// the request path: apart from SpendState (which may wait for the state's
+// holders, bounded by ctx) they must not block on the network.
 type Connections interface {
 	ConnRegistry
 	Revocations

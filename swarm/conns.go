@@ -847,8 +847,8 @@ func (c *Conns) restore() {
 	})
 }
 
-// SpendState implements mcp.Connections: the cluster's arbiter of the
-// state's tool decides (see Nonces.Spend).
+// SpendState implements mcp.Connections: the nonce's holders decide (see
+// Nonces.Spend).
 func (c *Conns) SpendState(ctx context.Context, tool, nonce string, expires time.Time) (already bool) {
 	return c.s.nonces.Spend(ctx, tool, nonce, expires)
 }

@@ -215,17 +215,19 @@ func TestContractReadYourWrites(t *testing.T) {
 		}
 	}
 
-	// A spent request state: recorded by the arbiter (n1, the first live
-	// member, for a tool no session owns) and applied everywhere before
-	// Spend answers, so it outlives the arbiter.
+	// A spent request state: held by both its holders before Spend
+	// answers (TestSpentStateStaysSpentWhenItsHoldersDieAndRejoin shows it
+	// outlives them), and refused everywhere.
 	expires := time.Now().Add(time.Hour)
 	if already := a.sw.Nonces().Spend(t.Context(), "tool", "nonce-1", expires); already {
 		t.Fatal("a fresh request state counted as spent")
 	}
-	for _, b := range others {
-		if len(b.sw.nonces.reg.Lookup("nonce-1")) == 0 {
-			t.Fatalf("%s has not got the spent request state once Spend answered", b.name)
+	for _, name := range spentHolders("nonce-1", []string{"n1", "n2", "n3"}, spentCopies) {
+		if i := slices.IndexFunc(nodes, func(nd *contractNode) bool { return nd.name == name }); !nodes[i].sw.nonces.held.has("nonce-1") {
+			t.Fatalf("holder %s has not got the spent request state once Spend answered", name)
 		}
+	}
+	for _, b := range others {
 		if already := b.sw.Nonces().Spend(t.Context(), "tool", "nonce-1", expires); !already {
 			t.Fatalf("the request state was accepted again on %s", b.name)
 		}

@@ -23,8 +23,7 @@ type Footprint struct {
 	// RevokedBefore is the cluster's revocation floor as this node knows
 	// it (zero: none).
 	RevokedBefore time.Time
-	// Nonces counts the spent request states held here: every node's
-	// entries, the copies included.
+	// Nonces counts the spent request states held here (Nonces.Len).
 	Nonces int
 }
 
@@ -41,7 +40,7 @@ func (s *Swarm) Footprint() Footprint {
 	count(s.sessions, &f.Sessions, &f.SessionBytes)
 	count(s.tools, &f.Tools, &f.ToolBytes)
 	count(s.conns.reg, &f.Conns, &f.ConnBytes)
-	f.Nonces = s.nonces.reg.Len()
+	f.Nonces = s.nonces.Len()
 	s.conns.reg.Range(func(e crdt.Entry) bool {
 		f.ConnKeyBytes += len(e.Key)
 		return true

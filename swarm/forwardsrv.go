@@ -263,13 +263,18 @@ func (f forwardServer) DeliverSseMessage(ctx context.Context, req *forwardv1.Del
 	return &forwardv1.DeliverSseMessageResponse{HttpStatus: code}, nil
 }
 
-// SpendState decides, as the arbiter, whether a request state's nonce was
-// spent, spending it if not.
+// SpendState holds a request state's nonce, as one of its holders (hold),
+// or decides as the arbiter by the previous rule whether it was spent,
+// spending it if not.
 func (f forwardServer) SpendState(_ context.Context, req *forwardv1.SpendStateRequest) (*forwardv1.SpendStateResponse, error) {
 	if req.GetNonce() == "" || len(req.GetNonce()) > maxNonceBytes {
 		return nil, status.Errorf(codes.InvalidArgument, "a request state's nonce must be 1 to %d bytes, got %d", maxNonceBytes, len(req.GetNonce()))
 	}
-	already := f.s.nonces.decide(req.GetNonce(), time.Unix(req.GetExpiresUnix(), 0))
+	exp := time.Unix(req.GetExpiresUnix(), 0)
+	if req.GetHold() {
+		return &forwardv1.SpendStateResponse{AlreadySpent: f.s.nonces.hold(req.GetNonce(), string(req.GetSpend()), exp)}, nil
+	}
+	already := f.s.nonces.decide(req.GetNonce(), exp)
 	return &forwardv1.SpendStateResponse{AlreadySpent: already}, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -56,6 +57,9 @@ type nodeOptions struct {
 	// the swarm's standbys.
 	store    session.Store
 	standbys Standbys
+	// spent, when set, is where the swarm keeps the spent request states
+	// it holds (a restarted node's disk).
+	spent cluster.Storage
 }
 
 func startTestNodeWith(t testing.TB, name string, opt nodeOptions, join ...string) testNode {
@@ -89,7 +93,7 @@ func startTestNodeWith(t testing.TB, name string, opt nodeOptions, join ...strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	sw, err := New(Config{Cluster: cl, Manager: mgr, Standbys: opt.standbys})
+	sw, err := New(Config{Cluster: cl, Manager: mgr, Standbys: opt.standbys, Storage: opt.spent})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +146,9 @@ func await(t testing.TB, what string, cond func() bool) {
 // service's deprecated RPCs, and serves those RPCs itself for the previous
 // release's nodes.
 func TestMixedVersionsForwardBothWays(t *testing.T) {
-	old := startTestNode(t, "old", true)
+	// The previous release keeps spent states by the arbiter's rule.
+	prevCaps := slices.DeleteFunc(cluster.DefaultCapabilities(), func(c string) bool { return c == cluster.CapSpentHolders })
+	old := startTestNodeWith(t, "old", nodeOptions{previous: true, caps: prevCaps})
 	cur := startTestNode(t, "cur", false, old.cl.Self().GossipAddr)
 	awaitPeers(t, old, cur)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

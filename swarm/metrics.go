@@ -64,8 +64,8 @@ func newMetrics(reg prometheus.Registerer, s *Swarm) (*metrics, error) {
 		}, func() float64 { return float64(len(s.idx.ids())) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "mcpswarm_swarm_spent_request_states",
-			Help: "Single-use 2026-07-28 request states spent anywhere in the cluster and not yet expired.",
-		}, func() float64 { return float64(s.nonces.reg.Len()) }),
+			Help: "Single-use 2026-07-28 request states this node holds (as one of their two holders, or replicated by the previous rule), until swept after expiry.",
+		}, func() float64 { return float64(s.nonces.Len()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "mcpswarm_swarm_connection_records",
 			Help: "Connection records in this node's replica (every node's, revocations included).",

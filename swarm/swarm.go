@@ -72,6 +72,10 @@ type Config struct {
 	// refuses the connection (Conns.CanServe) until it has caught up by
 	// anti-entropy.
 	AckTimeout time.Duration
+	// Storage, when set, keeps the spent request states this node holds
+	// across restarts (in a bucket of its own, never replicated); without
+	// it they are held in memory only.
+	Storage cluster.Storage
 	// Standbys, when set, is this node's side of session replication:
 	// its sessions' in-sync standbys go into their records, and the
 	// copies it holds are promoted when their owner dies (failover.go).
@@ -146,6 +150,9 @@ type Swarm struct {
 	failKick coalesce.Signal
 	failDone chan struct{}
 	deaths   deaths
+	// spentDone closes when the loop copying spent states to their new
+	// holders has stopped (Nonces.rebalanceLoop).
+	spentDone chan struct{}
 }
 
 // New declares the swarm's registries and adds the forward service to the
@@ -203,7 +210,11 @@ func New(cfg Config) (*Swarm, error) {
 	if err != nil {
 		return nil, fmt.Errorf("declaring nonces registry: %w", err)
 	}
-	s.nonces = newNonces(s, nonceReg)
+	held, err := newSpentStore(cfg.Storage, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	s.nonces = newNonces(s, nonceReg, held)
 	if s.met, err = newMetrics(cfg.Registerer, s); err != nil {
 		return nil, fmt.Errorf("registering swarm metrics: %w", err)
 	}
@@ -226,14 +237,16 @@ func New(cfg Config) (*Swarm, error) {
 // local session events.
 func (s *Swarm) StartPublishing(context.Context) error {
 	ctx, cancel := context.WithCancel(context.Background())
-	s.stopLoop, s.loopDone, s.failDone = cancel, make(chan struct{}), make(chan struct{})
+	s.stopLoop, s.loopDone, s.failDone, s.spentDone = cancel, make(chan struct{}), make(chan struct{}), make(chan struct{})
 	s.conns.restore()
 	go s.publishLoop(ctx)
 	go s.failoverLoop(ctx)
+	go s.nonces.rebalanceLoop(ctx, s.spentDone)
 	s.failKick.Kick() // owners that died while this node was down
 	s.stopMgr = s.mgr.Subscribe(s.onLocalEvent)
 	s.stopMembers = s.cl.WatchMembers(func(m cluster.Member) {
 		s.deaths.note(m)
+		s.nonces.membersChanged()
 		s.emit(mcp.Event{Kind: mcp.MembersChanged})
 	})
 	own := s.cl.Origin()
@@ -279,6 +292,7 @@ func (s *Swarm) StopPublishing() {
 		s.stopLoop()
 		<-s.loopDone
 		<-s.failDone
+		<-s.spentDone
 		s.stopLoop = nil
 	}
 }

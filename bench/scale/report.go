@@ -58,13 +58,13 @@ func (r report) residual(res scale.Result) float64 {
 
 func (r report) table() string {
 	var b strings.Builder
-	fmt.Fprintln(&b, "| N | bytes / write (per peer) | msgs / write (per peer) | reach p50 / p99 at rest | reach p50 / p99 under load | join catch-up | dead hidden | approvals/s | heap / node: records + peer links + rest | CPU / node under load; at rest (timers frozen) | msgs/s / node at rest: gRPC, gossip |")
+	fmt.Fprintln(&b, "| N | bytes / write (per peer) | msgs / write (per peer) | reach p50 / p99 at rest | reach p50 / p99 under load | join catch-up | dead hidden | approvals/s (entries held per approval) | heap / node: records + peer links + rest | CPU / node under load; at rest (timers frozen) | msgs/s / node at rest: gRPC, gossip |")
 	fmt.Fprintln(&b, "|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, res := range r.Results {
 		peers := float64(res.N - 1)
-		fmt.Fprintf(&b, "| %d | %.0f (%.0f) | %.0f (%.1f) | %s / %s | %s / %s | %s | %s | %.0f%s | %.2f MiB: %.2f + %.2f + %.2f | %.1f %%; %.2f %% (%.2f %%) | %.0f, %.0f |\n",
+		fmt.Fprintf(&b, "| %d | %.0f (%.0f) | %.0f (%.1f) | %s / %s | %s / %s | %s | %s | %.0f%s (%s) | %.2f MiB: %.2f + %.2f + %.2f | %.1f %%; %.2f %% (%.2f %%) | %.0f, %.0f |\n",
 			res.N, res.WriteBytes, res.WriteBytes/peers, res.WriteMsgs, res.WriteMsgs/peers,
-			ms(res.RestReachP50), ms(res.RestReachP99), ms(res.ReachP50), reachP99(res), ms(res.CatchUp), ms(res.Hidden), res.Approvals, refused(res.Refused),
+			ms(res.RestReachP50), ms(res.RestReachP99), ms(res.ReachP50), reachP99(res), ms(res.CatchUp), ms(res.Hidden), res.Approvals, refused(res.Refused), perApproval(res),
 			mib(res.HeapPerNode), mib(r.records(res)), mib(r.links(res)), mib(r.residual(res)),
 			100*res.LoadCPU, 100*res.RestCPU, 100*res.RestCPUFrozen, res.RestGRPC, res.RestGossip)
 	}
@@ -88,7 +88,7 @@ func (r report) markdown(charts []string) string {
 - **reach**: from a connection-record write on a random node (every 50 ms) until every node has it (Put answers only then), with nothing else running (at rest) and under the load (run last, after the kill: N−1 nodes); "lagging" counts (write, node) pairs answered without that node after the 2 s acknowledgement bound, the node refusing the connection until caught up, as the consistency contract allows.
 - **join catch-up**: from the last node's Start until it holds every other node's sessions and connection records and is in sync.
 - **dead hidden**: from a kill (no leave, gRPC port closed) until no node shows the dead node's sessions as available.
-- **approvals/s**: fresh request states decided by the arbiter (the first live member), every live node asking at once (after the kill: N−1 nodes).
+- **approvals/s**: fresh request states spent, every live node asking at once (after the kill: N−1 nodes), each decided by its two holders (the nonce's first two live members in rendezvous order); in brackets the spent-state entries all nodes hold, once settled, per approval.
 - **heap / node**: live heap after GC at rest over N, less the process's before the swarm and less the in-memory connections' buffers (a kernel's with sockets); split into the swarm's sessions and connection records (count × the costs below), the node's gRPC links to its N−1 peers (× the link cost below), and the rest.
 - **CPU under load**: process CPU time over wall time over N while the load ran (the harness's goroutines included); the machine's other load limits what the process gets.
 - **CPU at rest**: process CPU time over wall time over N, nothing but timers running; in brackets with the cluster's clock frozen (memberlist and gRPC only): the difference is heartbeats, leases and anti-entropy.
@@ -178,7 +178,7 @@ func (r report) charts(dir string) ([]string, error) {
 			{"peer links", func(s scale.Result) float64 { return mib(r.links(s)) }},
 			{"the rest", func(s scale.Result) float64 { return mib(r.residual(s)) }},
 		}, 0},
-		{"scale-approvals.svg", "Approvals per second through the arbiter", "approvals/s", []series{
+		{"scale-approvals.svg", "Approvals per second (decided by each state's two holders)", "approvals/s", []series{
 			{"approvals/s", func(s scale.Result) float64 { return s.Approvals }},
 		}, 0},
 		{"scale-cpu.svg", "CPU per node (in-process, shared cores)", "% of a core", []series{
@@ -235,4 +235,13 @@ func (r report) lineChart(path, title, ylabel string, lines []series, target flo
 	}
 	p.X.Min, p.Y.Min = 0, 0
 	return p.Save(8*vg.Inch, 3.6*vg.Inch, path)
+}
+
+// perApproval is the spent-state entries the swarm holds per approval
+// ("–" when none was approved).
+func perApproval(res scale.Result) string {
+	if res.Approved == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.1f", float64(res.SpentHeld)/float64(res.Approved))
 }

@@ -29,8 +29,8 @@ type Load struct {
 	// Churn is connections initialized and DELETEd per second per node
 	// while the load runs (each one a Put and, a moment later, a Delete).
 	Churn float64
-	// Approvers is how many clients on each node ask the arbiter to
-	// spend fresh request states at once during the approval phase.
+	// Approvers is how many clients on each node spend fresh request
+	// states at once during the approval phase.
 	Approvers int
 }
 
@@ -110,11 +110,17 @@ type Result struct {
 	// Hidden: from a node's kill until no live node shows its sessions
 	// as available.
 	Hidden time.Duration `json:"hidden"`
-	// Approvals per second through the arbiter (the first live member),
-	// every node asking; Refused counts fresh states refused because the
-	// arbiter could not be asked in time (fail closed).
+	// Approvals per second, every node asking, each decided by the
+	// state's holders (swarm.Nonces); Refused counts fresh states refused
+	// because a node that must be asked could not be in time (fail
+	// closed).
 	Approvals float64 `json:"approvals_per_s"`
 	Refused   int64   `json:"refused"`
+	// Approved counts the states accepted, and SpentHeld the spent-state
+	// entries all live nodes hold once they settled: SpentHeld/Approved
+	// is what one approval costs the swarm in entries.
+	Approved  int64 `json:"approved"`
+	SpentHeld int   `json:"spent_held"`
 
 	// HeapPerNode is live heap after GC at rest, divided by N, less what
 	// the process held before the swarm started and less the in-memory
@@ -153,8 +159,8 @@ type Result struct {
 
 // Run builds a swarm of o.N nodes, puts the load on it and measures it.
 // The last node starts after the others have their load, to time its
-// catch-up; the first is the arbiter; the second is killed before the
-// approvals, which run last, on N−1 nodes.
+// catch-up; the second is killed before the approvals, which run last,
+// on N−1 nodes.
 func Run(ctx context.Context, o Options) (res Result, err error) {
 	if o.N < 3 {
 		return res, fmt.Errorf("scale: N must be at least 3, got %d", o.N)
@@ -286,14 +292,13 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 		return res, err
 	}
 
-	// Approvals, then until every node holds every copy of the spent
-	// states (each node copies each one: the load must not start behind
-	// that backlog).
-	res.Approvals, res.Refused = approvals(ctx, f, o)
-	logf("N=%d: %.0f approvals/s, %d refused", o.N, res.Approvals, res.Refused)
-	if err := await(ctx, 120*time.Second, 200*time.Millisecond, "every spent state copied everywhere", f.noncesSettled()); err != nil {
+	// Approvals, then until no node copies spent states any more (the
+	// load must not start behind a backlog of copies).
+	res.Approvals, res.Approved, res.Refused = approvals(ctx, f, o)
+	if err := await(ctx, 120*time.Second, 200*time.Millisecond, "every spent state copied", f.noncesSettled(&res.SpentHeld)); err != nil {
 		return res, err
 	}
+	logf("N=%d: %.0f approvals/s, %d refused; %d entries held for %d approved", o.N, res.Approvals, res.Refused, res.SpentHeld, res.Approved)
 	// Last, under load: time a write to every node. With N nodes'
 	// load on the machine's cores the process may saturate: LoadCPU says.
 	cpu0, wall0 := cpuTime(), time.Now()
@@ -485,9 +490,10 @@ func churn(ctx context.Context, nd *node, rate float64) {
 }
 
 // approvals has o.Load.Approvers clients on every node spend fresh request
-// states for o.ApproveFor and returns how many the arbiter decided per
-// second, and how many the arbiter could not be asked about.
-func approvals(ctx context.Context, f *fleet, o Options) (float64, int64) {
+// states for o.ApproveFor and returns how many were accepted per second,
+// in all, and how many were refused because a node that decides could not
+// be asked.
+func approvals(ctx context.Context, f *fleet, o Options) (float64, int64, int64) {
 	ctx, cancel := context.WithTimeout(ctx, o.ApproveFor)
 	defer cancel()
 	var done, refused atomic.Int64
@@ -510,7 +516,7 @@ func approvals(ctx context.Context, f *fleet, o Options) (float64, int64) {
 		}
 	}
 	wg.Wait()
-	return float64(done.Load()) / time.Since(began).Seconds(), refused.Load()
+	return float64(done.Load()) / time.Since(began).Seconds(), done.Load(), refused.Load()
 }
 
 // Quantile is the q-quantile of d (nearest rank; 0 for none).

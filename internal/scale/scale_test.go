@@ -33,6 +33,11 @@ func TestScaleSmoke(t *testing.T) {
 	if res.CatchUp <= 0 || res.Hidden <= 0 || res.Approvals <= 0 {
 		t.Errorf("catch-up %v, hidden after %v, %.0f approvals/s", res.CatchUp, res.Hidden, res.Approvals)
 	}
+	// Each spent state is held by its two holders, no more (the previous
+	// rule held one entry per node, per node).
+	if res.Approved == 0 || res.SpentHeld != 2*int(res.Approved) {
+		t.Errorf("%d spent-state entries held for %d approvals, want two each", res.SpentHeld, res.Approved)
+	}
 	if res.Sessions != 3*load.Sessions || res.Conns < 3*load.Conns {
 		t.Errorf("n1 holds %d sessions and %d connection records, want %d and at least %d", res.Sessions, res.Conns, 3*load.Sessions, 3*load.Conns)
 	}

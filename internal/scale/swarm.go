@@ -213,23 +213,20 @@ func (f *fleet) converged() error {
 	return nil
 }
 
-// noncesSettled returns a condition that holds once every live node
-// holds as many spent states as the others, the same as at the last poll.
-func (f *fleet) noncesSettled() func() error {
+// noncesSettled returns a condition that holds once the spent states all
+// live nodes hold, in sum (set in *held), are the same as at the last
+// poll.
+func (f *fleet) noncesSettled(held *int) func() error {
 	last := -1
 	return func() error {
-		want := -1
+		sum := 0
 		for _, nd := range f.live() {
-			n := nd.sw.Footprint().Nonces
-			if want >= 0 && n != want {
-				last = -1
-				return fmt.Errorf("%s holds %d spent states, another %d", nd.name, n, want)
-			}
-			want = n
+			sum += nd.sw.Footprint().Nonces
 		}
-		if want != last {
-			last = want
-			return fmt.Errorf("%d spent states held, still moving", want)
+		*held = sum
+		if sum != last {
+			last = sum
+			return fmt.Errorf("%d spent states held, still moving", sum)
 		}
 		return nil
 	}

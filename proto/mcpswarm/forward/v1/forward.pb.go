@@ -1082,7 +1082,19 @@ type SpendStateRequest struct {
 	Nonce string                 `protobuf:"bytes,1,opt,name=nonce,proto3" json:"nonce,omitempty"`
 	// expires_unix is when the state stops being valid (Unix seconds): the
 	// spent record may be forgotten after it.
-	ExpiresUnix   int64 `protobuf:"varint,2,opt,name=expires_unix,json=expiresUnix,proto3" json:"expires_unix,omitempty"`
+	ExpiresUnix int64 `protobuf:"varint,2,opt,name=expires_unix,json=expiresUnix,proto3" json:"expires_unix,omitempty"`
+	// hold, when set, asks this node only to keep the nonce among the spent
+	// states it holds and to answer whether it held it already: the asking
+	// node decides, by asking each of the nonce's holders in turn (see
+	// swarm.Nonces). Unset, this node decides as the arbiter (the previous
+	// rule, kept while a peer of a previous version is live).
+	Hold bool `protobuf:"varint,3,opt,name=hold,proto3" json:"hold,omitempty"`
+	// spend, with hold, names the Spend call (random bytes of the asking
+	// node): a holder that holds the nonce for that same call (asked again,
+	// or sent a copy of it by the other holder) answers that it did not
+	// hold it before, so a copy racing the call's second ask does not make
+	// the call refuse its own state.
+	Spend         []byte `protobuf:"bytes,4,opt,name=spend,proto3" json:"spend,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1129,6 +1141,20 @@ func (x *SpendStateRequest) GetExpiresUnix() int64 {
 		return x.ExpiresUnix
 	}
 	return 0
+}
+
+func (x *SpendStateRequest) GetHold() bool {
+	if x != nil {
+		return x.Hold
+	}
+	return false
+}
+
+func (x *SpendStateRequest) GetSpend() []byte {
+	if x != nil {
+		return x.Spend
+	}
+	return nil
 }
 
 // SpendStateResponse says whether the nonce had been spent before.
@@ -1429,10 +1455,12 @@ const file_mcpswarm_forward_v1_forward_proto_rawDesc = "" +
 	"\amessage\x18\x02 \x01(\fR\amessage\"<\n" +
 	"\x19DeliverSseMessageResponse\x12\x1f\n" +
 	"\vhttp_status\x18\x01 \x01(\x05R\n" +
-	"httpStatus\"L\n" +
+	"httpStatus\"v\n" +
 	"\x11SpendStateRequest\x12\x14\n" +
 	"\x05nonce\x18\x01 \x01(\tR\x05nonce\x12!\n" +
-	"\fexpires_unix\x18\x02 \x01(\x03R\vexpiresUnix\"9\n" +
+	"\fexpires_unix\x18\x02 \x01(\x03R\vexpiresUnix\x12\x12\n" +
+	"\x04hold\x18\x03 \x01(\bR\x04hold\x12\x14\n" +
+	"\x05spend\x18\x04 \x01(\fR\x05spend\"9\n" +
 	"\x12SpendStateResponse\x12#\n" +
 	"\ralready_spent\x18\x01 \x01(\bR\falreadySpent\"\x85\x01\n" +
 	"\x13AdoptSessionRequest\x12\x12\n" +

@@ -65,7 +65,8 @@ type ForwardServiceClient interface {
 	// the connection's SSE stream.
 	DeliverSseMessage(ctx context.Context, in *DeliverSseMessageRequest, opts ...grpc.CallOption) (*DeliverSseMessageResponse, error)
 	// SpendState asks the arbiter of a 2026-07-28 requestState to spend its
-	// nonce: it answers whether the nonce had been spent before.
+	// nonce, or (hold) one of the nonce's holders to keep it: it answers
+	// whether the nonce had been spent (held) before.
 	SpendState(ctx context.Context, in *SpendStateRequest, opts ...grpc.CallOption) (*SpendStateResponse, error)
 	// AdoptSession hands a detached session to this node, which starts and
 	// publishes it before answering: from the snapshot the request carries,
@@ -201,7 +202,8 @@ type ForwardServiceServer interface {
 	// the connection's SSE stream.
 	DeliverSseMessage(context.Context, *DeliverSseMessageRequest) (*DeliverSseMessageResponse, error)
 	// SpendState asks the arbiter of a 2026-07-28 requestState to spend its
-	// nonce: it answers whether the nonce had been spent before.
+	// nonce, or (hold) one of the nonce's holders to keep it: it answers
+	// whether the nonce had been spent (held) before.
 	SpendState(context.Context, *SpendStateRequest) (*SpendStateResponse, error)
 	// AdoptSession hands a detached session to this node, which starts and
 	// publishes it before answering: from the snapshot the request carries,
