@@ -97,6 +97,16 @@ func (l *leases) lose(o crdt.Origin, lease time.Duration) {
 	l.lost[o.Name] = true
 }
 
+// Lost returns the members that count against the majority though the view
+// no longer lists them (forgotten after the dead grace, or known to a
+// previous run and not heard from yet), sorted.
+func (c *Cluster) Lost() []string {
+	l := c.repl.leases
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lostNames()
+}
+
 // remember counts members a previous run of this node knew as lost until
 // heard from.
 func (l *leases) remember(names []string) {

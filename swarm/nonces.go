@@ -34,10 +34,9 @@ const regNonces = "nonces"
 // two nodes a record, whatever the cluster's size. A node that counts a
 // holder dead asks the next in the order only while it hears from a
 // majority (cluster.InMajority): cut off, it would name holders that never
-// held the state, so it refuses (fail closed). Once it has forgotten the
-// members it cannot hear (DeadGrace, 30 s by default) it can no longer
-// tell: a cut-off node that outlives that grace may accept a state spent
-// on the other side, the price of keeping each state on two nodes.
+// held the state, so it refuses (fail closed). Members forgotten after
+// the dead grace still count against that majority (cluster.Lost), so a
+// node cut off for longer refuses too.
 //
 // While a live peer is of a previous version (it lacks
 // cluster.CapSpentHolders), the previous rule applies: one node decides
@@ -166,10 +165,11 @@ func (n *Nonces) Spend(ctx context.Context, tool, nonce string, expires time.Tim
 	}
 	live, listed := n.members()
 	holders := spentHolders(nonce, live, spentCopies)
-	if !slices.Equal(holders, spentHolders(nonce, listed, spentCopies)) {
-		// This node counts a holder dead (or unreachable) and names
-		// another, which may never have held the state: right if the
-		// holder is gone, wrong if this node is the one cut off.
+	if !slices.Equal(holders, spentHolders(nonce, listed, spentCopies)) || len(n.s.cl.Lost()) > 0 {
+		// This node counts a holder dead (or unreachable, or forgotten
+		// after the grace but still lost) and names another, which may
+		// never have held the state: right if the holder is gone, wrong
+		// if this node is the one cut off.
 		if err := n.s.cl.InMajority(); err != nil {
 			n.s.log.Warn("refusing a request state: a holder is unreachable and this node does not hear from a majority of the cluster", "err", err)
 			return true

@@ -114,7 +114,18 @@ func TestSpentStateStaysSpentWhenItsHoldersDieAndRejoin(t *testing.T) {
 // the majority, once it counts the holders of a spent state dead, would
 // name others that never held it; it refuses every state instead.
 func TestSpentStateRefusedByANodeCutOffFromItsHolders(t *testing.T) {
-	net, clock, nodes := startContract(t, 3)
+	t.Run("while it lists them", func(t *testing.T) { testSpentStateRefusedWhenCutOff(t, false) })
+	// Its grace forgets the members it cannot hear; they still count
+	// against its majority (cluster.Lost), so it still refuses.
+	t.Run("after its grace forgot them", func(t *testing.T) { testSpentStateRefusedWhenCutOff(t, true) })
+}
+
+func testSpentStateRefusedWhenCutOff(t *testing.T, forgotten bool) {
+	net, clock, nodes := startContractWith(t, 3, func(i int, cfg *cluster.Config) {
+		if i == 2 && forgotten {
+			cfg.DeadGrace = 2 * time.Second
+		}
+	})
 	a, cut := nodes[0], nodes[2]
 	// A nonce held by n1 and n2, the side that keeps the majority.
 	var nonce string
@@ -134,6 +145,16 @@ func TestSpentStateRefusedByANodeCutOffFromItsHolders(t *testing.T) {
 		}
 		return nil
 	})
+	if forgotten {
+		awaitContract(t, clock, 30*time.Second, "n3 forgets n1 and n2", func() error {
+			for _, name := range []string{"n1", "n2"} {
+				if _, ok := cut.cl.Member(name); ok {
+					return fmt.Errorf("n3 still lists %s", name)
+				}
+			}
+			return nil
+		})
+	}
 	if !cut.sw.Nonces().Spend(t.Context(), "tool", nonce, exp) {
 		t.Fatal("n3, cut off, accepted a state spent on the other side")
 	}
