@@ -279,6 +279,13 @@ func (r *replicas) InSync(id string) []string {
 	return st.InSync
 }
 
+// CatchUp implements swarm.Standbys.
+func (r *replicas) CatchUp(ctx context.Context, id string) {
+	if r.ship != nil {
+		r.ship.Resync(ctx, id)
+	}
+}
+
 // Behind implements swarm.Standbys.
 func (r *replicas) Behind(id string) map[string]time.Time {
 	if r.ship == nil {

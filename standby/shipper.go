@@ -387,22 +387,42 @@ func (s *Shipper) Rebalance(ctx context.Context) int {
 	s.links.prune(candidates)
 	n := 0
 	for _, id := range ids {
-		st := s.state(id)
-		st.mu.Lock()
-		placed := Place(id, self, candidates, s.cfg.Replicas)
-		if st.last == nil || (slices.Equal(placed, st.placed) && slices.Equal(placed, st.inSync)) {
-			st.mu.Unlock()
-			continue
-		}
-		st.seq++
-		_, changed := s.shipLocked(ctx, id, st)
-		st.mu.Unlock()
-		n++
-		if changed && s.cfg.OnChange != nil {
-			s.cfg.OnChange(id)
+		if s.resync(ctx, id, self, candidates) {
+			n++
 		}
 	}
 	return n
+}
+
+// Resync ships session id's last snapshot again if its placement changed
+// or a placed standby is out of sync, as Rebalance does for every session:
+// a drain calls it so the session's standby holds its final state and can
+// take it over by promotion. It reports whether it shipped.
+func (s *Shipper) Resync(ctx context.Context, id string) bool {
+	s.mu.Lock()
+	_, known := s.sessions[id]
+	s.mu.Unlock()
+	if !known {
+		return false
+	}
+	return s.resync(ctx, id, s.cfg.Peers.Self(), s.cfg.Peers.Candidates())
+}
+
+func (s *Shipper) resync(ctx context.Context, id string, self Candidate, candidates []Candidate) bool {
+	st := s.state(id)
+	st.mu.Lock()
+	placed := Place(id, self, candidates, s.cfg.Replicas)
+	if st.last == nil || (slices.Equal(placed, st.placed) && slices.Equal(placed, st.inSync)) {
+		st.mu.Unlock()
+		return false
+	}
+	st.seq++
+	_, changed := s.shipLocked(ctx, id, st)
+	st.mu.Unlock()
+	if changed && s.cfg.OnChange != nil {
+		s.cfg.OnChange(id)
+	}
+	return true
 }
 
 // Confirmed tells the shipper that session id's record, published with

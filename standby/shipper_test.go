@@ -257,3 +257,33 @@ type leavingPeers struct {
 func (p *leavingPeers) Candidates() []Candidate {
 	return slices.DeleteFunc(p.localPeers.Candidates(), func(c Candidate) bool { return c.Name == p.left })
 }
+
+// Resync brings one session's standbys up to date at once, as Rebalance
+// does for all: after the placement moved, the new standby holds the last
+// snapshot; when nothing changed, it ships nothing.
+func TestResyncShipsOneSessionToItsCurrentPlacement(t *testing.T) {
+	peers := &leavingPeers{localPeers: newLocalPeers(t, "node1", "node2", "node3")}
+	s := NewShipper(ShipperConfig{Replicas: 1, Peers: peers})
+	ctx := context.Background()
+	if s.Resync(ctx, "ct") {
+		t.Fatal("Resync shipped a session never shipped")
+	}
+	first := s.Ship(ctx, "ct", 1, []byte(`{"count":1}`))
+	if len(first.Acked) != 1 {
+		t.Fatalf("first snapshot: outcome %+v, want one standby", first)
+	}
+	if s.Resync(ctx, "ct") {
+		t.Fatal("Resync shipped with the placement unchanged and in sync")
+	}
+	peers.left = first.Acked[0]
+	if !s.Resync(ctx, "ct") {
+		t.Fatal("Resync did not ship after the placement moved")
+	}
+	st, _ := s.Status("ct")
+	if len(st.InSync) != 1 || st.InSync[0] == first.Acked[0] {
+		t.Fatalf("after Resync: in sync %v, want the other standby", st.InSync)
+	}
+	if c, ok := peers.holders[st.InSync[0]].Get("ct"); !ok || string(c.Snapshot) != `{"count":1}` {
+		t.Fatalf("the new standby holds %q (%t), want the last snapshot", c.Snapshot, ok)
+	}
+}

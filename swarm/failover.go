@@ -17,6 +17,10 @@ type Standbys interface {
 	// InSync lists the standbys that hold local session id's newest
 	// snapshot.
 	InSync(id string) []string
+	// CatchUp ships local session id's last snapshot to its placed
+	// standbys if one is out of sync (a drain, before it hands the
+	// session to its standby).
+	CatchUp(ctx context.Context, id string)
 	// Behind says since when each placed standby of local session id
 	// that does not hold its newest snapshot has been out of sync.
 	Behind(id string) map[string]time.Time

@@ -139,6 +139,13 @@ const (
 // to target.
 func (s *Swarm) handOffOne(ctx context.Context, info session.Info, target string) (handoffOutcome, Move) {
 	standby := s.handoverStandby(info.ID)
+	if standby == "" && s.standbys != nil {
+		// Its standby may be one write or one placement behind (a peer
+		// just restarted by the same rollout): bring it up to date, so
+		// the session moves by promotion rather than by copy.
+		s.standbys.CatchUp(ctx, info.ID)
+		standby = s.handoverStandby(info.ID)
+	}
 	to := target
 	if standby != "" {
 		to = standby

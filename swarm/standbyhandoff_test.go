@@ -76,6 +76,8 @@ func (c *copies) hold(id, owner string, epoch uint64, snap []byte) {
 
 func (c *copies) InSync(string) []string { return c.inSync }
 
+func (c *copies) CatchUp(context.Context, string) {}
+
 func (c *copies) Behind(string) map[string]time.Time { return nil }
 
 func (c *copies) Held(id string) (string, uint64, bool) {
