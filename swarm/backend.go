@@ -65,6 +65,7 @@ func (s *Swarm) resolve(c authz.Context, id string) (located, error) {
 type superseded struct {
 	principal string
 	at        time.Time
+	owner     string // the new owner, when known
 }
 
 // Superseded records that local session id, of principal, stops because
@@ -195,6 +196,18 @@ func (s *Swarm) Lookup(id string) (mcp.SessionInfo, bool) {
 		// record is on its way, and calls wait for it (viaOwner).
 		available := s.adopterPending(id)
 		return mcp.SessionInfo{Info: rec.info(id), Owner: route(rec), Available: available}, true
+	}
+	s.mu.Lock()
+	t, taken := s.superseded[id]
+	s.mu.Unlock()
+	if taken && time.Since(t.at) <= movedTTL {
+		// Demoted here; the new owner's record has not reached this node
+		// (its node may still be hidden here): unavailable, not gone.
+		owner := t.owner
+		if owner == "" {
+			owner = "(the new owner)"
+		}
+		return mcp.SessionInfo{Info: session.Info{ID: id, Principal: t.principal}, Owner: owner}, true
 	}
 	return mcp.SessionInfo{}, false
 }

@@ -258,6 +258,12 @@ func (s *Swarm) demoteIfSuperseded(id string, local session.Info, remote session
 	}
 	s.log.Warn("demoted: another node took this session over under a later epoch; stopping the local copy",
 		"session", id, "new_owner", remote.Node, "epoch", remote.Handoff, "local_epoch", local.Handoff)
+	// Until the new owner's record is visible here (it may still be hidden,
+	// its node unreachable from this one), calls answer "taken over:
+	// retry", not "not running".
+	s.mu.Lock()
+	s.superseded[id] = superseded{principal: local.Principal, at: time.Now(), owner: remote.Node}
+	s.mu.Unlock()
 	go func() {
 		if err := s.mgr.Stop(context.Background(), id); err != nil {
 			s.log.Warn("stopping a demoted session", "session", id, "err", err)
