@@ -35,7 +35,7 @@ func Place(session string, owner Candidate, candidates []Candidate, r int) []str
 		if c.Name == owner.Name || slices.ContainsFunc(pool, func(s scored) bool { return s.Name == c.Name }) {
 			continue
 		}
-		pool = append(pool, scored{c, weight(session, c.Name)})
+		pool = append(pool, scored{c, Weight(session, c.Name)})
 	}
 	slices.SortFunc(pool, func(a, b scored) int {
 		if c := cmp.Compare(b.score, a.score); c != 0 {
@@ -67,10 +67,12 @@ func Place(session string, owner Candidate, candidates []Candidate, r int) []str
 	return out
 }
 
-// weight is node's rendezvous score for session.
-func weight(session, node string) uint64 {
+// Weight is node's rendezvous score for key (a session, for placement):
+// the nodes of highest score are chosen, so each node's choice of a key
+// moves only when that node joins or leaves.
+func Weight(key, node string) uint64 {
 	h := fnv.New64a()
-	_, _ = h.Write([]byte(session))
+	_, _ = h.Write([]byte(key))
 	_, _ = h.Write([]byte{0})
 	_, _ = h.Write([]byte(node))
 	// fnv's low bits mix poorly for short keys: finish with a 64-bit mixer.

@@ -4,13 +4,13 @@ import (
 	"cmp"
 	"encoding/binary"
 	"fmt"
-	"hash/fnv"
 	"maps"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/mcpswarm/mcpswarm/cluster"
+	"github.com/mcpswarm/mcpswarm/standby"
 )
 
 // spentCopies is how many nodes hold each spent request state: its
@@ -36,7 +36,7 @@ func spentHolders(nonce string, members []string, k int) []string {
 	pool := make([]scored, 0, len(members))
 	for _, m := range members {
 		if !slices.ContainsFunc(pool, func(s scored) bool { return s.name == m }) {
-			pool = append(pool, scored{m, spentScore(nonce, m)})
+			pool = append(pool, scored{m, standby.Weight(nonce, m)})
 		}
 	}
 	slices.SortFunc(pool, func(a, b scored) int {
@@ -50,23 +50,6 @@ func spentHolders(nonce string, members []string, k int) []string {
 		out = append(out, s.name)
 	}
 	return out
-}
-
-// spentScore is node's rendezvous score for nonce (as standby placement
-// scores a session's nodes).
-func spentScore(nonce, node string) uint64 {
-	h := fnv.New64a()
-	_, _ = h.Write([]byte(nonce))
-	_, _ = h.Write([]byte{0})
-	_, _ = h.Write([]byte(node))
-	// fnv's low bits mix poorly for short keys: finish with a 64-bit mixer.
-	x := h.Sum64()
-	x ^= x >> 33
-	x *= 0xff51afd7ed558ccd
-	x ^= x >> 33
-	x *= 0xc4ceb9fe1a85ec53
-	x ^= x >> 33
-	return x
 }
 
 // spentBucket is where a node stores the spent states it holds, beside
