@@ -126,6 +126,9 @@ func (l *leases) found(name string) {
 
 // lostNames returns the lost members' names, sorted. Caller holds l.mu.
 func (l *leases) lostNames() []string {
+	if len(l.lost) == 0 {
+		return nil // InSync's usual case: no allocation
+	}
 	return slices.Sorted(maps.Keys(l.lost))
 }
 

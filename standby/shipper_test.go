@@ -10,6 +10,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/mcpswarm/mcpswarm/internal/poll"
 	standbyv1 "github.com/mcpswarm/mcpswarm/proto/mcpswarm/standby/v1"
 )
 
@@ -239,13 +240,10 @@ func TestAMovedStandbyIsReleasedOnlyOnceTheRecordDroppingItIsConfirmed(t *testin
 	if got := s.Retiring(); len(got) != 0 {
 		t.Fatalf("Retiring after the confirmation = %v, want none", got)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for _, held := peers.holders[old].Get("ct"); held; _, held = peers.holders[old].Get("ct") {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s still holds ct after the record dropping it was confirmed", old)
-		}
-		<-time.After(time.Millisecond)
-	}
+	poll.True(t, 10*time.Second, old+" releases ct once the record dropping it is confirmed", func() bool {
+		_, held := peers.holders[old].Get("ct")
+		return !held
+	})
 }
 
 // leavingPeers are localPeers of which one is no longer a candidate.

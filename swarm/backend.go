@@ -74,21 +74,34 @@ type superseded struct {
 // call answers a retryable "taken over" instead of "not running", which
 // would send the client off to start a new session.
 func (s *Swarm) Superseded(id, principal string) {
+	s.supersede(id, principal, "")
+}
+
+// supersede records the demotion of local session id, of principal, to
+// owner ("" when not known).
+func (s *Swarm) supersede(id, principal, owner string) {
 	s.mu.Lock()
-	s.superseded[id] = superseded{principal: principal, at: time.Now()}
+	s.superseded[id] = superseded{principal: principal, at: time.Now(), owner: owner}
 	s.mu.Unlock()
 }
 
-// takenOver reports whether c's session id was superseded here lately
-// and its new owner's record has not arrived.
-func (s *Swarm) takenOver(c authz.Context, id string) bool {
+// supersededLately returns the record of session id's demotion here while
+// it is fresh (movedTTL), forgetting it once stale.
+func (s *Swarm) supersededLately(id string) (superseded, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t, ok := s.superseded[id]
 	if ok && time.Since(t.at) > movedTTL {
 		delete(s.superseded, id)
-		return false
+		return superseded{}, false
 	}
+	return t, ok
+}
+
+// takenOver reports whether c's session id was superseded here lately
+// and its new owner's record has not arrived.
+func (s *Swarm) takenOver(c authz.Context, id string) bool {
+	t, ok := s.supersededLately(id)
 	return ok && authz.Owns(c.Principal, t.principal)
 }
 
@@ -197,10 +210,7 @@ func (s *Swarm) Lookup(id string) (mcp.SessionInfo, bool) {
 		available := s.adopterPending(id)
 		return mcp.SessionInfo{Info: rec.info(id), Owner: route(rec), Available: available}, true
 	}
-	s.mu.Lock()
-	t, taken := s.superseded[id]
-	s.mu.Unlock()
-	if taken && time.Since(t.at) <= movedTTL {
+	if t, taken := s.supersededLately(id); taken {
 		// Demoted here; the new owner's record has not reached this node
 		// (its node may still be hidden here): unavailable, not gone.
 		owner := t.owner

@@ -261,9 +261,7 @@ func (s *Swarm) demoteIfSuperseded(id string, local session.Info, remote session
 	// Until the new owner's record is visible here (it may still be hidden,
 	// its node unreachable from this one), calls answer "taken over:
 	// retry", not "not running".
-	s.mu.Lock()
-	s.superseded[id] = superseded{principal: local.Principal, at: time.Now(), owner: remote.Node}
-	s.mu.Unlock()
+	s.supersede(id, local.Principal, remote.Node)
 	go func() {
 		if err := s.mgr.Stop(context.Background(), id); err != nil {
 			s.log.Warn("stopping a demoted session", "session", id, "err", err)
