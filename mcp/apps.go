@@ -128,8 +128,8 @@ func readAppResource(_ context.Context, req mcp.ReadResourceRequest) ([]mcp.Reso
 }
 
 // appServerResource is the UI resource as a per-connection resource.
-func appServerResource() server.ServerResource {
-	return server.ServerResource{Resource: appResource(), Handler: readAppResource}
+func appServerResource() Resource {
+	return Resource{Resource: appResource(), Handler: readAppResource}
 }
 
 // offersUI reports whether the request's client is offered the app. A
@@ -162,7 +162,7 @@ const (
 
 // withUIMeta returns st with the _meta of its visibility; st itself is
 // shared and never modified.
-func withUIMeta(st server.ServerTool, v uiVisibility) server.ServerTool {
+func withUIMeta(st Tool, v uiVisibility) Tool {
 	if v == uiNone {
 		return st
 	}
@@ -183,8 +183,8 @@ func withUIMeta(st server.ServerTool, v uiVisibility) server.ServerTool {
 
 // staticUITools returns the static tools as a client offered the app lists
 // them: the ones that show a session carry the app's URI.
-func staticUITools(plain map[string]server.ServerTool) map[string]server.ServerTool {
-	out := make(map[string]server.ServerTool, len(plain))
+func staticUITools(plain map[string]Tool) map[string]Tool {
+	out := make(map[string]Tool, len(plain))
 	for _, d := range staticDefs {
 		if st, ok := plain[d.name]; ok {
 			out[d.name] = withUIMeta(st, d.ui)

@@ -24,10 +24,10 @@ type viewSession struct {
 	server.ClientSession
 
 	mu    sync.RWMutex
-	tools map[string]server.ServerTool
+	tools map[string]Tool
 	level mcp.LoggingLevel
 	// resources, when set, is this request's view of session resources.
-	resources    map[string]server.ServerResource
+	resources    map[string]Resource
 	resourcesSet bool
 	// post, when set, is the POST response this request is answered on;
 	// notifications sent through this session go there (see postStream).
@@ -54,7 +54,7 @@ func (v *viewSession) NotificationChannel() chan<- mcp.JSONRPCNotification {
 }
 
 // setResources installs this request's view of session resources.
-func (v *viewSession) setResources(r map[string]server.ServerResource) {
+func (v *viewSession) setResources(r map[string]Resource) {
 	v.mu.Lock()
 	v.resources, v.resourcesSet = r, true
 	v.mu.Unlock()
@@ -65,14 +65,14 @@ func newViewSession(inner server.ClientSession) *viewSession {
 }
 
 // GetSessionTools returns the view installed for this request.
-func (v *viewSession) GetSessionTools() map[string]server.ServerTool {
+func (v *viewSession) GetSessionTools() map[string]Tool {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
 	return v.tools
 }
 
 // SetSessionTools installs the view for this request.
-func (v *viewSession) SetSessionTools(tools map[string]server.ServerTool) {
+func (v *viewSession) SetSessionTools(tools map[string]Tool) {
 	v.mu.Lock()
 	v.tools = tools
 	v.mu.Unlock()
@@ -103,7 +103,7 @@ func (v *viewSession) GetLogLevel() mcp.LoggingLevel {
 }
 
 // GetSessionResources forwards to the wrapped session.
-func (v *viewSession) GetSessionResources() map[string]server.ServerResource {
+func (v *viewSession) GetSessionResources() map[string]Resource {
 	v.mu.RLock()
 	if v.resourcesSet {
 		defer v.mu.RUnlock()
@@ -117,7 +117,7 @@ func (v *viewSession) GetSessionResources() map[string]server.ServerResource {
 }
 
 // SetSessionResources forwards to the wrapped session.
-func (v *viewSession) SetSessionResources(resources map[string]server.ServerResource) {
+func (v *viewSession) SetSessionResources(resources map[string]Resource) {
 	if r, ok := v.ClientSession.(server.SessionWithResources); ok {
 		r.SetSessionResources(resources)
 	}

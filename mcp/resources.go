@@ -128,12 +128,12 @@ func (s *Server) resourceNames(id string) []string {
 
 // sessionResources is the caller's resources/list view of concrete session
 // resources.
-func (s *Server) sessionResources(c authz.Context) map[string]server.ServerResource {
-	out := make(map[string]server.ServerResource)
+func (s *Server) sessionResources(c authz.Context) map[string]Resource {
+	out := make(map[string]Resource)
 	for _, info := range s.cfg.Backend.Sessions(c.Principal) {
 		for _, n := range s.resourceNames(info.ID) {
 			uri := SessionURI(info.ID, n)
-			out[uri] = server.ServerResource{
+			out[uri] = Resource{
 				Resource: mcp.NewResource(uri, info.ID+" "+n, mcp.WithMIMEType("application/json"),
 					mcp.WithResourceDescription(fmt.Sprintf("%s of session %s (%s)", n, info.ID, info.App))),
 				Handler: s.readSessionResource,

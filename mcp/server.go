@@ -40,13 +40,13 @@ type Server struct {
 	// (see postroute.go).
 	posts   *postRoutes
 	metrics *metrics
-	static  map[string]server.ServerTool
+	static  map[string]Tool
 	// staticUI is static as listed to a client offered the app (apps.go).
-	staticUI map[string]server.ServerTool
+	staticUI map[string]Tool
 	// appWaits wakes swarm_app_view calls waiting for a session to change.
 	appWaits *appWaiters
 	// staticViews holds each static tool's one-tool call view.
-	staticViews map[string]map[string]server.ServerTool
+	staticViews map[string]map[string]Tool
 	tools       toolCache
 	handler     http.Handler
 	// touched and versions serve tool calls past mcp-go's transport

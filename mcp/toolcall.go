@@ -88,7 +88,7 @@ func (s *Server) callTool(ctx context.Context, rq *request) (resp mcp.JSONRPCMes
 
 // recovered runs h as mcp-go's WithRecovery middleware does: a panic
 // becomes the call's error.
-func recovered(ctx context.Context, h server.ToolHandlerFunc, req mcp.CallToolRequest) (result *mcp.CallToolResult, err error) {
+func recovered(ctx context.Context, h ToolHandler, req mcp.CallToolRequest) (result *mcp.CallToolResult, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			result, err = nil, fmt.Errorf("panic recovered in %s tool handler: %v", req.Params.Name, r)

@@ -44,10 +44,10 @@ func toolName(t session.Tool) string { return t.Name }
 // session app, apps.go): static and derived tools the
 // tool authorizer allows or asks about, entry by entry. Only Deny hides: an
 // Ask entry is listed with the MetaApproval mark and gated at call time.
-func (s *Server) listView(ctx context.Context, c authz.Context, ui bool) map[string]server.ServerTool {
+func (s *Server) listView(ctx context.Context, c authz.Context, ui bool) map[string]Tool {
 	derived := authz.VisibleTools(ctx, s.cfg.Guard.Tools, c, s.cfg.Backend.Tools(c.Principal), toolName)
 	static := authz.VisibleTools(ctx, s.cfg.Guard.Tools, c, staticDefs, func(d staticDef) string { return d.name })
-	out := make(map[string]server.ServerTool, len(derived)+len(static))
+	out := make(map[string]Tool, len(derived)+len(static))
 	tools := s.static
 	if ui {
 		tools = s.staticUI
@@ -70,7 +70,7 @@ const MetaApproval = "mcpswarm/requiresApproval"
 
 // askMarked returns st, or for an Ask a copy marked as needing approval (the
 // cached definition is shared, so it is never modified).
-func askMarked(st server.ServerTool, ask bool, prompt string) server.ServerTool {
+func askMarked(st Tool, ask bool, prompt string) Tool {
 	if !ask {
 		return st
 	}
@@ -105,11 +105,11 @@ type toolCache struct {
 
 type cachedTool struct {
 	def session.Tool
-	st  server.ServerTool
+	st  Tool
 	// view is the call view of this tool alone, shared by every call to
 	// it: views are installed and read, never written (mcp-go copies a
 	// session's tools before changing them).
-	view map[string]server.ServerTool
+	view map[string]Tool
 }
 
 func sameTool(a, b session.Tool) bool {
@@ -118,20 +118,20 @@ func sameTool(a, b session.Tool) bool {
 		a.ReadOnly == b.ReadOnly && a.Sensitive == b.Sensitive && a.Destructive == b.Destructive
 }
 
-func (c *toolCache) get(t session.Tool, handler func(session.Tool) server.ToolHandlerFunc) server.ServerTool {
+func (c *toolCache) get(t session.Tool, handler func(session.Tool) ToolHandler) Tool {
 	return c.entry(t, handler).st
 }
 
 // entry returns t's cached entry, building it when t is new or changed.
-func (c *toolCache) entry(t session.Tool, handler func(session.Tool) server.ToolHandlerFunc) cachedTool {
+func (c *toolCache) entry(t session.Tool, handler func(session.Tool) ToolHandler) cachedTool {
 	c.mu.RLock()
 	e, ok := c.m[t.Session][t.Name]
 	c.mu.RUnlock()
 	if ok && sameTool(e.def, t) {
 		return e
 	}
-	st := server.ServerTool{Tool: mcpTool(t), Handler: handler(t)}
-	e = cachedTool{def: t, st: st, view: map[string]server.ServerTool{t.Name: st}}
+	st := Tool{Tool: mcpTool(t), Handler: handler(t)}
+	e = cachedTool{def: t, st: st, view: map[string]Tool{t.Name: st}}
 	c.mu.Lock()
 	if c.m == nil || c.n >= maxCachedTools {
 		c.m, c.n = make(map[string]map[string]cachedTool), 0
@@ -166,14 +166,14 @@ func (c *toolCache) size() int {
 
 // noTools is the view of a call to a tool nobody has. Views are shared and
 // never written: mcp-go copies a session's tools before changing them.
-var noTools = map[string]server.ServerTool{}
+var noTools = map[string]Tool{}
 
 // oneToolViews makes the one-tool call view of each tool in tools, built
 // once and shared by every call (as the derived tools' cached views are).
-func oneToolViews(tools map[string]server.ServerTool) map[string]map[string]server.ServerTool {
-	out := make(map[string]map[string]server.ServerTool, len(tools))
+func oneToolViews(tools map[string]Tool) map[string]map[string]Tool {
+	out := make(map[string]map[string]Tool, len(tools))
 	for name, st := range tools {
-		out[name] = map[string]server.ServerTool{name: st}
+		out[name] = map[string]Tool{name: st}
 	}
 	return out
 }
@@ -183,7 +183,7 @@ func oneToolViews(tools map[string]server.ServerTool) map[string]map[string]serv
 // an Ask must be able to elicit), or, for a derived-shaped name whose
 // session the caller does not have, a tool answering the stale-session
 // error instead of "tool not found".
-func (s *Server) callView(c authz.Context, name string) map[string]server.ServerTool {
+func (s *Server) callView(c authz.Context, name string) map[string]Tool {
 	if v, ok := s.staticViews[name]; ok {
 		return v
 	}
@@ -197,10 +197,10 @@ func (s *Server) callView(c authz.Context, name string) map[string]server.Server
 		}
 	}
 	if s.extendedTool(name) {
-		return map[string]server.ServerTool{}
+		return map[string]Tool{}
 	}
 	stale := mcp.Tool{Name: name, RawInputSchema: emptySchema}
-	return map[string]server.ServerTool{name: {Tool: stale, Handler: func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	return map[string]Tool{name: {Tool: stale, Handler: func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		if info, ok := s.cfg.Backend.Lookup(sid); ok && authz.Owns(c.Principal, info.Principal) {
 			if !info.Available {
 				_, res := s.ownedSession(c, sid)
@@ -219,7 +219,7 @@ func (s *Server) extendedTool(name string) bool {
 	return s.cfg.Extend != nil && s.mcp.GetTool(name) != nil
 }
 
-func (s *Server) derivedHandler(t session.Tool) server.ToolHandlerFunc {
+func (s *Server) derivedHandler(t session.Tool) ToolHandler {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		c := s.authzContext(ctx)
 		args := req.GetArguments()

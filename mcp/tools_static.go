@@ -77,7 +77,7 @@ func (d staticDef) tool() mcp.Tool {
 	return t
 }
 
-func (s *Server) staticTools() map[string]server.ServerTool {
+func (s *Server) staticTools() map[string]Tool {
 	handlers := map[string]func(context.Context, authz.Context, mcp.CallToolRequest) *mcp.CallToolResult{
 		"swarm_apps":       s.toolApps,
 		"swarm_start":      s.toolStart,
@@ -90,10 +90,10 @@ func (s *Server) staticTools() map[string]server.ServerTool {
 		"swarm_view":       s.toolView,
 		"swarm_app_view":   s.toolAppView,
 	}
-	out := make(map[string]server.ServerTool, len(staticDefs))
+	out := make(map[string]Tool, len(staticDefs))
 	for _, d := range staticDefs {
 		h := handlers[d.name]
-		out[d.name] = server.ServerTool{Tool: d.tool(), Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		out[d.name] = Tool{Tool: d.tool(), Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			c := s.authzContext(ctx)
 			args := req.GetArguments()
 			if res, ok := s.gate(ctx, req, c, d.name, args, d.sensitive); !ok {
