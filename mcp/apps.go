@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 )
 
 // MCP Apps (SEP-1865, the extension io.modelcontextprotocol/ui): every
@@ -120,7 +119,7 @@ func appResource() mcp.Resource {
 // through the host.
 func readAppResource(_ context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
 	if req.Params.URI != AppURI {
-		return nil, fmt.Errorf("resource %s: %w", req.Params.URI, server.ErrResourceNotFound)
+		return nil, fmt.Errorf("resource %s: %w", req.Params.URI, errResourceNotFound)
 	}
 	return []mcp.ResourceContents{mcp.TextResourceContents{
 		URI: AppURI, MIMEType: AppMIME, Text: appDoc, Meta: appResourceMeta(),
@@ -142,7 +141,11 @@ func offersUI(ctx context.Context, params json.RawMessage) bool {
 	if isModern(ctx) || mcp.IsModernProtocol(metaVersion(params)) {
 		return true
 	}
-	_, ok := clientCaps(ctx).Extensions[ExtensionUI]
+	x := exchangeFrom(ctx)
+	if x == nil {
+		return false
+	}
+	_, ok := x.client.Capabilities.Extensions[ExtensionUI]
 	return ok
 }
 

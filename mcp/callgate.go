@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcpswarm/mcpswarm/authz"
 )
@@ -58,27 +57,11 @@ func deniedResult(tool string, d authz.Decision) *mcp.CallToolResult {
 	return toolError(msg, data)
 }
 
-// clientCaps returns the capabilities the calling client declared.
-func clientCaps(ctx context.Context) mcp.ClientCapabilities {
-	if ci, ok := server.ClientSessionFromContext(ctx).(server.SessionWithClientInfo); ok {
-		return ci.GetClientCapabilities()
-	}
-	return mcp.ClientCapabilities{}
-}
-
-// canElicit reports whether the calling connection can be sent
-// elicitation/create: it advertised the capability and its transport
-// carries server-initiated requests (legacy SSE does not).
+// canElicit reports whether the calling client can be sent
+// elicitation/create: it declared the capability.
 func (s *Server) canElicit(ctx context.Context) bool {
-	cs := server.ClientSessionFromContext(ctx)
-	vs, ok := cs.(*viewSession)
-	if !ok {
-		return false
-	}
-	if _, ok := vs.ClientSession.(server.SessionWithElicitation); !ok {
-		return false
-	}
-	return clientCaps(ctx).Elicitation != nil
+	x := exchangeFrom(ctx)
+	return x != nil && x.out != nil && x.client.Capabilities.Elicitation != nil
 }
 
 func approvalParams(tool, prompt string) mcp.ElicitationParams {
@@ -115,14 +98,17 @@ func approved(r *mcp.ElicitationResult) bool {
 // requestState; the retry carries the answer and the state, which must
 // match principal, tool and arguments, be unexpired and unused.
 func (s *Server) askModern(ctx context.Context, req mcp.CallToolRequest, c authz.Context, tool string, args map[string]any, d authz.Decision) (*mcp.CallToolResult, bool) {
-	if clientCaps(ctx).Elicitation == nil {
+	if x := exchangeFrom(ctx); x == nil || x.client.Capabilities.Elicitation == nil {
 		return deniedResult(tool, d), false
 	}
 	state := req.Params.RequestState
 	if state == "" {
 		s.metrics.elicitation(outcomePending)
 		tok := s.states.seal(c.Principal.Subject, tool, args)
-		return server.NewInputRequestBuilder(tok).Elicit(approveKey, approvalParams(tool, d.Prompt)).ToolResult(), false
+		return &mcp.CallToolResult{Result: mcp.Result{ResultType: mcp.ResultTypeInputRequired},
+			MultiRoundTripResult: mcp.MultiRoundTripResult{RequestState: tok, InputRequests: mcp.InputRequests{
+				approveKey: mcp.NewElicitationInputRequest(approvalParams(tool, d.Prompt)),
+			}}}, false
 	}
 	if err := s.states.open(ctx, state, c.Principal.Subject, tool, args); err != nil {
 		s.log.Warn("request state refused", "tool", tool, "principal", c.Principal.Subject, "err", err)
@@ -135,10 +121,23 @@ func (s *Server) askModern(ctx context.Context, req mcp.CallToolRequest, c authz
 		}
 		return toolError(fmt.Sprintf("%s: request state refused: %v", tool, err), map[string]any{"error": code, "tool": tool}), false
 	}
-	if approved(server.ElicitationResponse(req.Params.InputResponses, approveKey)) {
+	if approved(elicitationAnswer(req.Params.InputResponses, approveKey)) {
 		s.metrics.elicitation(outcomeApproved)
 		return nil, true
 	}
 	s.metrics.elicitation(outcomeDeclined)
 	return deniedResult(tool, authz.Deny(outcomeDeclined.String(), d.Rule)), false
+}
+
+// elicitationAnswer is the elicitation answer under key in a retried
+// 2026-07-28 request, or nil.
+func elicitationAnswer(responses mcp.InputResponses, key string) *mcp.ElicitationResult {
+	r, ok := responses[key]
+	if !ok {
+		return nil
+	}
+	if r.Elicitation == nil && r.DecodeFor(mcp.MethodElicitationCreate) != nil {
+		return nil
+	}
+	return r.Elicitation
 }

@@ -72,7 +72,7 @@ func (s *Server) checkCapabilities(env envelope) *rpcError {
 	var tool *mcp.Tool
 	if st, ok := s.static[p.Name]; ok {
 		tool = &st.Tool
-	} else if st := s.mcp.GetTool(p.Name); st != nil {
+	} else if st, ok := s.ext.tool(p.Name); ok {
 		tool = &st.Tool
 	}
 	missing := missingCapabilities(env.Params, requiredCapabilities(tool))

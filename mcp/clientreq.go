@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,17 +12,11 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
-// mcp-go sends sampling/createMessage and roots/list only on the GET stream
-// of the node the request runs on, so behind a load balancer (the GET held
-// by another node) they would wait forever; and it parks elicitation/create
-// on the request's session object while it delivers answers to whichever
-// session object it registered for the id (a GET stream's, on a node that
-// holds one), so an answer can miss the waiting call. A request that
-// arrived on a POST therefore sends all three itself, on that POST's own
-// stream (the
-// Streamable HTTP transport's place for server requests that relate to the
-// client's request), under a relay id "mcpswarm/<node>/s<n>", and waits
-// here for the answer, which the cluster routes to this node.
+// A handler's server-to-client requests (elicitation/create,
+// sampling/createMessage, roots/list) go out on the request's own stream
+// under a relay id "mcpswarm/<node>/s<n>" (relayid.go); the client's
+// answer is a new POST that a load balancer may send to any node, and
+// the cluster routes it here by that id.
 
 // errNoAnswer answers a client response to no request waiting here.
 var errNoAnswer = errors.New("no pending request for this response")
@@ -54,10 +47,10 @@ func newClientRequests(node string) *clientRequests {
 	return &clientRequests{node: node, waiting: map[int64]waitingRequest{}}
 }
 
-// ask writes method(params) to the client of connection conn on ps and
+// ask writes method(params) to the client of connection conn on out and
 // waits for its answer or ctx. A client error comes back as an error that
 // names the method, as mcp-go words it.
-func (c *clientRequests) ask(ctx context.Context, ps *postStream, conn, method string, params any) (json.RawMessage, error) {
+func (c *clientRequests) ask(ctx context.Context, out interface{ send([]byte) error }, conn, method string, params any) (json.RawMessage, error) {
 	c.mu.Lock()
 	c.next++
 	n := c.next
@@ -78,7 +71,7 @@ func (c *clientRequests) ask(ctx context.Context, ps *postStream, conn, method s
 	if err != nil {
 		return nil, fmt.Errorf("encoding %s: %w", method, err)
 	}
-	if err := ps.send(msg); err != nil {
+	if err := out.send(msg); err != nil {
 		return nil, fmt.Errorf("sending %s: %w", method, err)
 	}
 	select {
@@ -115,100 +108,4 @@ func (c *clientRequests) answer(conn, local string, env envelope) bool {
 	}
 	w.ch <- clientAnswer{result: env.Result, err: env.Error}
 	return true
-}
-
-// deliverLocal takes a client's response addressed (relay id) to this
-// node: to a request this package sent, or, with the number restored, to
-// mcp-go. It reports whether the response is for this node at all, and,
-// for mcp-go, the body to give it.
-func (s *Server) deliverLocal(conn string, env envelope, body []byte) (mine bool, status int, forMCPGo []byte) {
-	node, local, ok := parseRelayID(env.ID)
-	if !ok || node != s.cfg.Node {
-		return false, 0, nil
-	}
-	if n, isNum := mcpgoID(local); isNum {
-		out, ok := withNumericID(body, n)
-		if !ok {
-			return true, http.StatusBadRequest, nil
-		}
-		return true, 0, out
-	}
-	if !s.asks.answer(conn, local, env) {
-		// A late answer (the call stopped waiting: timeout, cancellation)
-		// or a repeated one. Accept and drop it: a 404 would tell the
-		// client its whole session is gone.
-		s.log.Debug("dropping an answer no request waits for", "conn", conn, "id", string(env.ID))
-	}
-	return true, http.StatusAccepted, nil
-}
-
-// RequestSampling sends sampling/createMessage on the request's own POST
-// stream when it has one (see clientreq.go), else through mcp-go.
-func (v *viewSession) RequestSampling(ctx context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-	if v.post == nil || v.asks == nil {
-		if s, ok := v.ClientSession.(interface {
-			RequestSampling(context.Context, mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error)
-		}); ok {
-			return s.RequestSampling(ctx, req)
-		}
-		return nil, errNotSupported
-	}
-	raw, err := v.asks.ask(ctx, v.post, v.SessionID(), string(mcp.MethodSamplingCreateMessage), req.CreateMessageParams)
-	if err != nil {
-		return nil, err
-	}
-	var res mcp.CreateMessageResult
-	if err := json.Unmarshal(raw, &res); err != nil {
-		return nil, fmt.Errorf("decoding the sampling answer: %w", err)
-	}
-	content, err := mcp.ParseSamplingContent(res.Content)
-	if err != nil {
-		return nil, fmt.Errorf("decoding the sampling answer's content: %w", err)
-	}
-	res.Content = content
-	return &res, nil
-}
-
-// ListRoots sends roots/list on the request's own POST stream when it has
-// one, else through mcp-go.
-func (v *viewSession) ListRoots(ctx context.Context, req mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
-	if v.post == nil || v.asks == nil {
-		if r, ok := v.ClientSession.(interface {
-			ListRoots(context.Context, mcp.ListRootsRequest) (*mcp.ListRootsResult, error)
-		}); ok {
-			return r.ListRoots(ctx, req)
-		}
-		return nil, errNotSupported
-	}
-	raw, err := v.asks.ask(ctx, v.post, v.SessionID(), string(mcp.MethodListRoots), req.Params)
-	if err != nil {
-		return nil, err
-	}
-	var res mcp.ListRootsResult
-	if err := json.Unmarshal(raw, &res); err != nil {
-		return nil, fmt.Errorf("decoding the roots answer: %w", err)
-	}
-	return &res, nil
-}
-
-// RequestElicitation sends elicitation/create on the request's own POST
-// stream when it has one, else through mcp-go.
-func (v *viewSession) RequestElicitation(ctx context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
-	if v.post == nil || v.asks == nil {
-		if e, ok := v.ClientSession.(interface {
-			RequestElicitation(context.Context, mcp.ElicitationRequest) (*mcp.ElicitationResult, error)
-		}); ok {
-			return e.RequestElicitation(ctx, req)
-		}
-		return nil, errNotSupported
-	}
-	raw, err := v.asks.ask(ctx, v.post, v.SessionID(), string(mcp.MethodElicitationCreate), req.Params)
-	if err != nil {
-		return nil, err
-	}
-	var res mcp.ElicitationResult
-	if err := json.Unmarshal(raw, &res); err != nil {
-		return nil, fmt.Errorf("decoding the elicitation answer: %w", err)
-	}
-	return &res, nil
 }

@@ -1,12 +1,13 @@
 package mcp
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 
-	"github.com/mark3labs/mcp-go/server"
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/mcpswarm/mcpswarm/authz"
@@ -56,9 +57,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Registerer receives the front's metrics; nil means none.
 	Registerer prometheus.Registerer
-	// Extend registers more tools, resources and prompts on the mcp-go
-	// server, e.g. the conformance fixture.
-	Extend func(*server.MCPServer)
+	// Extend registers more tools, resources and prompts, e.g. the
+	// conformance fixture's.
+	Extend func(*Extension)
 	// Cluster, when set, joins this front to the cluster: New attaches the
 	// front to it and gets the connection registry and relay back (see
 	// Cluster). Nil is a lone node.
@@ -72,8 +73,8 @@ type Config struct {
 
 // Completer completes prompt and resource-template arguments.
 type Completer interface {
-	server.PromptCompletionProvider
-	server.ResourceCompletionProvider
+	CompletePromptArgument(ctx context.Context, prompt string, arg mcp.CompleteArgument, cc mcp.CompleteContext) (*mcp.Completion, error)
+	CompleteResourceArgument(ctx context.Context, uri string, arg mcp.CompleteArgument, cc mcp.CompleteContext) (*mcp.Completion, error)
 }
 
 // Defaults for Config.

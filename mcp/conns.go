@@ -1,14 +1,10 @@
 package mcp
 
 import (
-	"context"
 	"slices"
 	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
-
-	"github.com/mcpswarm/mcpswarm/authz"
 )
 
 // ConnInfo is what the cluster needs to know about a connection so any node
@@ -66,10 +62,10 @@ func (r *MemoryConns) Delete(id string) {
 
 // updateConn applies fn to connection id's record, if there is a registry.
 func (s *Server) updateConn(id string, fn func(*ConnInfo)) {
-	if s.registry == nil || id == "" {
+	if id == "" {
 		return
 	}
-	c, ok := s.registry.Get(id)
+	c, ok := s.connInfo.Get(id)
 	if !ok {
 		c = ConnInfo{ID: id}
 		if claims, err := s.ids.open(id); err == nil {
@@ -77,30 +73,7 @@ func (s *Server) updateConn(id string, fn func(*ConnInfo)) {
 		}
 	}
 	fn(&c)
-	s.registry.Put(c)
-}
-
-func (s *Server) afterInitialize(ctx context.Context, _ any, req *mcp.InitializeRequest, res *mcp.InitializeResult) {
-	cs := server.ClientSessionFromContext(ctx)
-	if cs == nil || cs.SessionID() == "" {
-		return
-	}
-	c := s.authzContext(ctx)
-	s.updateConn(cs.SessionID(), func(ci *ConnInfo) {
-		ci.Node, ci.Principal = s.cfg.Node, c.Principal.Subject
-		ci.ProtocolVersion = res.ProtocolVersion
-		ci.ClientInfo = req.Params.ClientInfo
-		ci.Capabilities = req.Params.Capabilities
-	})
-	if c.Transport == authz.TransportStreamableHTTP {
-		s.standIn(ctx, cs, req)
-	}
-}
-
-func (s *Server) afterSetLevel(ctx context.Context, _ any, req *mcp.SetLevelRequest, _ *mcp.EmptyResult) {
-	if cs := server.ClientSessionFromContext(ctx); cs != nil {
-		s.updateConn(cs.SessionID(), func(ci *ConnInfo) { ci.LogLevel = req.Params.Level })
-	}
+	s.connInfo.Put(c)
 }
 
 func (s *Server) recordSubscription(id, uri string, on bool) {
@@ -110,35 +83,6 @@ func (s *Server) recordSubscription(id, uri string, on bool) {
 			ci.Subscriptions = append(ci.Subscriptions, uri)
 		}
 	})
-}
-
-// applyConn gives a request's per-request mcp-go session what the
-// connection's home node learnt at initialize: client capabilities (so an
-// Ask can elicit here), client info and, away from home, the log level.
-func (s *Server) applyConn(vs *viewSession) {
-	if vs.SessionID() == "" {
-		return
-	}
-	if vs.GetClientCapabilities().Elicitation != nil || vs.GetClientInfo().Name != "" {
-		return // mcp-go's session of the connection has them
-	}
-	if h, ok := s.conns.session(vs.SessionID()).(*homeSession); ok {
-		vs.SetClientInfo(h.info) // this node saw initialize
-		vs.SetClientCapabilities(h.caps)
-		return
-	}
-	if s.registry == nil {
-		return
-	}
-	ci, ok := s.registry.Get(vs.SessionID())
-	if !ok {
-		return
-	}
-	vs.SetClientInfo(ci.ClientInfo)
-	vs.SetClientCapabilities(ci.Capabilities)
-	if ci.LogLevel != "" {
-		vs.SetLogLevel(ci.LogLevel)
-	}
 }
 
 // subscribedVia answers whether a connection subscribed to uri through any

@@ -3,20 +3,28 @@ package mcp
 import (
 	"sync"
 
-	"github.com/mark3labs/mcp-go/server"
+	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcpswarm/mcpswarm/authz"
 )
 
-// conn is a connection registered on this node: mcp-go can deliver
-// notifications to it here (its home node, or the node holding its GET).
+// conn is a connection known on this node: its home node (initialize ran
+// here), a node holding its GET stream, or one it subscribed through.
 type conn struct {
+	id        string
 	principal authz.Principal
-	session   server.ClientSession // nil until registered here
-	subs      map[string]bool
-	// listen marks a 2026-07-28 subscriptions/listen stream: what it gets
-	// is its session's subscription filter, not subs.
-	listen bool
+	// out is the connection's stream here (a GET, a legacy SSE stream,
+	// stdout); nil when it has none here, and then a notification goes
+	// to one of its running POSTs or waits for the next (postRoutes).
+	out  sink
+	subs map[string]bool
+	// listen, when set, marks a 2026-07-28 subscriptions/listen stream:
+	// what it gets is its filter, not subs.
+	listen *mcp.SubscriptionFilter
+	// subID is the listen request's id, which tags what it gets.
+	subID any
+	// home marks a connection initialized on this node.
+	home bool
 }
 
 // connTable tracks this node's registered connections and their resource
@@ -83,28 +91,54 @@ func without(cs []*conn, c *conn) []*conn {
 	return cs
 }
 
-func (t *connTable) add(id string, p authz.Principal, cs server.ClientSession) {
+// add registers connection id here: home, once it initialized here; out,
+// its stream here (nil keeps the one it has).
+func (t *connTable) add(id string, p authz.Principal, home bool, out sink) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	var subs map[string]bool // made on the first subscription: most connections never subscribe
-	if c, ok := t.conns[id]; ok {
-		subs = c.subs
+	c := &conn{id: id, principal: p, home: home, out: out}
+	if old, ok := t.conns[id]; ok {
+		c.subs, c.home = old.subs, old.home || home // subs made on the first subscription: most connections never subscribe
+		if out == nil {
+			c.out = old.out
+		}
 	}
-	t.put(id, &conn{principal: p, session: cs, subs: subs})
+	t.put(id, c)
 }
 
-func (t *connTable) addListen(key string, p authz.Principal, cs server.ClientSession) {
+// release drops connection id's stream out here, if it is still the one
+// registered; the connection stays known (subscriptions, home).
+func (t *connTable) release(id string, out sink) {
 	t.mu.Lock()
-	t.put(key, &conn{principal: p, session: cs, listen: true})
+	defer t.mu.Unlock()
+	if c, ok := t.conns[id]; ok && c.out == out {
+		c.out = nil
+		if !c.home && len(c.subs) == 0 {
+			t.drop(id)
+		}
+	}
+}
+
+func (t *connTable) addListen(key string, p authz.Principal, f mcp.SubscriptionFilter, subID any, out sink) {
+	t.mu.Lock()
+	t.put(key, &conn{id: key, principal: p, out: out, listen: &f, subID: subID})
 	t.mu.Unlock()
 }
 
-// session returns connection id's mcp-go session registered here, or nil.
-func (t *connTable) session(id string) server.ClientSession {
+// known reports whether connection id is registered here.
+func (t *connTable) known(id string) bool {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	_, ok := t.conns[id]
+	return ok
+}
+
+// out returns connection id's stream here, or nil.
+func (t *connTable) out(id string) sink {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	if c, ok := t.conns[id]; ok {
-		return c.session
+		return c.out
 	}
 	return nil
 }
@@ -128,7 +162,7 @@ func (t *connTable) subscribe(id string, p authz.Principal, uri string, on bool)
 	if !ok {
 		// Subscribed from a node where the connection is not registered:
 		// remember it so a later GET stream here gets the updates.
-		c = &conn{principal: p}
+		c = &conn{id: id, principal: p}
 		t.put(id, c)
 	}
 	if on {
@@ -169,34 +203,36 @@ func (a audience) keeps(p authz.Principal) bool {
 	}
 }
 
-// match returns the sessions to send method (about uri, for
-// resources/updated) whose principal is in aud: legacy connections that
-// subscribed to uri (or any, for list changes), and 2026-07-28 listen
-// streams whose filter opted in. The cheap local checks run before the
-// registry lookups (whether this node delivers, subscriptions made
-// elsewhere).
-func (t *connTable) match(method, uri string, aud audience) []server.ClientSession {
+// match returns the connections to send method (about uri, for
+// resources/updated) whose principal is in aud: connections that
+// subscribed to uri (or any, for list changes) and this node notifies,
+// and 2026-07-28 listen streams whose filter opted in. The cheap local
+// checks run before the registry lookups (whether this node delivers,
+// subscriptions made elsewhere).
+func (t *connTable) match(method, uri string, aud audience) []*conn {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	var out []server.ClientSession
+	var out []*conn
 	visit := func(c *conn) {
-		if c.session == nil || !aud.keeps(c.principal) {
+		if !aud.keeps(c.principal) {
 			return
 		}
-		if c.listen {
-			if listenWants(c.session, method, uri) {
-				out = append(out, c.session)
+		if c.listen != nil {
+			if listenWants(*c.listen, method, uri) {
+				out = append(out, c)
 			}
 			return
 		}
-		id := c.session.SessionID()
-		if uri != "" && !c.subs[uri] && !subscribedVia(t.registry, id, uri) {
+		if c.out == nil && !c.home {
+			return // known for its subscriptions only: no way to it here
+		}
+		if uri != "" && !c.subs[uri] && !subscribedVia(t.registry, c.id, uri) {
 			return
 		}
-		if t.registry != nil && !t.registry.NotifyHere(id) {
+		if t.registry != nil && !t.registry.NotifyHere(c.id) {
 			return
 		}
-		out = append(out, c.session)
+		out = append(out, c)
 	}
 	if aud.all {
 		for _, c := range t.conns {

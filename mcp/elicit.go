@@ -127,6 +127,7 @@ func (pk *parking) closeAll(o outcome) {
 // matches the answer by that connection's session id). It returns how the
 // parked call was closed.
 func (s *Server) elicit(ctx context.Context, c authz.Context, tool, prompt string) outcome {
+	client, _ := ClientFrom(ctx)
 	ectx, cancel := context.WithTimeout(ctx, s.cfg.ElicitationTimeout)
 	p := &parked{conn: c.ConnID, tool: tool, done: make(chan struct{}), cancel: cancel}
 	id := s.parked.add(p)
@@ -134,7 +135,7 @@ func (s *Server) elicit(ctx context.Context, c authz.Context, tool, prompt strin
 	defer p.close(outcomeCancelled)
 
 	go func() {
-		res, err := s.mcp.RequestElicitation(ectx, mcp.ElicitationRequest{Params: approvalParams(tool, prompt)})
+		res, err := client.Elicit(ectx, approvalParams(tool, prompt))
 		switch {
 		case err == nil && approved(res):
 			p.close(outcomeApproved)

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -255,210 +254,32 @@ func (s *Server) precheckRead(r *http.Request, env envelope, transport authz.Tra
 	return e
 }
 
-func (s *Server) serveStreamable(w http.ResponseWriter, r *http.Request) {
-	if !s.drain.enter() {
-		w.Header().Set("Retry-After", "1")
-		http.Error(w, "Service Unavailable: the node is shutting down", http.StatusServiceUnavailable)
-		return
-	}
-	defer s.drain.leave()
-	r, rq := ownRequest(r)
-	rq.id.transport = authz.TransportStreamableHTTP
-	rq.id.prechecked = true
-	clientAnswer := false
-	switch r.Method {
-	case http.MethodPost:
-		body, env, ok := s.readBody(w, r)
-		if !ok {
-			return
-		}
-		rq.body, rq.env = body, env
-		modern := modernRequest(r, env.Params)
-		if modern {
-			if body, ok = modernPrecheck(w, r, body, env); !ok {
-				return
-			}
-			r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
-			if e := s.checkCapabilities(env); e != nil && env.isRequest() {
-				writeRPCError(w, http.StatusBadRequest, e)
-				return
-			}
-		}
-		sid := ""
-		if !modern && env.Method != string(mcp.MethodInitialize) {
-			sid = r.Header.Get(headerSessionID)
-			if !s.checkSessionID(w, r, sid) {
-				return
-			}
-			rq.checkedSID = sid
-		}
-		if env.isResponse() && !env.isPingAnswer() && sid != "" {
-			if !s.routeResponse(w, r, sid, env, body) {
-				return
-			}
-		}
-		if env.Method == string(mcp.MethodNotificationCancelled) && sid != "" {
-			s.calls.cancel(sid, env.Params) // a call callTool serves here
-			if s.relay != nil {
-				// The call it cancels may be in flight on another node (a
-				// load balancer sent the POST elsewhere): let every node try.
-				go s.relay.ForwardCancel(context.WithoutCancel(r.Context()), sid, body)
-			}
-		}
-		if e := s.precheckRead(r, env, authz.TransportStreamableHTTP, sid, modern); e != nil {
-			writeRPCError(w, http.StatusOK, e)
-			return
-		}
-		clientAnswer = env.isResponse() && !env.isPingAnswer() && !modern
-	case http.MethodGet, http.MethodDelete:
-		if mcp.IsModernProtocol(r.Header.Get(headerProtocolVersion)) {
-			break // mcp-go answers 405: 2026-07-28 has no sessions
-		}
-		sid := r.Header.Get(headerSessionID)
-		if !s.checkSessionID(w, r, sid) {
-			return
-		}
-		rq.checkedSID = sid
-		if r.Method == http.MethodGet {
-			w = tagWriter{ResponseWriter: w, node: s.cfg.Node}
-			s.streams.holdGET(sid)
-			if s.registry != nil {
-				s.registry.StreamChanged(sid, true)
-			}
-			defer func() {
-				s.streams.releaseGET(sid)
-				if s.registry != nil && !s.streams.holdsGET(sid) {
-					s.registry.StreamChanged(sid, false)
-				}
-			}()
-			defer s.makeRoomForGET(context.WithoutCancel(r.Context()), sid)()
-		}
-	}
-	if clientAnswer {
-		s.serveClientAnswer(w, r)
-		return
-	}
-	if r.Method == http.MethodPost {
-		ps := newPostStream(w, s.cfg.Node)
-		if sid := rq.checkedSID; sid != "" {
-			s.posts.begin(sid, ps)
-			defer s.endPost(sid, ps)
-		} else {
-			defer ps.close()
-		}
-		w, rq.post = ps, ps
-		if s.directCall(ps, r, rq) {
-			return
-		}
-	}
-	if r.Method == http.MethodDelete && s.registry != nil {
-		// The revocation must be in force on every node before the client
-		// hears the DELETE succeeded: hold mcp-go's answer until then.
-		rec := &statusRecorder{header: http.Header{}, status: http.StatusOK}
-		s.stream.ServeHTTP(rec, r)
-		// mcp-go answers 200 only once our id manager terminated the id;
-		// the terminated set says the same unless a flood of DELETEs
-		// pushed it out of its bounded ring in between.
-		if sid := r.Header.Get(headerSessionID); rec.status == http.StatusOK || s.ids.Terminated(sid) {
-			s.registry.Delete(sid)
-			s.init.conns.forget(sid)
-			s.touched.forget(sid)
-		}
-		maps.Copy(w.Header(), rec.header)
-		w.WriteHeader(rec.status)
-		_, _ = w.Write(rec.body.Bytes())
-		return
-	}
-	s.stream.ServeHTTP(w, r)
-}
-
-// routeResponse takes a client's JSON-RPC response to a server-to-client
-// request where the request waits. A relay id names the node: this one
-// gets the numeric id back and mcp-go delivers it; another one gets it over
-// the cluster. An untagged id (sent before relay ids, or by a client that
-// rewrote it) goes to this node when it has parked a call of the
-// connection, else to the first node that takes it. It reports whether
-// mcp-go should still serve the request; if not, it has answered.
-func (s *Server) routeResponse(w http.ResponseWriter, r *http.Request, sid string, env envelope, body []byte) bool {
-	if mine, status, out := s.deliverLocal(sid, env, body); mine {
-		if out == nil {
-			if status == http.StatusAccepted {
-				w.WriteHeader(status)
-			} else {
-				http.Error(w, "No pending request for this response", status)
-			}
-			return false
-		}
-		r.Body = io.NopCloser(bytes.NewReader(out))
-		r.ContentLength = int64(len(out))
-		return true
-	}
-	_, _, tagged := parseRelayID(env.ID)
-	if s.relay == nil || (!tagged && s.parked.hasConn(sid)) {
-		return true
-	}
-	// The answer must reach the waiting call even if the client stops
-	// waiting for this POST's 202 (mcp-go's client cancels it as soon as the
-	// call it answered returns).
-	handled, err := s.relay.ForwardResponse(context.WithoutCancel(r.Context()), sid, body)
-	if err != nil {
-		s.log.Warn("forwarding a client response failed", "conn", sid, "err", err)
-		http.Error(w, "Failed to deliver response", http.StatusBadGateway)
-		return false
-	}
-	if handled {
-		w.WriteHeader(http.StatusAccepted)
-		return false
-	}
-	return true
-}
-
 // HoldsStream reports whether this node holds connection id's GET stream
 // (so it is the node that must send the connection's notifications).
 func (s *Server) HoldsStream(id string) bool { return s.streams.holdsGET(id) }
 
-// DeliverResponse hands a client's JSON-RPC message forwarded by another
-// node to this node's mcp-go: a response (Relay.ForwardResponse), which it
-// routes to the parked call waiting for it, or a notifications/cancelled
-// (Relay.ForwardCancel), which cancels the call if it is in flight here.
-// It returns the HTTP status mcp-go answered (202 when delivered).
-func (s *Server) DeliverResponse(ctx context.Context, connID string, body []byte) (int, error) {
-	claims, err := s.ids.open(connID)
-	if err != nil {
+// DeliverResponse takes a client's JSON-RPC message another node's Relay
+// forwarded here: a response to a request this node sent, which it hands
+// to the call waiting for it, or a notifications/cancelled, which cancels
+// the call if it runs here. It returns 202 when delivered.
+func (s *Server) DeliverResponse(_ context.Context, connID string, body []byte) (int, error) {
+	if _, err := s.ids.open(connID); err != nil {
 		return http.StatusNotFound, fmt.Errorf("delivering a forwarded response: %w", err)
 	}
-	id := identity{transport: authz.TransportStreamableHTTP, prechecked: true}
-	if claims.Principal != "" {
-		id.authed, id.principal = true, authz.Principal{Subject: claims.Principal, Authenticated: true}
-	}
 	env, rerr := checkMessage(body, s.cfg.MaxBatch, s.cfg.MaxDepth)
-	if rerr == nil && env.Method == string(mcp.MethodNotificationCancelled) {
-		s.calls.cancel(connID, env.Params) // relayed: the call may be one callTool serves
-	}
-	if rerr == nil && env.isResponse() {
-		if mine, status, out := s.deliverLocal(connID, env, body); mine {
-			if out == nil {
-				if status != http.StatusAccepted {
-					return status, fmt.Errorf("delivering a forwarded response (id %s): %w", env.ID, errNoAnswer)
-				}
-				return status, nil
-			}
-			body = out
+	switch {
+	case rerr != nil:
+		return http.StatusBadRequest, fmt.Errorf("delivering a forwarded response: %w", rerr)
+	case env.Method == string(mcp.MethodNotificationCancelled):
+		s.calls.cancel(connID, env.Params)
+		return http.StatusAccepted, nil
+	case env.isResponse():
+		if _, local, tagged := parseRelayID(env.ID); tagged && s.asks.answer(connID, local, env) {
+			return http.StatusAccepted, nil
 		}
+		return http.StatusBadRequest, fmt.Errorf("delivering a forwarded response (id %s): %w", env.ID, errNoAnswer)
 	}
-	req, err := http.NewRequestWithContext(withIdentity(ctx, id), http.MethodPost, "http://localhost/mcp", bytes.NewReader(body))
-	if err != nil {
-		return 0, fmt.Errorf("delivering a forwarded response: %w", err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(headerSessionID, connID)
-	req.Header.Set(headerProtocolVersion, mcp.ProtocolVersion20251125)
-	rec := &statusRecorder{header: http.Header{}, status: http.StatusOK}
-	s.stream.ServeHTTP(rec, req)
-	if rec.status >= 300 {
-		return rec.status, fmt.Errorf("delivering a forwarded response: mcp-go answered %d: %s", rec.status, bytes.TrimSpace(rec.body.Bytes()))
-	}
-	return rec.status, nil
+	return http.StatusBadRequest, fmt.Errorf("delivering a forwarded message: %q is neither a response nor a cancellation", env.Method)
 }
 
 // statusRecorder is a minimal http.ResponseWriter for DeliverResponse.

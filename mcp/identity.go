@@ -1,12 +1,8 @@
 package mcp
 
 import (
-	"bytes"
 	"context"
 	"net/http"
-
-	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcpswarm/mcpswarm/authz"
 )
@@ -29,26 +25,10 @@ type identity struct {
 	prechecked bool
 }
 
-// request is what the front learnt about one HTTP request before mcp-go
-// handles it, kept in one context value that each layer fills in place:
-// a layer adding a value of its own costs a context and a copy of the
-// *http.Request (r.WithContext) on every call. Only the goroutine serving
-// the request writes it, and only before handing the request to mcp-go.
+// request is what the front learnt about one HTTP request, kept in one
+// context value that each layer fills in place.
 type request struct {
 	id identity
-	// post is the Streamable HTTP POST's own stream (see postStream).
-	post *postStream
-	// body is the message the transport checked and env its envelope, so
-	// beforeRequest does not decode the same bytes again; it uses env only
-	// for a message equal to body.
-	body []byte
-	env  envelope
-	// checkedSID is the Mcp-Session-Id checkSessionID accepted for this
-	// request (see checkedResolver).
-	checkedSID string
-	// tool is the name a tools/call in body names, once decoded (by
-	// canCallDirect), so beforeRequest does not decode it again.
-	tool string
 }
 
 func withIdentity(ctx context.Context, id identity) context.Context {
@@ -66,15 +46,6 @@ func identityFrom(ctx context.Context) (identity, bool) {
 		return r.id, true
 	}
 	return identity{}, false
-}
-
-// checkedEnvelope returns the envelope the transport decoded from raw, if
-// it decoded exactly these bytes.
-func checkedEnvelope(ctx context.Context, raw []byte) (envelope, bool) {
-	if r := requestFrom(ctx); r != nil && r.body != nil && bytes.Equal(r.body, raw) {
-		return r.env, true
-	}
-	return envelope{}, false
 }
 
 // ownRequest returns r and its request state, giving r a state of its own
@@ -98,7 +69,8 @@ func boundSubject(ctx context.Context) string {
 
 // isModern reports whether the request in ctx speaks 2026-07-28 or later.
 func isModern(ctx context.Context) bool {
-	return mcp.IsModernProtocol(server.RequestProtocolVersion(ctx))
+	x := exchangeFrom(ctx)
+	return x != nil && x.modern
 }
 
 // authzContext is the authorization context of the request in ctx. The
@@ -106,13 +78,10 @@ func isModern(ctx context.Context) bool {
 // subject, else the connection (conn:<id>), stdio, or for an anonymous
 // 2026-07-28 request nobody (in Dev, the shared "anonymous").
 func (s *Server) authzContext(ctx context.Context) authz.Context {
-	id, _ := identityFrom(ctx)
-	connID := ""
-	if cs := server.ClientSessionFromContext(ctx); cs != nil {
-		connID = cs.SessionID()
+	if x := exchangeFrom(ctx); x != nil {
+		return x.c
 	}
-	return authz.Context{ConnID: connID, Transport: id.transport, Node: s.cfg.Node,
-		Principal: s.principal(id, connID, true)}
+	return authz.Context{Node: s.cfg.Node}
 }
 
 // principal is the one rule that names who a request acts for: a verified

@@ -57,7 +57,7 @@ func (s *Server) serveInitialize(ctx context.Context, x *exchange) (any, *rpcErr
 	x.version = res.ProtocolVersion
 	x.client.ProtocolVersion = res.ProtocolVersion
 	x.client.ClientInfo, x.client.Capabilities = p.ClientInfo, p.Capabilities
-	if x.conn != "" {
+	if x.shared() {
 		s.updateConn(x.conn, func(ci *ConnInfo) {
 			ci.Node, ci.Principal = s.cfg.Node, x.c.Principal.Subject
 			ci.ProtocolVersion = res.ProtocolVersion
@@ -80,7 +80,9 @@ func (s *Server) serveSetLevel(_ context.Context, x *exchange) (any, *rpcError) 
 		return nil, &rpcError{Code: codeInvalidParams, Message: fmt.Sprintf("invalid logging level '%s'", p.Level)}
 	}
 	x.client.LogLevel = p.Level
-	s.updateConn(x.conn, func(ci *ConnInfo) { ci.LogLevel = p.Level })
+	if x.shared() {
+		s.updateConn(x.conn, func(ci *ConnInfo) { ci.LogLevel = p.Level })
+	}
 	return mcp.EmptyResult{}, nil
 }
 
@@ -215,9 +217,7 @@ func (s *Server) serveTemplatesList(_ context.Context, x *exchange) (any, *rpcEr
 	if e := decode(x, &p); e != nil {
 		return nil, e
 	}
-	_, tpl, _ := s.ext.lists()
-	all := append(s.ownTemplates(), tpl...)
-	sort.Slice(all, func(i, j int) bool { return all[i].Name < all[j].Name })
+	_, all, _ := s.ext.lists()
 	page, e := paginate(all, p.Cursor)
 	if e != nil {
 		return nil, e
@@ -277,9 +277,7 @@ func (s *Server) servePromptsList(_ context.Context, x *exchange) (any, *rpcErro
 	if e := decode(x, &p); e != nil {
 		return nil, e
 	}
-	_, _, ext := s.ext.lists()
-	all := append(s.ownPrompts(), ext...)
-	sort.Slice(all, func(i, j int) bool { return all[i].Name < all[j].Name })
+	_, _, all := s.ext.lists()
 	page, e := paginate(all, p.Cursor)
 	if e != nil {
 		return nil, e

@@ -1,13 +1,9 @@
 package mcp
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/mark3labs/mcp-go/server"
 )
 
 // metrics are the front's Prometheus metrics; with no Registerer they are
@@ -47,25 +43,3 @@ func (m *metrics) call(kind, outcome string) { m.calls.WithLabelValues(kind, out
 func (m *metrics) elicitation(o outcome)     { m.elicitations.WithLabelValues(o.String()).Inc() }
 func (m *metrics) rejected(reason string)    { m.rejections.WithLabelValues(reason).Inc() }
 func (m *metrics) notified(method string)    { m.notes.WithLabelValues(method).Inc() }
-
-// noopEventStore records nothing. Configuring any event store makes
-// mcp-go's POST handler wait for its notification forwarder before writing
-// the response, which is what keeps progress and log notifications sent
-// just before a handler returns from being lost (upstream PR #969); we do
-// not offer resumability, so no event is kept. mcp-go still keeps, until
-// the connection ends, every POST stream whose answer it wrote as SSE (a
-// resumable stream holding the POST's writer and request): the front keeps
-// mcp-go from answering as SSE itself (see postroute.go).
-type noopEventStore struct{}
-
-func (noopEventStore) StoreEvent(context.Context, string, string, json.RawMessage) (string, error) {
-	return "", nil
-}
-
-func (noopEventStore) ReplayEventsAfter(context.Context, string, string, func(string, json.RawMessage) error) (string, error) {
-	return "", server.ErrUnknownEventID
-}
-
-func (noopEventStore) PurgeSession(context.Context, string) error { return nil }
-
-var _ server.EventStore = noopEventStore{}

@@ -1,23 +1,15 @@
 package mcp
 
 import (
-	"context"
-	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 )
 
-func listenWants(cs server.ClientSession, method, uri string) bool {
-	fs, ok := cs.(server.SessionWithSubscriptionFilter)
-	if !ok {
-		return false
-	}
-	f, active := fs.SubscriptionFilter()
-	if !active {
-		return false
-	}
+// listenWants reports whether a 2026-07-28 listen stream with filter f
+// gets method (about uri).
+func listenWants(f mcp.SubscriptionFilter, method, uri string) bool {
 	switch method {
 	case string(mcp.MethodNotificationToolsListChanged):
 		return f.ToolsListChanged
@@ -27,27 +19,6 @@ func listenWants(cs server.ClientSession, method, uri string) bool {
 		return slices.Contains(f.ResourceSubscriptions, uri)
 	}
 	return false
-}
-
-// beforeListen tracks a 2026-07-28 subscriptions/listen stream of an
-// authenticated principal for as long as its request lasts.
-func (s *Server) beforeListen(ctx context.Context, _ any, _ *mcp.SubscriptionsListenRequest) {
-	c := s.authzContext(ctx)
-	cs := server.ClientSessionFromContext(ctx)
-	if c.Principal.Subject == "" || cs == nil {
-		return
-	}
-	if vs, ok := cs.(*viewSession); ok {
-		// The stream's own session: mcp-go tags what it forwards from it
-		// with the subscription id.
-		cs = vs.ClientSession
-	}
-	key := fmt.Sprintf("listen:%p", cs)
-	s.conns.addListen(key, c.Principal, cs)
-	go func() {
-		<-ctx.Done()
-		s.conns.remove(key)
-	}()
 }
 
 // Subscriptions returns the resource URIs connection id subscribed to on
@@ -66,45 +37,6 @@ func (s *Server) Subscriptions(id string) []string {
 	return out
 }
 
-func (s *Server) onRegister(ctx context.Context, cs server.ClientSession) {
-	if cs.SessionID() == "" {
-		return
-	}
-	ctx = s.mcp.WithContext(ctx, cs)
-	h, replacing := s.conns.session(cs.SessionID()).(*homeSession)
-	s.conns.add(cs.SessionID(), s.authzContext(ctx).Principal, cs)
-	if replacing && h != cs {
-		h.handOver(cs) // a GET's session took the stand-in's place
-	}
-}
-
-func (s *Server) onUnregister(_ context.Context, cs server.ClientSession) {
-	if h, ok := cs.(*homeSession); ok && h.yielding.Load() {
-		return // a GET's session takes its place: the connection lives on
-	}
-	s.conns.remove(cs.SessionID())
-	s.posts.forget(cs.SessionID())
-	s.init.conns.forget(cs.SessionID())
-}
-
-func (s *Server) afterSubscribe(ctx context.Context, _ any, req *mcp.SubscribeRequest, _ *mcp.EmptyResult) {
-	c := s.authzContext(ctx)
-	if c.ConnID == "" {
-		return
-	}
-	s.conns.subscribe(c.ConnID, c.Principal, req.Params.URI, true)
-	s.recordSubscription(c.ConnID, req.Params.URI, true)
-}
-
-func (s *Server) afterUnsubscribe(ctx context.Context, _ any, req *mcp.UnsubscribeRequest, _ *mcp.EmptyResult) {
-	c := s.authzContext(ctx)
-	if c.ConnID == "" {
-		return
-	}
-	s.conns.subscribe(c.ConnID, c.Principal, req.Params.URI, false)
-	s.recordSubscription(c.ConnID, req.Params.URI, false)
-}
-
 // onEvent turns a backend change into notifications for the affected
 // connections registered on this node, one per connection per change.
 func (s *Server) onEvent(ev Event) {
@@ -114,8 +46,8 @@ func (s *Server) onEvent(ev Event) {
 	switch ev.Kind {
 	case ToolsChanged:
 		m := string(mcp.MethodNotificationToolsListChanged)
-		for _, cs := range s.conns.match(m, "", principalOnly(ev.Principal)) {
-			s.notify(cs, m, nil)
+		for _, c := range s.conns.match(m, "", principalOnly(ev.Principal)) {
+			s.notify(c, m, nil)
 		}
 	case ResourceChanged:
 		uri := SessionURI(ev.Session, ev.Resource)
@@ -132,50 +64,49 @@ func (s *Server) onEvent(ev Event) {
 				meta = map[string]any{MetaPatch: p}
 			}
 		}
-		for _, cs := range targets {
-			s.notifyMeta(cs, string(mcp.MethodNotificationResourceUpdated), map[string]any{"uri": uri}, meta)
+		for _, c := range targets {
+			s.notifyMeta(c, string(mcp.MethodNotificationResourceUpdated), map[string]any{"uri": uri}, meta)
 		}
 	case SessionsChanged:
 		if _, ok := s.cfg.Backend.Lookup(ev.Session); !ok {
 			s.tools.forgetSession(ev.Session) // stopped (or moved away)
 		}
 		for _, uri := range []string{URISessions, URIMe} {
-			for _, cs := range s.conns.match(string(mcp.MethodNotificationResourceUpdated), uri, everyone) {
-				s.notify(cs, string(mcp.MethodNotificationResourceUpdated), map[string]any{"uri": uri})
+			for _, c := range s.conns.match(string(mcp.MethodNotificationResourceUpdated), uri, everyone) {
+				s.notify(c, string(mcp.MethodNotificationResourceUpdated), map[string]any{"uri": uri})
 			}
 		}
 		// The set of concrete session resources changed too.
 		m := string(mcp.MethodNotificationResourcesListChanged)
-		for _, cs := range s.conns.match(m, "", ownerOf(ev.Principal)) {
-			s.notify(cs, m, nil)
+		for _, c := range s.conns.match(m, "", ownerOf(ev.Principal)) {
+			s.notify(c, m, nil)
 		}
 	case MembersChanged:
-		for _, cs := range s.conns.match(string(mcp.MethodNotificationResourceUpdated), URIMembers, everyone) {
-			s.notify(cs, string(mcp.MethodNotificationResourceUpdated), map[string]any{"uri": URIMembers})
+		for _, c := range s.conns.match(string(mcp.MethodNotificationResourceUpdated), URIMembers, everyone) {
+			s.notify(c, string(mcp.MethodNotificationResourceUpdated), map[string]any{"uri": URIMembers})
 		}
 	}
 }
 
-func (s *Server) notify(cs server.ClientSession, method string, params map[string]any) {
-	s.notifyMeta(cs, method, params, nil)
+func (s *Server) notify(c *conn, method string, params map[string]any) {
+	s.notifyMeta(c, method, params, nil)
 }
 
-// notifyMeta queues a notification on a registered connection, as mcp-go's
-// SendNotificationToSpecificClient does, but keeping _meta (which that
-// function drops).
-func (s *Server) notifyMeta(cs server.ClientSession, method string, params, meta map[string]any) {
-	if !cs.Initialized() {
+// notifyMeta queues a notification for connection c.
+func (s *Server) notifyMeta(c *conn, method string, params, meta map[string]any) {
+	if c.listen != nil {
+		tagged := map[string]any{mcp.MetaKeySubscriptionID: c.subID}
+		maps.Copy(tagged, meta)
+		meta = tagged
+	}
+	msg, err := notification(method, params, meta)
+	if err != nil {
+		s.log.Warn("notification not encoded", "conn", c.id, "method", method, "err", err)
 		return
 	}
-	// No UpgradeToSSEWhenReceiveNotification, unlike mcp-go: its flag
-	// never clears, so every later answer on the connection would be an
-	// SSE stream that mcp-go keeps until the connection ends. A POST that
-	// forwards this notification turns SSE by itself.
-	n := mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION, Notification: mcp.Notification{
-		Method: method, Params: mcp.NotificationParams{Meta: meta, AdditionalFields: params}}}
-	if s.deliver(cs, n) {
+	if s.deliver(c, msg) {
 		s.metrics.notified(method)
 	} else {
-		s.log.Warn("notification dropped: the connection's queue is full", "conn", cs.SessionID(), "method", method)
+		s.log.Warn("notification dropped: the connection's queue is full", "conn", c.id, "method", method)
 	}
 }

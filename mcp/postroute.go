@@ -1,38 +1,22 @@
 package mcp
 
-import (
-	"sync"
-
-	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
-)
-
-// maxPendingNotes bounds what waits for a connection's next POST on this
-// node, as mcp-go's per-connection channel does (100).
-const maxPendingNotes = 100
+import "sync"
 
 // postRoutes delivers backend notifications (tools and resource changes)
-// for a Streamable HTTP connection without mcp-go's per-connection channel
-// whenever a POST can carry them: mcp-go, with an event store configured,
-// keeps every POST whose answer carried a notification it forwarded as a
-// resumable stream, holding the POST's writer and request, until the
-// connection ends (~5 KB a call for a client subscribed to what it
-// drives). A notification goes, in this order, to a POST of the connection
-// running on this node (its stream writes it before the answer), to the
-// connection's GET stream here (through mcp-go's channel, as before), or
-// waits for the connection's next POST on this node.
+// for a Streamable HTTP connection with no stream on this node through
+// one of its running POSTs here, or keeps them for its next POST here.
 type postRoutes struct {
 	mu      sync.Mutex
-	posts   map[string][]*postStream
-	pending map[string][]mcp.JSONRPCNotification
+	posts   map[string][]*eventStream
+	pending map[string][][]byte
 }
 
 func newPostRoutes() *postRoutes {
-	return &postRoutes{posts: map[string][]*postStream{}, pending: map[string][]mcp.JSONRPCNotification{}}
+	return &postRoutes{posts: map[string][]*eventStream{}, pending: map[string][][]byte{}}
 }
 
 // begin registers a POST of connection sid, which takes what waits for it.
-func (r *postRoutes) begin(sid string, p *postStream) {
+func (r *postRoutes) begin(sid string, p *eventStream) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.posts[sid] = append(r.posts[sid], p)
@@ -42,10 +26,10 @@ func (r *postRoutes) begin(sid string, p *postStream) {
 	delete(r.pending, sid)
 }
 
-// end unregisters a POST whose answer is written, closes its stream and
-// returns what reached it too late to be written.
-func (r *postRoutes) end(sid string, p *postStream) []mcp.JSONRPCNotification {
+// end unregisters a POST whose answer is about to be written.
+func (r *postRoutes) end(sid string, p *eventStream) {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	ps := r.posts[sid]
 	for i, q := range ps {
 		if q == p {
@@ -58,29 +42,27 @@ func (r *postRoutes) end(sid string, p *postStream) []mcp.JSONRPCNotification {
 	} else {
 		r.posts[sid] = ps
 	}
-	r.mu.Unlock()
-	return p.close()
 }
 
-// route delivers n to a running POST of sid, or, when held, keeps it for
-// the next one (dropped when 100 already wait). taken is false when
-// neither applies: the caller uses mcp-go's channel (a GET stream here).
-func (r *postRoutes) route(sid string, n mcp.JSONRPCNotification, held bool) (taken, dropped bool) {
+// route delivers msg to a running POST of sid, or, when hold, keeps it
+// for the next one (dropped when maxQueued already wait). taken is false
+// when neither applies.
+func (r *postRoutes) route(sid string, msg []byte, hold bool) (taken, dropped bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	ps := r.posts[sid]
 	for i := len(ps) - 1; i >= 0; i-- {
-		if ps[i].enqueue(n) {
+		if ps[i].enqueue(msg) {
 			return true, false
 		}
 	}
-	if !held {
+	if !hold {
 		return false, false
 	}
-	if len(r.pending[sid]) >= maxPendingNotes {
+	if len(r.pending[sid]) >= maxQueued {
 		return true, true
 	}
-	r.pending[sid] = append(r.pending[sid], n)
+	r.pending[sid] = append(r.pending[sid], msg)
 	return true, false
 }
 
@@ -91,39 +73,15 @@ func (r *postRoutes) forget(sid string) {
 	r.mu.Unlock()
 }
 
-// deliver queues n for connection cs: through a POST of it when one can
-// carry it, else on mcp-go's channel (its GET stream, or whichever of its
-// streams reads first).
-func (s *Server) deliver(cs server.ClientSession, n mcp.JSONRPCNotification) bool {
-	sid := cs.SessionID()
-	if _, streamable := cs.(server.SessionWithStreamableHTTPConfig); streamable && sid != "" {
-		held := !s.streams.holdsGET(sid)
-		if taken, dropped := s.posts.route(sid, n, held); taken {
-			return !dropped
-		}
-	}
-	select {
-	case cs.NotificationChannel() <- n:
+// deliver queues msg for connection c: on its stream here, else through
+// a POST of it here (or for its next one); false when it was dropped.
+func (s *Server) deliver(c *conn, msg []byte) bool {
+	if c.out != nil && c.out.enqueue(msg) {
 		return true
-	default:
+	}
+	if c.listen != nil || c.id == "" {
 		return false
 	}
-}
-
-// endPost ends a POST of connection sid; what reached its stream after
-// its answer is delivered again, to another stream of the connection.
-func (s *Server) endPost(sid string, p *postStream) {
-	late := s.posts.end(sid, p)
-	if len(late) == 0 {
-		return
-	}
-	cs := s.conns.session(sid)
-	if cs == nil {
-		return // the connection ended meanwhile
-	}
-	for _, n := range late {
-		if !s.deliver(cs, n) {
-			s.log.Warn("notification dropped: the connection's queue is full", "conn", sid, "method", n.Method)
-		}
-	}
+	taken, dropped := s.posts.route(c.id, msg, true)
+	return taken && !dropped
 }

@@ -49,7 +49,7 @@ func (s *Server) addPrompts() {
 		if p.app == "" {
 			opts = append(opts, mcp.WithArgument("app", mcp.RequiredArgument(), mcp.ArgumentDescription("app to start; completes to startable apps")))
 		}
-		s.mcp.AddPrompt(mcp.NewPrompt(p.name, opts...), func(_ context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		s.ext.AddPrompt(mcp.NewPrompt(p.name, opts...), func(_ context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 			app := p.app
 			if app == "" {
 				app = req.Params.Arguments["app"]

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcpswarm/mcpswarm/authz"
 	"github.com/mcpswarm/mcpswarm/session"
@@ -56,18 +55,18 @@ func jsonContents(uri string, v any) ([]mcp.ResourceContents, error) {
 }
 
 func (s *Server) addResources() {
-	s.mcp.AddResource(mcp.NewResource(URIMembers, "cluster members",
+	s.ext.AddResource(mcp.NewResource(URIMembers, "cluster members",
 		mcp.WithResourceDescription("The cluster's members and their state."), mcp.WithMIMEType("application/json")),
 		func(_ context.Context, _ mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
 			return jsonContents(URIMembers, s.toolMembers(context.Background(), authz.Context{}, mcp.CallToolRequest{}).StructuredContent)
 		})
-	s.mcp.AddResource(mcp.NewResource(URISessions, "your sessions",
+	s.ext.AddResource(mcp.NewResource(URISessions, "your sessions",
 		mcp.WithResourceDescription("The sessions visible to you, with their owner nodes."), mcp.WithMIMEType("application/json")),
 		func(ctx context.Context, _ mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
 			c := s.authzContext(ctx)
 			return jsonContents(URISessions, s.toolList(ctx, c, mcp.CallToolRequest{}).StructuredContent)
 		})
-	s.mcp.AddResource(mcp.NewResource(URIMe, "who am I",
+	s.ext.AddResource(mcp.NewResource(URIMe, "who am I",
 		mcp.WithResourceDescription("Your principal, connection and owned sessions."), mcp.WithMIMEType("application/json")),
 		func(ctx context.Context, _ mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
 			c := s.authzContext(ctx)
@@ -80,7 +79,7 @@ func (s *Server) addResources() {
 			return jsonContents(URIMe, map[string]any{
 				"principal": c.Principal.Subject, "authenticated": c.Principal.Authenticated, "roles": c.Principal.Roles,
 				"connection": c.ConnID, "transport": string(c.Transport), "node": s.cfg.Node, "sessions": owned,
-				"protocolVersion": server.RequestProtocolVersion(ctx),
+				"protocolVersion": requestVersion(ctx),
 			})
 		})
 	for _, t := range []struct{ tmpl, name, desc string }{
@@ -88,7 +87,7 @@ func (s *Server) addResources() {
 		{uriSession + "{id}/context", "session context", "The context tree of one of your sessions: view, focus and model projections."},
 		{uriSession + "{id}/model/{key}", "session model projection", "A named projection of one of your sessions' model."},
 	} {
-		s.mcp.AddResourceTemplate(mcp.NewResourceTemplate(t.tmpl, t.name,
+		s.ext.AddResourceTemplate(mcp.NewResourceTemplate(t.tmpl, t.name,
 			mcp.WithTemplateDescription(t.desc), mcp.WithTemplateMIMEType("application/json")), s.readSessionResource)
 	}
 }
@@ -98,12 +97,12 @@ func (s *Server) readSessionResource(ctx context.Context, req mcp.ReadResourceRe
 	uri := req.Params.URI
 	id, name, ok := parseSessionURI(uri)
 	if !ok {
-		return nil, fmt.Errorf("resource %s: %w", uri, server.ErrResourceNotFound)
+		return nil, fmt.Errorf("resource %s: %w", uri, errResourceNotFound)
 	}
 	c := s.authzContext(ctx)
 	info, found := s.cfg.Backend.Lookup(id)
 	if !found || !authz.Owns(c.Principal, info.Principal) {
-		return nil, fmt.Errorf("resource %s: %w", uri, server.ErrResourceNotFound)
+		return nil, fmt.Errorf("resource %s: %w", uri, errResourceNotFound)
 	}
 	data, err := s.cfg.Backend.ReadResource(ctx, c, id, name)
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -49,6 +48,13 @@ type exchange struct {
 	out      outbox
 }
 
+// shared reports whether what the request's connection declares is kept
+// for the cluster (an HTTP connection any node may serve), not only by
+// its transport (stdio).
+func (x *exchange) shared() bool {
+	return x.conn != "" && x.c.Transport != authz.TransportStdio
+}
+
 // outbox is how a request reaches its client while it runs.
 type outbox interface {
 	// notify sends a notification (progress, a log message) on the
@@ -65,8 +71,8 @@ type method struct {
 	// the other era is refused with -32601.
 	legacy, modern bool
 	// read marks the read surface: the read authorizer decides first.
-	read bool
-	serve func(ctx context.Context, s *Server, x *exchange) (any, *rpcError)
+	read  bool
+	serve func(s *Server, ctx context.Context, x *exchange) (any, *rpcError)
 }
 
 // lookupMethod returns the request method called name.
@@ -147,7 +153,7 @@ func (s *Server) serveRequest(ctx context.Context, x *exchange) (any, *rpcError)
 	ctx, done := s.calls.start(ctx, x.conn, id)
 	defer done()
 	ctx = withExchange(ctx, x)
-	res, e := m.serve(ctx, s, x)
+	res, e := m.serve(s, ctx, x)
 	if e != nil {
 		return nil, e
 	}
@@ -177,7 +183,7 @@ func decode(x *exchange, v any) *rpcError {
 	return nil
 }
 
-func servePing(context.Context, *Server, *exchange) (any, *rpcError) {
+func servePing(*Server, context.Context, *exchange) (any, *rpcError) {
 	return mcp.EmptyResult{}, nil
 }
 
@@ -196,3 +202,14 @@ func exchangeFrom(ctx context.Context) *exchange {
 // errNoStream refuses a server-to-client message on a request that has no
 // way back to its client.
 var errNoStream = errors.New("mcp: this request has no stream to its client")
+
+// requestVersion is the protocol version of the request in ctx.
+func requestVersion(ctx context.Context) string {
+	if x := exchangeFrom(ctx); x != nil {
+		return x.version
+	}
+	return ""
+}
+
+// errResourceNotFound marks a resource nobody serves (to this caller).
+var errResourceNotFound = errors.New("resource not found")

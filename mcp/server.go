@@ -3,28 +3,25 @@ package mcp
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcpswarm/mcpswarm/authz"
 )
 
 // Server is the MCP front of one node: Streamable HTTP at /mcp, legacy
 // HTTP+SSE at /sse and /message, and stdio, all serving per-connection
-// views of the Backend.
+// views of the Backend through one dispatcher (rpc.go).
 type Server struct {
 	cfg    Config
 	log    *slog.Logger
-	mcp    *server.MCPServer
-	stream *server.StreamableHTTPServer
-	sse    *server.SSEServer
 	ids    *SessionIDs
 	states *stateSealer
 	conns  *connTable
@@ -32,6 +29,9 @@ type Server struct {
 	// nil on a lone node.
 	registry Connections
 	relay    Relay
+	// connInfo keeps what each connection declared: the registry, or on a
+	// lone node a map of this node's own.
+	connInfo ConnRegistry
 	init     *initGate
 	parked   *parking
 	asks     *clientRequests
@@ -48,16 +48,20 @@ type Server struct {
 	// staticViews holds each static tool's one-tool call view.
 	staticViews map[string]map[string]Tool
 	tools       toolCache
-	handler     http.Handler
-	// touched and versions serve tool calls past mcp-go's transport
-	// (directcall.go).
-	touched  *touchClock
+	// ext holds the front's own resources, templates and prompts and what
+	// Config.Extend added.
+	ext      *Extension
+	handler  http.Handler
 	versions []string
 	calls    inflightCalls
+	// pings numbers keepalive pings and listen streams.
+	pings atomic.Int64
 
 	stopWatch func()
 	closeOnce sync.Once
-	drain     requestDrain
+	// closing ends every held stream at Shutdown.
+	closing chan struct{}
+	drain   requestDrain
 }
 
 // New builds a Server from cfg.
@@ -81,33 +85,8 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{
 		cfg: cfg, log: cfg.Logger, ids: ids, states: states, init: newInitGate(cfg.Guard.Limits, cfg.Dev, cfg.IdleTTL),
 		parked: newParking(), asks: newClientRequests(cfg.Node), streams: newSSEStreams(), posts: newPostRoutes(), metrics: m,
+		ext: newExtension(), versions: slices.Clone(mcp.ValidProtocolVersions), closing: make(chan struct{}),
 	}
-
-	hooks := &server.Hooks{}
-	hooks.AddOnRequestInitialization(s.beforeRequest)
-	hooks.AddOnRegisterSession(s.onRegister)
-	hooks.AddOnUnregisterSession(s.onUnregister)
-	hooks.AddAfterSubscribe(s.afterSubscribe)
-	hooks.AddAfterUnsubscribe(s.afterUnsubscribe)
-	hooks.AddBeforeSubscriptionsListen(s.beforeListen)
-	hooks.AddAfterInitialize(s.afterInitialize)
-	hooks.AddAfterSetLevel(s.afterSetLevel)
-
-	s.mcp = server.NewMCPServer("mcpswarm", cfg.Version,
-		server.WithToolCapabilities(true),
-		server.WithResourceCapabilities(true, true),
-		server.WithPromptCapabilities(false),
-		server.WithLogging(),
-		server.WithCompletions(),
-		server.WithElicitation(),
-		server.WithHooks(hooks),
-		server.WithRecovery(),
-		server.WithResourceRecovery(),
-		server.WithPromptCompletionProvider(completer{s}),
-		server.WithResourceCompletionProvider(completer{s}),
-		server.WithInstructions(instructions),
-		server.WithExtensions(uiExtensions()),
-	)
 	s.static = s.staticTools()
 	s.staticViews = oneToolViews(s.static)
 	s.staticUI = staticUITools(s.static)
@@ -115,31 +94,8 @@ func New(cfg Config) (*Server, error) {
 	s.addResources()
 	s.addPrompts()
 	if cfg.Extend != nil {
-		cfg.Extend(s.mcp)
+		cfg.Extend(s.ext)
 	}
-
-	s.stream = server.NewStreamableHTTPServer(s.mcp,
-		server.WithEndpointPath("/mcp"),
-		server.WithSessionIdManagerResolver(checkedResolver{resolver{ids}}),
-		server.WithHeartbeatInterval(cfg.Keepalive),
-		// Any event store makes the POST wait for its notification
-		// forwarder before answering, which closes mcp-go's race that
-		// loses progress and log notifications; ours records nothing.
-		server.WithEventStore(noopEventStore{}),
-		server.WithSessionIdleTTL(cfg.IdleTTL),
-		server.WithHTTPContextFunc(s.wrapContext),
-		server.WithStreamableHTTPLogger(cfg.Logger),
-	)
-	s.versions = server.FilterSupportedVersions(s.stream)
-	s.touched = newTouchClock(cfg.IdleTTL / 4)
-	s.sse = server.NewSSEServer(s.mcp,
-		server.WithSSEEndpoint("/sse"),
-		server.WithMessageEndpoint("/message"),
-		server.WithUseFullURLForMessageEndpoint(false),
-		server.WithKeepAliveInterval(cfg.Keepalive),
-		server.WithSSEContextFunc(s.sseContext),
-		server.WithSessionIDGenerator(s.sseSessionID),
-	)
 	s.handler = s.front()
 	// The one step that joins the front to the cluster: the cluster gets
 	// the front, the front gets the registry and the relay. It comes last,
@@ -147,7 +103,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Cluster != nil {
 		s.registry, s.relay = cfg.Cluster.Attach(s)
 	}
+	s.connInfo = NewMemoryConns()
 	if s.registry != nil {
+		s.connInfo = s.registry
 		// Set before any use: the ids are not shared yet.
 		ids.SetCluster(s.registry)
 		states.registry = s.registry
@@ -165,10 +123,6 @@ const instructions = "mcpswarm serves headless app sessions as tools. Call swarm
 // Handler serves /mcp, /sse, /message and /.well-known/oauth-protected-resource.
 func (s *Server) Handler() http.Handler { return s.handler }
 
-// MCPServer returns the underlying mcp-go server (for in-process clients
-// and fixtures).
-func (s *Server) MCPServer() *server.MCPServer { return s.mcp }
-
 // SessionIDs returns the sealer of this node's session ids.
 func (s *Server) SessionIDs() *SessionIDs { return s.ids }
 
@@ -185,40 +139,20 @@ func (s *Server) SensitiveStaticTools() []string {
 }
 
 // Shutdown closes client streams, denies parked calls and stops watching
-// the backend.
+// the backend; it waits for the requests in flight until ctx ends.
 func (s *Server) Shutdown(ctx context.Context) error {
-	var errs []error
+	var err error
 	s.closeOnce.Do(func() {
 		s.stopWatch()
 		s.appWaits.closeAll()
 		s.parked.closeAll(outcomeShutdown)
-		if err := s.stream.Shutdown(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("closing streamable http sessions: %w", err))
-		}
-		if err := s.drain.close(ctx, func() { s.stream.CloseSessions(ctx) }); err != nil {
-			errs = append(errs, fmt.Errorf("waiting for streamable http requests in flight: %w", err))
-		}
-		if err := s.sse.Shutdown(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("closing sse sessions: %w", err))
-		}
+		close(s.closing)
 		s.streams.closeAll()
+		if e := s.drain.close(ctx, func() {}); e != nil {
+			err = fmt.Errorf("waiting for the requests in flight: %w", e)
+		}
 	})
-	return errors.Join(errs...)
-}
-
-// wrapContext gives every request its own view session (see viewSession).
-func (s *Server) wrapContext(ctx context.Context, _ *http.Request) context.Context {
-	cs := server.ClientSessionFromContext(ctx)
-	if cs == nil {
-		return ctx
-	}
-	if _, ok := cs.(*viewSession); ok {
-		return ctx
-	}
-	vs := newViewSession(cs)
-	vs.post = postStreamFrom(ctx)
-	vs.asks = s.asks
-	return s.mcp.WithContext(ctx, vs)
+	return err
 }
 
 // readMethods are guarded by the read authorizer.
@@ -249,84 +183,6 @@ func (s *Server) decideRead(ctx context.Context, c authz.Context, method string,
 		return nil
 	}
 	return &rpcError{Code: authz.ReadDeniedCode, Message: "forbidden: " + d.Detail(), Data: authz.ReadDenied(method, d)}
-}
-
-// beforeRequest runs before mcp-go dispatches a request: it installs the
-// caller's view of tools and resources on the request's view session, and
-// guards the read surface for callers no transport precheck covered.
-func (s *Server) beforeRequest(ctx context.Context, _ any, message any) error {
-	raw, ok := message.(json.RawMessage)
-	if !ok {
-		return nil
-	}
-	var head struct {
-		Method string          `json:"method"`
-		Params json.RawMessage `json:"params"`
-	}
-	tool := ""
-	if env, ok := checkedEnvelope(ctx, raw); ok {
-		head.Method, head.Params = env.Method, env.Params
-		tool = requestFrom(ctx).tool
-	} else if err := json.Unmarshal(raw, &head); err != nil {
-		return nil
-	}
-	vs, _ := server.ClientSessionFromContext(ctx).(*viewSession)
-	c := s.authzContext(ctx)
-	if id, ok := identityFrom(ctx); !ok || !id.prechecked {
-		if e := s.decideRead(ctx, c, head.Method, head.Params); e != nil {
-			return errors.New(e.Message)
-		}
-	}
-	if vs == nil {
-		return nil
-	}
-	s.applyConn(vs)
-	switch head.Method {
-	case string(mcp.MethodToolsList):
-		vs.SetSessionTools(s.listView(ctx, c, offersUI(ctx, head.Params)))
-	case string(mcp.MethodToolsCall):
-		if tool == "" {
-			var p struct {
-				Name string `json:"name"`
-			}
-			_ = json.Unmarshal(head.Params, &p)
-			tool = p.Name
-		}
-		view := s.callView(c, tool)
-		if c.Transport == authz.TransportStdio {
-			// stdio has one view session for all its (concurrent)
-			// requests: keep the listing whole while a call runs.
-			full := s.listView(ctx, c, offersUI(ctx, head.Params))
-			for k, v := range view {
-				full[k] = v
-			}
-			view = full
-		}
-		vs.SetSessionTools(view)
-	case string(mcp.MethodResourcesList), string(mcp.MethodResourcesRead):
-		res := s.sessionResources(c)
-		if offersUI(ctx, head.Params) {
-			res[AppURI] = appServerResource()
-		}
-		vs.setResources(res)
-	case string(mcp.MethodResourcesSubscribe):
-		var p struct {
-			URI string `json:"uri"`
-		}
-		_ = json.Unmarshal(head.Params, &p)
-		if err := s.checkResourceAccess(c, p.URI); err != nil {
-			return err
-		}
-	case string(mcp.MethodSubscriptionsListen):
-		var p mcp.SubscriptionsListenParams
-		_ = json.Unmarshal(head.Params, &p)
-		for _, uri := range p.Notifications.ResourceSubscriptions {
-			if err := s.checkResourceAccess(c, uri); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }
 
 // checkResourceAccess refuses a session resource of a session c.Principal

@@ -11,12 +11,9 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
-	"net/http"
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/mark3labs/mcp-go/server"
 )
 
 // Errors returned by SessionIDs.Open. Both make the transport answer 404.
@@ -373,51 +370,6 @@ func (s *SessionIDs) terminate(id string) {
 	}
 	s.terminated[d] = struct{}{}
 	s.order = append(s.order, d)
-}
-
-// Manager returns the mcp-go SessionIdManager for one request: it mints ids
-// bound to principal and validates ids against it. A nil request (cleanup by
-// mcp-go's sweeper or shutdown) gets a manager whose Terminate is local
-// cleanup only, never a revocation.
-func (s *SessionIDs) Manager(principal string, fromRequest bool) server.SessionIdManager {
-	return &sidManager{ids: s, principal: principal, request: fromRequest}
-}
-
-type sidManager struct {
-	ids       *SessionIDs
-	principal string
-	request   bool
-}
-
-func (m *sidManager) Generate() string { return m.ids.Mint(m.principal) }
-
-func (m *sidManager) Validate(id string) (bool, error) {
-	if _, err := m.ids.Open(id, m.principal); err != nil {
-		return false, err
-	}
-	return m.ids.Terminated(id), nil
-}
-
-func (m *sidManager) Terminate(id string) (bool, error) {
-	if !m.request {
-		return false, nil
-	}
-	if _, err := m.ids.Open(id, m.principal); err != nil {
-		return true, nil
-	}
-	m.ids.terminate(id)
-	return false, nil
-}
-
-// resolver adapts SessionIDs to mcp-go's per-request resolver, reading the
-// authenticated principal our middleware put in the request context.
-type resolver struct{ ids *SessionIDs }
-
-func (r resolver) ResolveSessionIdManager(req *http.Request) server.SessionIdManager {
-	if req == nil || isLocalCleanup(req.Context()) {
-		return r.ids.Manager("", false)
-	}
-	return r.ids.Manager(boundSubject(req.Context()), true)
 }
 
 // labelledAEAD derives an AES-256-GCM cipher dedicated to one purpose from

@@ -3,7 +3,6 @@ package mcp
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -13,76 +12,25 @@ import (
 	"github.com/mcpswarm/mcpswarm/authz"
 )
 
-// sseWriter serialises writes to a legacy SSE stream so the front can
-// inject events (a read denial's JSON-RPC error) between mcp-go's events,
-// each of which mcp-go writes with a single Write.
-type sseWriter struct {
-	http.ResponseWriter
-	mu     sync.Mutex
-	closed bool
-}
-
-func (w *sseWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closed {
-		return 0, errors.New("mcp: sse stream closed")
-	}
-	return w.ResponseWriter.Write(p)
-}
-
-// Flush flushes the stream.
-func (w *sseWriter) Flush() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if f, ok := w.ResponseWriter.(http.Flusher); ok && !w.closed {
-		f.Flush()
-	}
-}
-
-// Unwrap lets http.ResponseController reach the real writer.
-func (w *sseWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-func (w *sseWriter) inject(data []byte) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closed {
-		return errors.New("mcp: sse stream closed")
-	}
-	if _, err := fmt.Fprintf(w.ResponseWriter, "event: message\ndata: %s\n\n", data); err != nil {
-		return fmt.Errorf("writing sse event: %w", err)
-	}
-	if f, ok := w.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-	return nil
-}
-
-func (w *sseWriter) close() {
-	w.mu.Lock()
-	w.closed = true
-	w.mu.Unlock()
-}
-
 // sseStreams tracks this node's legacy SSE streams and the Streamable HTTP
 // GET streams it holds.
 type sseStreams struct {
 	mu   sync.Mutex
-	sse  map[string]*sseWriter
+	sse  map[string]*eventStream
 	gets map[string]int
 }
 
 func newSSEStreams() *sseStreams {
-	return &sseStreams{sse: make(map[string]*sseWriter), gets: make(map[string]int)}
+	return &sseStreams{sse: make(map[string]*eventStream), gets: make(map[string]int)}
 }
 
-func (t *sseStreams) put(id string, w *sseWriter) {
+func (t *sseStreams) put(id string, w *eventStream) {
 	t.mu.Lock()
 	t.sse[id] = w
 	t.mu.Unlock()
 }
 
-func (t *sseStreams) get(id string) (*sseWriter, bool) {
+func (t *sseStreams) get(id string) (*eventStream, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	w, ok := t.sse[id]
@@ -119,67 +67,31 @@ func (t *sseStreams) closeAll() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, w := range t.sse {
-		w.close()
+		w.end()
 	}
 }
 
-type sseSlotKey struct{}
-
-// sseSlot carries the id mcp-go's generator minted back to serveSSE.
-type sseSlot struct{ id string }
-
-// sseSessionID mints a sealed id for a legacy SSE connection, bound to the
-// authenticated principal like a Streamable HTTP one.
-func (s *Server) sseSessionID(ctx context.Context, r *http.Request) (string, error) {
-	id := s.ids.Mint(boundSubject(r.Context()))
-	if slot, ok := ctx.Value(sseSlotKey{}).(*sseSlot); ok {
-		slot.id = id
-	}
-	return id, nil
-}
-
+// serveSSE holds a legacy HTTP+SSE connection: it mints the connection's
+// id, names the endpoint its messages go to, and carries every answer and
+// server-initiated message of the connection until the client goes.
 func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet {
 		http.Error(w, "Method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
-	r, rq := ownRequest(r)
+	_, rq := ownRequest(r)
 	rq.id.transport = authz.TransportSSE
-	rq.id.prechecked = true
-	slot := &sseSlot{}
-	ctx := context.WithValue(r.Context(), sseSlotKey{}, slot)
-	sw := &sseWriter{ResponseWriter: w}
-	// The generator runs before mcp-go writes anything, so the stream is
-	// registered before its endpoint event reaches the client.
-	reg := &registeringWriter{sseWriter: sw, register: func() {
-		if slot.id != "" {
-			s.streams.put(slot.id, sw)
-		}
-	}}
-	defer func() {
-		sw.close()
-		if slot.id != "" {
-			s.streams.remove(slot.id)
-		}
-	}()
-	s.sse.ServeHTTP(reg, r.WithContext(ctx))
-}
-
-// registeringWriter registers the stream on its first write.
-type registeringWriter struct {
-	*sseWriter
-	once     sync.Once
-	register func()
-}
-
-func (w *registeringWriter) Write(p []byte) (int, error) {
-	w.once.Do(w.register)
-	return w.sseWriter.Write(p)
-}
-
-func (w *registeringWriter) WriteHeader(code int) {
-	w.once.Do(w.register)
-	w.sseWriter.ResponseWriter.WriteHeader(code)
+	sid := s.ids.Mint(boundSubject(r.Context()))
+	stream := newEventStream(w)
+	defer stream.end()
+	s.streams.put(sid, stream)
+	defer s.streams.remove(sid)
+	s.conns.add(sid, s.principal(rq.id, sid, false), true, stream)
+	defer s.forgetLocal(sid)
+	if err := stream.event("endpoint", []byte("/message?sessionId="+url.QueryEscape(sid))); err != nil {
+		return
+	}
+	s.holdStream(r.Context(), stream)
 }
 
 func (s *Server) serveSSEMessage(w http.ResponseWriter, r *http.Request) {
@@ -189,7 +101,6 @@ func (s *Server) serveSSEMessage(w http.ResponseWriter, r *http.Request) {
 	}
 	r, rq := ownRequest(r)
 	rq.id.transport = authz.TransportSSE
-	rq.id.prechecked = true
 	sid := r.URL.Query().Get("sessionId")
 	claims, err := s.ids.Open(sid, boundSubject(r.Context()))
 	if err != nil {
@@ -207,7 +118,6 @@ func (s *Server) serveSSEMessage(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	rq.body, rq.env = body, env
 	if _, here := s.streams.get(sid); !here && claims.Node != s.cfg.Node && s.relay != nil {
 		// The stream lives on the node that minted the id; a load
 		// balancer sent the POST here. Hand it over rather than refuse it.
@@ -220,23 +130,38 @@ func (s *Server) serveSSEMessage(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(code)
 		return
 	}
-	e := sseEraError(env)
-	if e == nil {
-		e = s.precheckRead(r, env, authz.TransportSSE, sid, false)
+	stream, found := s.streams.get(sid)
+	if !found {
+		writeRPCError(w, http.StatusNotFound, &rpcError{Code: codeInvalidParams, Message: "no sse stream for this session on this node"})
+		return
 	}
-	if e != nil {
-		stream, found := s.streams.get(sid)
-		if !found {
-			writeRPCError(w, http.StatusNotFound, &rpcError{Code: codeInvalidParams, Message: "no sse stream for this session on this node"})
-			return
-		}
-		w.WriteHeader(http.StatusAccepted)
-		if err := stream.inject(e.marshal()); err != nil {
-			s.log.Debug("read denial not delivered", "conn", sid, "err", err)
+	w.WriteHeader(http.StatusAccepted)
+	if env.isResponse() {
+		_, local, tagged := parseRelayID(env.ID)
+		if !env.isPingAnswer() && (!tagged || !s.asks.answer(sid, local, env)) {
+			s.log.Debug("dropping an answer no request waits for", "conn", sid, "id", string(env.ID))
 		}
 		return
 	}
-	s.sse.ServeHTTP(w, r)
+	id, _ := identityFrom(r.Context())
+	x := &exchange{env: env, body: body, id: id, conn: sid, versions: legacyVersions(),
+		out: &streamOutbox{s: s, conn: sid, stream: stream}}
+	x.c = authz.Context{ConnID: sid, Transport: authz.TransportSSE, Node: s.cfg.Node, Principal: s.principal(id, sid, false)}
+	x.client, _ = s.connInfo.Get(sid)
+	x.version = x.client.ProtocolVersion
+	if e := sseEraError(env); e != nil {
+		_ = stream.send(e.marshal())
+		return
+	}
+	// The answer goes on the stream, whenever it is ready: the POST
+	// is answered now, and its end must not cancel the call.
+	go func() {
+		if answer := s.dispatch(context.WithoutCancel(r.Context()), x); answer != nil {
+			if err := stream.send(answer); err != nil {
+				s.log.Debug("answer on a closed sse stream", "conn", sid, "err", err)
+			}
+		}
+	}()
 }
 
 // DeliverSSE serves a legacy SSE message that another node received for a

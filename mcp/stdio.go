@@ -3,112 +3,134 @@ package mcp
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"sync"
 
-	"github.com/mark3labs/mcp-go/server"
+	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcpswarm/mcpswarm/authz"
 )
 
-// lockedWriter makes each Write atomic, so the front's own answers never
-// interleave with mcp-go's (which writes every message with one Write).
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
+// maxStdioCalls bounds the requests of a stdio client that run at once;
+// the reader waits for a slot before it reads on.
+const maxStdioCalls = 64
+
+// stdioOut writes whole lines to stdout, one message each.
+type stdioOut struct {
+	mu  sync.Mutex
+	w   io.Writer
+	err error
 }
 
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
+func (o *stdioOut) send(msg []byte) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.err != nil {
+		return o.err
+	}
+	if _, err := o.w.Write(append(msg, '\n')); err != nil {
+		o.err = fmt.Errorf("writing to stdout: %w", err)
+	}
+	return o.err
 }
+
+func (o *stdioOut) enqueue(msg []byte) bool {
+	go func() { _ = o.send(msg) }()
+	return true
+}
+
+// stdioOutbox is the way back to a stdio client while one of its
+// requests runs.
+type stdioOutbox struct {
+	s   *Server
+	out *stdioOut
+}
+
+func (o stdioOutbox) notify(n mcp.JSONRPCNotification) error {
+	b, err := json.Marshal(n)
+	if err != nil {
+		return fmt.Errorf("encoding %s: %w", n.Method, err)
+	}
+	return o.out.send(b)
+}
+
+func (o stdioOutbox) ask(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	return o.s.asks.ask(ctx, o.out, stdioConn, method, params)
+}
+
+// stdioConn is the connection id of the stdio client.
+const stdioConn = "stdio"
 
 // ServeStdio serves one MCP client over in/out (newline-delimited JSON-RPC)
-// until in ends or ctx is cancelled. The principal is "stdio". Like the HTTP
-// front, it enforces the size, batch and nesting limits and the read
-// authorizer before mcp-go sees a message.
+// until in ends or ctx is cancelled. The principal is "stdio". Every
+// message passes the same checks as on HTTP: size, batch and nesting
+// limits, then the dispatcher's gate.
 func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	lw := &lockedWriter{w: out}
-	pr, pw := io.Pipe()
-	ss := server.NewStdioServer(s.mcp)
-	ss.SetContextFunc(func(ctx context.Context) context.Context {
-		ctx = withIdentity(ctx, identity{transport: authz.TransportStdio, prechecked: true})
-		return s.wrapContext(ctx, nil)
-	})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		err := s.filterStdio(ctx, in, pw, lw)
-		_ = pw.CloseWithError(err)
-	}()
-	err := ss.Listen(ctx, pr, lw)
-	cancel()
-	_ = pr.Close()
-	wg.Wait()
-	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
-		return fmt.Errorf("serving stdio: %w", err)
-	}
-	return nil
-}
-
-// filterStdio copies messages from in to pass, answering on out the ones
-// the front refuses.
-func (s *Server) filterStdio(ctx context.Context, in io.Reader, pass io.Writer, out io.Writer) error {
+	w := &stdioOut{w: out}
+	id := identity{transport: authz.TransportStdio}
+	c := authz.Context{Principal: s.principal(id, stdioConn, false), ConnID: stdioConn, Transport: authz.TransportStdio, Node: s.cfg.Node}
+	s.conns.add(stdioConn, c.Principal, true, w)
+	defer s.forgetLocal(stdioConn)
+	var client ConnInfo // what initialize declared; only the reader writes it
+	var calls sync.WaitGroup
+	defer calls.Wait()
+	slots := make(chan struct{}, maxStdioCalls)
 	br := bufio.NewReaderSize(in, 64<<10)
-	c := authz.Context{Principal: s.cfg.Guard.Principal(authz.StdioPrincipal()), ConnID: "stdio", Transport: authz.TransportStdio, Node: s.cfg.Node}
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "/", nil)
-	for {
+	for ctx.Err() == nil {
 		line, err := readLine(br, s.cfg.MaxBodyBytes)
-		if len(line) > 0 && ctx.Err() == nil {
-			if e := s.stdioCheck(req, c, line); e != nil {
-				if _, werr := out.Write(append(e.marshal(), '\n')); werr != nil {
-					return fmt.Errorf("writing to stdout: %w", werr)
+		if trimmed := trimSpace(line); len(trimmed) > 0 {
+			env, e := checkMessage(trimmed, s.cfg.MaxBatch, s.cfg.MaxDepth)
+			switch {
+			case e != nil:
+				if w.send(e.marshal()) != nil {
+					return w.err
 				}
-			} else if _, werr := pass.Write(append(line, '\n')); werr != nil {
-				return nil // mcp-go stopped reading
+			case env.isResponse():
+				if _, local, tagged := parseRelayID(env.ID); !tagged || !s.asks.answer(stdioConn, local, env) {
+					s.log.Debug("dropping an answer no request waits for", "conn", stdioConn, "id", string(env.ID))
+				}
+			default:
+				x := &exchange{env: env, body: trimmed, id: id, conn: stdioConn, c: c, client: client,
+					version: client.ProtocolVersion, versions: legacyVersions(), out: stdioOutbox{s, w}}
+				if env.Method == string(mcp.MethodInitialize) || env.Method == string(mcp.MethodSetLogLevel) || !env.isRequest() {
+					// In order: what they declare holds for what follows.
+					if answer := s.dispatch(ctx, x); answer != nil && w.send(answer) != nil {
+						return w.err
+					}
+					client = x.client
+					continue
+				}
+				select {
+				case slots <- struct{}{}:
+				case <-ctx.Done():
+					return nil
+				}
+				calls.Go(func() {
+					defer func() { <-slots }()
+					if answer := s.dispatch(ctx, x); answer != nil {
+						_ = w.send(answer)
+					}
+				})
 			}
 		}
 		if err != nil {
-			if errors.Is(err, io.EOF) {
+			switch {
+			case errors.Is(err, io.EOF):
 				return nil
-			}
-			if errors.Is(err, errLineTooLong) {
+			case errors.Is(err, errLineTooLong):
 				e := &rpcError{Code: codeInvalidRequest, Message: fmt.Sprintf("message exceeds the limit of %d bytes", s.cfg.MaxBodyBytes)}
-				if _, werr := out.Write(append(e.marshal(), '\n')); werr != nil {
-					return fmt.Errorf("writing to stdout: %w", werr)
+				if w.send(e.marshal()) != nil {
+					return w.err
 				}
-				continue
+			default:
+				return fmt.Errorf("reading stdin: %w", err)
 			}
-			return fmt.Errorf("reading stdin: %w", err)
 		}
-		if ctx.Err() != nil {
-			return nil
-		}
-	}
-}
-
-func (s *Server) stdioCheck(req *http.Request, c authz.Context, line []byte) *rpcError {
-	trimmed := trimSpace(line)
-	if len(trimmed) == 0 {
-		return nil
-	}
-	env, e := checkMessage(trimmed, s.cfg.MaxBatch, s.cfg.MaxDepth)
-	if e != nil {
-		return e
-	}
-	if !env.isRequest() || !readMethods[env.Method] {
-		return nil
-	}
-	if e := s.decideRead(req.Context(), c, env.Method, env.Params); e != nil {
-		e.ID = env.ID
-		return e
 	}
 	return nil
 }

@@ -10,7 +10,6 @@ import (
 	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcpswarm/mcpswarm/authz"
 	"github.com/mcpswarm/mcpswarm/session"
@@ -212,11 +211,10 @@ func (s *Server) callView(c authz.Context, name string) map[string]Tool {
 	}}}
 }
 
-// extendedTool reports whether name is a server-wide tool of mcp-go's,
-// which only Config.Extend adds. Without Extend there is none, and the
-// lookup (it copies the tool to the heap) is skipped on every call.
+// extendedTool reports whether name is a tool Config.Extend added.
 func (s *Server) extendedTool(name string) bool {
-	return s.cfg.Extend != nil && s.mcp.GetTool(name) != nil
+	_, ok := s.ext.tool(name)
+	return ok
 }
 
 func (s *Server) derivedHandler(t session.Tool) ToolHandler {
@@ -256,6 +254,10 @@ func (s *Server) withReporters(ctx context.Context, req mcp.CallToolRequest) con
 		return ctx
 	}
 	token := req.Params.Meta.ProgressToken
+	client, ok := ClientFrom(ctx)
+	if !ok {
+		return ctx
+	}
 	return session.WithProgress(ctx, func(progress, total float64, message string) {
 		p := map[string]any{"progressToken": token, "progress": progress}
 		if total > 0 {
@@ -264,35 +266,24 @@ func (s *Server) withReporters(ctx context.Context, req mcp.CallToolRequest) con
 		if message != "" {
 			p["message"] = message
 		}
-		if err := s.mcp.SendNotificationToClient(ctx, "notifications/progress", p); err != nil {
+		if err := client.Notify("notifications/progress", p); err != nil {
 			s.log.Debug("progress notification dropped", "err", err)
 		}
 	})
 }
 
-// sessionLog sends a log message to the calling connection, subject to its
-// logging/setLevel. The message is formatted only when it is sent: at the
+// sessionLog sends a log message to the calling client, subject to its
+// log level. The message is formatted only when it is sent: at the
 // default level (error) nearly none is.
 func (s *Server) sessionLog(ctx context.Context, level mcp.LoggingLevel, format string, args ...any) {
-	if !logWanted(ctx, level) {
+	client, ok := ClientFrom(ctx)
+	if !ok {
 		return
 	}
-	n := mcp.NewLoggingMessageNotification(level, "mcpswarm", fmt.Sprintf(format, args...))
-	if err := s.mcp.SendLogMessageToClient(ctx, n); err != nil {
+	if min := client.LogLevel(); min == "" || !level.ShouldSendTo(min) {
+		return
+	}
+	if err := client.Log(level, "mcpswarm", fmt.Sprintf(format, args...)); err != nil {
 		s.log.Debug("log notification dropped", "err", err)
 	}
-}
-
-// logWanted reports whether mcp-go's SendLogMessageToClient would send a
-// message at level to the connection in ctx, by its own rules.
-func logWanted(ctx context.Context, level mcp.LoggingLevel) bool {
-	cs := server.ClientSessionFromContext(ctx)
-	if cs == nil || !cs.Initialized() {
-		return true // let mcp-go answer (and the caller log) why not
-	}
-	if info := server.RequestProtocolInfoFromContext(ctx); info != nil && info.Modern {
-		return info.LogLevel != "" && level.ShouldSendTo(info.LogLevel)
-	}
-	l, ok := cs.(server.SessionWithLogging)
-	return !ok || level.ShouldSendTo(l.GetLogLevel())
 }

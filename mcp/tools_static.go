@@ -9,7 +9,6 @@ import (
 	"regexp"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcpswarm/mcpswarm/authz"
 	"github.com/mcpswarm/mcpswarm/session"

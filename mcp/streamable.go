@@ -1,0 +1,422 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"mime"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcpswarm/mcpswarm/authz"
+)
+
+// The Streamable HTTP transport at /mcp: POST carries every client
+// message; GET holds a connection's stream of server-initiated messages;
+// DELETE ends a connection. A 2026-07-28 request has no connection: its
+// _meta declares the client, and subscriptions/listen is its stream.
+
+func (s *Server) serveStreamable(w http.ResponseWriter, r *http.Request) {
+	if !s.drain.enter() {
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "Service Unavailable: the node is shutting down", http.StatusServiceUnavailable)
+		return
+	}
+	defer s.drain.leave()
+	r, rq := ownRequest(r)
+	rq.id.transport = authz.TransportStreamableHTTP
+	switch r.Method {
+	case http.MethodPost:
+		s.servePost(w, r, rq.id)
+	case http.MethodGet:
+		s.serveGet(w, r, rq.id)
+	case http.MethodDelete:
+		s.serveDelete(w, r)
+	default:
+		w.Header().Set("Allow", "GET, POST, DELETE")
+		http.Error(w, "Method not allowed", http.StatusMethodNotAllowed)
+	}
+}
+
+// refuseModernSessionMethod answers a 2026-07-28 GET or DELETE: that
+// revision has no connections.
+func refuseModernSessionMethod(w http.ResponseWriter, r *http.Request) bool {
+	if !mcp.IsModernProtocol(r.Header.Get(headerProtocolVersion)) {
+		return false
+	}
+	w.Header().Set("Allow", http.MethodPost)
+	http.Error(w, r.Method+" is not supported in protocol version "+mcp.ProtocolVersion20260728+
+		": server-to-client messages use subscriptions/listen", http.StatusMethodNotAllowed)
+	return true
+}
+
+// refuseUnknownVersion answers a request whose Mcp-Protocol-Version names
+// no revision.
+func refuseUnknownVersion(w http.ResponseWriter, r *http.Request) bool {
+	v := r.Header.Get(headerProtocolVersion)
+	if v == "" || mcp.IsValidProtocolVersion(v) {
+		return false
+	}
+	http.Error(w, "Unsupported protocol version: "+v, http.StatusBadRequest)
+	return true
+}
+
+func (s *Server) servePost(w http.ResponseWriter, r *http.Request, id identity) {
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		http.Error(w, "Invalid content type: must be 'application/json'", http.StatusBadRequest)
+		return
+	}
+	body, env, ok := s.readBody(w, r)
+	if !ok {
+		return
+	}
+	x := &exchange{env: env, body: body, id: id, header: r.Header, versions: s.versions}
+	x.modern = modernRequest(r, env.Params)
+	if x.modern {
+		if e, status := s.checkModern(r, x); e != nil {
+			writeRPCError(w, status, e)
+			return
+		}
+	} else if env.Method != string(mcp.MethodInitialize) {
+		if refuseUnknownVersion(w, r) {
+			return
+		}
+		x.conn = r.Header.Get(headerSessionID)
+		if !s.checkSessionID(w, r, x.conn) {
+			return
+		}
+	}
+	switch {
+	case env.isResponse():
+		s.takeClientAnswer(w, r, x.conn, env, body)
+		return
+	case !env.isRequest():
+		if env.Method == string(mcp.MethodNotificationCancelled) && x.conn != "" && s.relay != nil {
+			// The call it cancels may run on another node (a load
+			// balancer sent that POST elsewhere): let every node try.
+			go s.relay.ForwardCancel(context.WithoutCancel(r.Context()), x.conn, body)
+		}
+		s.dispatch(r.Context(), x)
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	s.serveCall(w, r, x)
+}
+
+// serveCall serves one request of a POST: its answer is JSON, or, once
+// the handler wrote to its client, the last event of an SSE stream.
+func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, x *exchange) {
+	initialize := x.env.Method == string(mcp.MethodInitialize)
+	if initialize {
+		x.conn = s.ids.Mint(boundSubject(r.Context()))
+	}
+	x.c = authz.Context{ConnID: x.conn, Transport: authz.TransportStreamableHTTP, Node: s.cfg.Node,
+		Principal: s.principal(x.id, x.conn, x.modern)}
+	if !x.modern && !initialize {
+		x.client, _ = s.connInfo.Get(x.conn)
+		x.version = x.client.ProtocolVersion
+		if v := r.Header.Get(headerProtocolVersion); v != "" {
+			x.version = v
+		}
+	}
+	stream := newEventStream(w)
+	x.out = &streamOutbox{s: s, conn: x.conn, stream: stream}
+	if x.modern && x.env.Method == string(mcp.MethodSubscriptionsListen) {
+		s.serveListen(r.Context(), x, stream)
+		return
+	}
+	routed := x.conn != "" && !initialize
+	if routed {
+		s.posts.begin(x.conn, stream)
+	}
+	answer := s.dispatch(r.Context(), x)
+	if routed {
+		s.posts.end(x.conn, stream)
+	}
+	if r.Context().Err() != nil {
+		stream.end()
+		return // the client went away: nobody reads an answer
+	}
+	sse, err := stream.finish(answer)
+	if err != nil {
+		s.log.Debug("writing an answer", "conn", x.conn, "method", x.env.Method, "err", err)
+	}
+	if sse {
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	status := http.StatusOK
+	if initialize && answerIsResult(answer) {
+		h.Set(headerSessionID, x.conn)
+		s.conns.add(x.conn, x.c.Principal, true, nil)
+	}
+	if x.modern {
+		status = modernStatus(answer)
+	}
+	w.WriteHeader(status)
+	if _, err := w.Write(append(answer, '\n')); err != nil {
+		s.log.Debug("writing an answer", "conn", x.conn, "method", x.env.Method, "err", err)
+	}
+}
+
+// answerIsResult reports whether an encoded answer carries a result.
+func answerIsResult(answer []byte) bool {
+	var env envelope
+	return decodeEnvelope(answer, &env) == nil && len(env.Result) > 0
+}
+
+// modernStatus is the HTTP status 2026-07-28 gives an answer: errors of
+// the request itself carry 4xx, the rest 200.
+func modernStatus(answer []byte) int {
+	var m struct {
+		Error *struct {
+			Code int `json:"code"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(answer, &m) != nil || m.Error == nil {
+		return http.StatusOK
+	}
+	switch m.Error.Code {
+	case codeMethodNotFound:
+		return http.StatusNotFound
+	case mcp.HEADER_MISMATCH, mcp.MISSING_REQUIRED_CLIENT_CAPABILITY, mcp.UNSUPPORTED_PROTOCOL_VERSION,
+		codeInvalidRequest, codeInvalidParams, codeParseError:
+		return http.StatusBadRequest
+	}
+	return http.StatusOK
+}
+
+// checkModern applies 2026-07-28's rules to a POST: removed methods are
+// not found; a request names its version in the header and in _meta,
+// equal and served here, declares its client in _meta, and its Mcp-Method
+// and Mcp-Name headers match its body; client responses do not exist.
+func (s *Server) checkModern(r *http.Request, x *exchange) (*rpcError, int) {
+	env := x.env
+	header := r.Header.Get(headerProtocolVersion)
+	switch {
+	case env.isRequest() && removedInModern[env.Method]:
+		return removedMethodError(env), http.StatusNotFound
+	case env.isResponse():
+		return &rpcError{ID: env.ID, Code: codeInvalidRequest, Message: "client-to-server responses are not supported in protocol version " +
+			mcp.ProtocolVersion20260728 + ": server-initiated requests were replaced by multi round-trip requests"}, http.StatusBadRequest
+	case !env.isRequest():
+		x.version = header
+		return nil, 0
+	case r.Header.Get(mcp.HeaderLastEventID) != "":
+		return &rpcError{ID: env.ID, Code: mcp.HEADER_MISMATCH, Message: "Last-Event-ID is not supported in protocol version " +
+			mcp.ProtocolVersion20260728 + ": streams are not resumable, re-issue the request with a new ID"}, http.StatusBadRequest
+	case header == "":
+		return &rpcError{ID: env.ID, Code: mcp.HEADER_MISMATCH, Message: headerProtocolVersion + " header is required for requests carrying " + mcp.MetaKeyProtocolVersion}, http.StatusBadRequest
+	}
+	var p struct {
+		Meta *mcp.Meta `json:"_meta"`
+	}
+	_ = json.Unmarshal(env.Params, &p)
+	version := p.Meta.ProtocolVersion()
+	switch {
+	case version == "":
+		return &rpcError{ID: env.ID, Code: codeInvalidParams, Message: "missing or invalid _meta field " + mcp.MetaKeyProtocolVersion}, http.StatusBadRequest
+	case header != version:
+		return &rpcError{ID: env.ID, Code: mcp.HEADER_MISMATCH, Message: headerProtocolVersion + " header " + header + " does not match request " + mcp.MetaKeyProtocolVersion + " " + version}, http.StatusBadRequest
+	case !mcp.IsValidProtocolVersion(version):
+		e := mcp.UnsupportedProtocolVersionError{Version: version, Supported: s.versions}
+		return &rpcError{ID: env.ID, Code: mcp.UNSUPPORTED_PROTOCOL_VERSION, Message: e.Error(),
+			Data: mcp.UnsupportedProtocolVersionData{Supported: s.versions, Requested: version}}, http.StatusBadRequest
+	}
+	caps := p.Meta.ClientCapabilities()
+	if caps == nil {
+		return &rpcError{ID: env.ID, Code: codeInvalidParams, Message: "missing or invalid _meta field " + mcp.MetaKeyClientCapabilities}, http.StatusBadRequest
+	}
+	if err := mcp.ValidateStandardHeaders(r.Header.Get, version, mcp.MCPMethod(env.Method), env.Params); err != nil {
+		return protocolError(env, err), http.StatusBadRequest
+	}
+	if e := s.checkCapabilities(env); e != nil {
+		return e, http.StatusBadRequest
+	}
+	x.version = version
+	x.client = ConnInfo{ProtocolVersion: version, Capabilities: *caps, LogLevel: p.Meta.LogLevel()}
+	if info := p.Meta.ClientInfo(); info != nil {
+		x.client.ClientInfo = *info
+	}
+	return nil, 0
+}
+
+// protocolError is the JSON-RPC error for a protocol-level refusal.
+func protocolError(env envelope, err error) *rpcError {
+	var mismatch mcp.HeaderMismatchError
+	if errors.As(err, &mismatch) {
+		return &rpcError{ID: env.ID, Code: mcp.HEADER_MISMATCH, Message: mismatch.Error()}
+	}
+	var missing mcp.MissingRequiredClientCapabilityError
+	if errors.As(err, &missing) {
+		return &rpcError{ID: env.ID, Code: mcp.MISSING_REQUIRED_CLIENT_CAPABILITY, Message: missing.Error()}
+	}
+	return &rpcError{ID: env.ID, Code: codeInvalidParams, Message: err.Error()}
+}
+
+// streamOutbox is the way back to the client of a request served on an
+// HTTP response: notifications and requests become events on it.
+type streamOutbox struct {
+	s      *Server
+	conn   string
+	stream *eventStream
+}
+
+func (o *streamOutbox) notify(n mcp.JSONRPCNotification) error {
+	b, err := json.Marshal(n)
+	if err != nil {
+		return fmt.Errorf("encoding %s: %w", n.Method, err)
+	}
+	return o.stream.send(b)
+}
+
+func (o *streamOutbox) ask(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	return o.s.asks.ask(ctx, o.stream, o.conn, method, params)
+}
+
+// takeClientAnswer takes a client's response to a server-to-client
+// request: here when this node sent it, else where its relay id points.
+// An answer nobody waits for any more is acknowledged and dropped: the
+// official Go SDK fails the client's next call on a 4xx.
+func (s *Server) takeClientAnswer(w http.ResponseWriter, r *http.Request, conn string, env envelope, body []byte) {
+	if env.isPingAnswer() {
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	node, local, tagged := parseRelayID(env.ID)
+	if tagged && node == s.cfg.Node || !tagged || s.relay == nil {
+		if !tagged || !s.asks.answer(conn, local, env) {
+			s.log.Debug("dropping an answer no request waits for", "conn", conn, "id", string(env.ID))
+		}
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	// The answer must reach the waiting call even if the client stops
+	// waiting for this POST's 202.
+	if _, err := s.relay.ForwardResponse(context.WithoutCancel(r.Context()), conn, body); err != nil {
+		s.log.Warn("forwarding a client response failed", "conn", conn, "err", err)
+		http.Error(w, "Failed to deliver response", http.StatusBadGateway)
+		return
+	}
+	w.WriteHeader(http.StatusAccepted)
+}
+
+func (s *Server) serveGet(w http.ResponseWriter, r *http.Request, id identity) {
+	if refuseModernSessionMethod(w, r) || refuseUnknownVersion(w, r) {
+		return
+	}
+	sid := r.Header.Get(headerSessionID)
+	if !s.checkSessionID(w, r, sid) {
+		return
+	}
+	stream := newEventStream(w)
+	stream.start()
+	defer stream.end()
+	s.streams.holdGET(sid)
+	if s.registry != nil {
+		s.registry.StreamChanged(sid, true)
+	}
+	defer func() {
+		s.streams.releaseGET(sid)
+		if s.registry != nil && !s.streams.holdsGET(sid) {
+			s.registry.StreamChanged(sid, false)
+		}
+	}()
+	s.conns.add(sid, s.principal(id, sid, false), false, stream)
+	defer s.conns.release(sid, stream)
+	s.holdStream(r.Context(), stream)
+}
+
+// holdStream keeps a stream open until its client or the node goes,
+// pinging the client every Config.Keepalive.
+func (s *Server) holdStream(ctx context.Context, stream *eventStream) {
+	tick := time.NewTicker(s.cfg.Keepalive)
+	defer tick.Stop()
+	for {
+		select {
+		case <-tick.C:
+			n := s.pings.Add(1)
+			ping, _ := json.Marshal(map[string]any{"jsonrpc": mcp.JSONRPC_VERSION, "id": relayID(s.cfg.Node, "p"+strconv.FormatInt(n, 10)), "method": "ping"})
+			if err := stream.send(ping); err != nil {
+				return
+			}
+		case <-ctx.Done():
+			return
+		case <-s.closing:
+			return
+		}
+	}
+}
+
+func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request) {
+	if refuseModernSessionMethod(w, r) || refuseUnknownVersion(w, r) {
+		return
+	}
+	sid := r.Header.Get(headerSessionID)
+	if !s.checkSessionID(w, r, sid) {
+		return
+	}
+	s.ids.terminate(sid)
+	if s.registry != nil {
+		// In force on every node before the client hears it succeeded.
+		s.registry.Delete(sid)
+	}
+	s.forgetLocal(sid)
+	w.WriteHeader(http.StatusOK)
+}
+
+// serveListen holds a 2026-07-28 subscriptions/listen stream: it
+// acknowledges what it will deliver, then carries those notifications,
+// tagged with the request's id, until the client goes.
+func (s *Server) serveListen(ctx context.Context, x *exchange, stream *eventStream) {
+	defer stream.end()
+	var p mcp.SubscriptionsListenParams
+	if e := decode(x, &p); e != nil {
+		e.ID = x.env.ID
+		_, _ = stream.finish(e.marshal())
+		return
+	}
+	for _, uri := range p.Notifications.ResourceSubscriptions {
+		if err := s.checkResourceAccess(x.c, uri); err != nil {
+			e := &rpcError{ID: x.env.ID, Code: codeInvalidParams, Message: fmt.Sprintf("subscribing to %q: %v", uri, err)}
+			_, _ = stream.finish(e.marshal())
+			return
+		}
+	}
+	subID, _ := decodeID(x.env.ID)
+	allowed := p.Notifications
+	allowed.PromptsListChanged = false
+	ack, _ := notification(string(mcp.MethodNotificationSubscriptionsAcknowledged),
+		map[string]any{"notifications": allowed}, map[string]any{mcp.MetaKeySubscriptionID: subID})
+	if err := stream.send(ack); err != nil {
+		return
+	}
+	if !allowed.IsEmpty() {
+		key := "listen:" + strconv.FormatInt(s.pings.Add(1), 10)
+		s.conns.addListen(key, x.c.Principal, allowed, subID, stream)
+		defer s.conns.remove(key)
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.closing:
+		}
+	}
+	res := &mcp.SubscriptionsListenResult{}
+	res.EnsureResultMeta().SetSubscriptionID(subID)
+	b, err := appendResult(nil, x.env.ID, s.decorate(res, x.env.Method))
+	if err == nil {
+		_, _ = stream.finish(b)
+	}
+}
+
+// forgetLocal drops what this node holds for connection id.
+func (s *Server) forgetLocal(id string) {
+	s.conns.remove(id)
+	s.posts.forget(id)
+	s.init.conns.forget(id)
+}
