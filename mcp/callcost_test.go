@@ -1,7 +1,6 @@
 package mcp
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,10 +13,8 @@ import (
 	"testing/iotest"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcpswarm/mcpswarm/authz"
-	"github.com/mcpswarm/mcpswarm/session"
 )
 
 // The shortcuts of the static call path (issue 17) each stand in for a
@@ -93,52 +90,13 @@ type hookHead struct {
 	Params json.RawMessage `json:"params"`
 }
 
-func TestCheckedEnvelopeAnswersAsTheHookDecode(t *testing.T) {
-	bodies := []string{
-		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"swarm_list","arguments":{}}}`,
-		` {"jsonrpc":"2.0","id":"a","method":"tools/list"}` + "\n",
-		`{"jsonrpc":"2.0","id":1,"METHOD":"tools/call","Params":{"name":"x"}}`,
-		`{"jsonrpc":"2.0","id":1,"method":"tools/list","method":"tools/call","params":{"name":"a"},"params":{"name":"b"}}`,
-		`{"jsonrpc":"2.0","id":1,"\u006dethod":"tools/call","params":{"name":"\u0078"}}`,
-		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
-		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":null}`,
-		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":[1,2]}`,
-		`{"jsonrpc":"2.0","id":1,"result":{}}`,
-	}
-	for _, b := range bodies {
-		env, rerr := checkMessage([]byte(b), DefaultMaxBatch, DefaultMaxDepth)
-		if rerr != nil {
-			t.Fatalf("%s: %v", b, rerr)
-		}
-		ctx := context.WithValue(context.Background(), identityKey{}, &request{body: []byte(b), env: env})
-		got, ok := checkedEnvelope(ctx, []byte(b))
-		if !ok {
-			t.Fatalf("%s: the checked envelope was not used", b)
-		}
-		var want hookHead
-		if err := json.Unmarshal([]byte(b), &want); err != nil {
-			t.Fatal(err)
-		}
-		if got.Method != want.Method || string(got.Params) != string(want.Params) {
-			t.Errorf("%s: checked envelope (%q, %s), the hook decodes (%q, %s)", b, got.Method, got.Params, want.Method, want.Params)
-		}
-		// Other bytes (a body rewritten after the check) are decoded anew.
-		if _, ok := checkedEnvelope(ctx, []byte(strings.Replace(b, "tools", "Tools", 1))); ok && strings.Contains(b, "tools") {
-			t.Errorf("%s: the envelope was used for other bytes", b)
-		}
-	}
-	if _, ok := checkedEnvelope(context.Background(), []byte(bodies[0])); ok {
-		t.Error("an envelope was found where no transport checked one")
-	}
-}
-
 // oldCallView is callView's answer for a static name or a name that is
 // neither static nor derived, before the views were shared.
-func oldCallView(s *Server, name string) map[string]server.ServerTool {
+func oldCallView(s *Server, name string) map[string]Tool {
 	if st, ok := s.static[name]; ok {
-		return map[string]server.ServerTool{name: st}
+		return map[string]Tool{name: st}
 	}
-	return map[string]server.ServerTool{}
+	return map[string]Tool{}
 }
 
 func TestCallViewSharesOneToolViews(t *testing.T) {
@@ -191,69 +149,6 @@ func TestJSONResultWireBytesAsBefore(t *testing.T) {
 	}
 }
 
-// BenchmarkStaticCallSteps measures each shortened step of a static
-// tools/call against the old code in the same run.
-func BenchmarkStaticCallSteps(b *testing.B) {
-	body := []byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"swarm_list","arguments":{}}}`)
-	env, rerr := checkMessage(body, DefaultMaxBatch, DefaultMaxDepth)
-	if rerr != nil {
-		b.Fatal(rerr)
-	}
-	r := httptest.NewRequest(http.MethodPost, "/mcp", nil)
-	r.Header.Set(headerProtocolVersion, "2025-11-25")
-	b.Run("era/old", func(b *testing.B) {
-		for b.Loop() {
-			oldModernRequest(r, env.Params)
-		}
-	})
-	b.Run("era/new", func(b *testing.B) {
-		for b.Loop() {
-			modernRequest(r, env.Params)
-		}
-	})
-	ctx := context.WithValue(context.Background(), identityKey{}, &request{body: body, env: env})
-	raw := append([]byte(nil), body...) // mcp-go's own copy of the body
-	b.Run("hook-decode/old", func(b *testing.B) {
-		for b.Loop() {
-			var h hookHead
-			_ = json.Unmarshal(raw, &h)
-		}
-	})
-	b.Run("hook-decode/new", func(b *testing.B) {
-		for b.Loop() {
-			if _, ok := checkedEnvelope(ctx, raw); !ok {
-				b.Fatal("not checked")
-			}
-		}
-	})
-	e := newEnv(b, nil)
-	c := authz.Context{Principal: authz.ConnPrincipal("x"), Transport: authz.TransportStreamableHTTP}
-	b.Run("call-view/old", func(b *testing.B) {
-		for b.Loop() {
-			oldCallView(e.srv, "swarm_list")
-		}
-	})
-	b.Run("call-view/new", func(b *testing.B) {
-		for b.Loop() {
-			e.srv.callView(c, "swarm_list")
-		}
-	})
-	v := map[string]any{"sessions": []map[string]any{{"id": "s1", "app": "counter", "owner": "conn:x", "available": true,
-		"status": "running", "created": "2026-12-01T06:00:00Z"}}}
-	b.Run("result-wire/old", func(b *testing.B) {
-		for b.Loop() {
-			res := jsonResult(v)
-			res.RawStructuredContent = nil
-			_, _ = json.Marshal(res)
-		}
-	})
-	b.Run("result-wire/new", func(b *testing.B) {
-		for b.Loop() {
-			_, _ = json.Marshal(jsonResult(v))
-		}
-	})
-}
-
 func TestReadAllSizedReadsAsReadAll(t *testing.T) {
 	bodies := []string{"", "x", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"swarm_list"}}`, strings.Repeat("y", 5000)}
 	readers := map[string]func(string) io.Reader{
@@ -294,100 +189,6 @@ func BenchmarkReadBody(b *testing.B) {
 			_, _ = readAllSized(strings.NewReader(body), int64(len(body)))
 		}
 	})
-}
-
-// TestCheckedManagerTrustsOnlyTheCheckedID: the manager mcp-go gets for a
-// request whose id the front checked answers "valid" for that id alone,
-// and validates every other id as the plain manager does.
-func TestCheckedManagerTrustsOnlyTheCheckedID(t *testing.T) {
-	ids, err := NewSessionIDs(testKey, "n1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	checked, other, bound := ids.Mint(""), ids.Mint(""), ids.Mint("alice")
-	r := checkedResolver{resolver{ids}}
-	plain := r.ResolveSessionIdManager(httptest.NewRequest(http.MethodPost, "/mcp", nil))
-	if _, ok := plain.(*sidManager); !ok {
-		t.Fatalf("a request the front did not check got %T", plain)
-	}
-	req := httptest.NewRequest(http.MethodPost, "/mcp", nil)
-	req = req.WithContext(context.WithValue(req.Context(), identityKey{}, &request{checkedSID: checked}))
-	m := r.ResolveSessionIdManager(req)
-	ids.terminate(other)
-	for _, id := range []string{other, bound, "mcps1_forged", ""} {
-		gt, gerr := m.Validate(id)
-		wt, werr := plain.Validate(id)
-		if gt != wt || (gerr == nil) != (werr == nil) {
-			t.Errorf("%q: checked manager says (%v, %v), the plain one (%v, %v)", id, gt, gerr, wt, werr)
-		}
-	}
-	if term, err := m.Validate(checked); term || err != nil {
-		t.Errorf("the checked id: (%v, %v), want valid", term, err)
-	}
-	// Terminating through it is the plain manager's.
-	if _, err := m.Terminate(checked); err != nil {
-		t.Fatal(err)
-	}
-	if !ids.Terminated(checked) {
-		t.Error("Terminate through the checked manager did not terminate the id")
-	}
-}
-
-// TestCallSeesTheFrontsRequestState: what the transport learnt about a
-// POST (its checked body, the session id it accepted, its stream) reaches
-// mcp-go's handling of that POST, so the shortcuts above are taken on the
-// real path and not only in these unit tests.
-func TestCallSeesTheFrontsRequestState(t *testing.T) {
-	type seen struct {
-		body, sid string
-		post      bool
-	}
-	got := make(chan seen, 1)
-	e := newEnv(t, func(c *Config, _ *session.Registry) {
-		c.Extend = func(s *server.MCPServer) {
-			s.AddTool(mcp.NewTool("probe"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-				rq := requestFrom(ctx)
-				if rq == nil {
-					got <- seen{}
-				} else {
-					got <- seen{string(rq.body), rq.checkedSID, rq.post != nil}
-				}
-				return mcp.NewToolResultText("ok"), nil
-			})
-		}
-	})
-	post := func(body, sid string) *http.Response {
-		req, err := http.NewRequest(http.MethodPost, e.url+"/mcp", strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		if sid != "" {
-			req.Header.Set(headerSessionID, sid)
-			req.Header.Set(headerProtocolVersion, "2025-11-25")
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp
-	}
-	resp := post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, "")
-	sid := resp.Header.Get(headerSessionID)
-	if sid == "" {
-		t.Fatalf("initialize answered %d without a session id", resp.StatusCode)
-	}
-	post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`, sid)
-	call := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"probe","arguments":{}}}`
-	if resp := post(call, sid); resp.StatusCode != http.StatusOK {
-		t.Fatalf("tools/call answered %d", resp.StatusCode)
-	}
-	if s := <-got; s.body != call || s.sid != sid || !s.post {
-		t.Errorf("the handler saw body %q, checked id %q, post stream %v; want the posted body, %q and a stream", s.body, s.sid, s.post, sid)
-	}
 }
 
 func TestLocalIsLoopbackAnswersAsTheString(t *testing.T) {

@@ -8,62 +8,48 @@ import (
 	"testing"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcpswarm/mcpswarm/authz"
 	"github.com/mcpswarm/mcpswarm/session"
 )
 
-// tableSession is a registered connection for connTable tests; filter makes
-// it a listen stream's session.
-type tableSession struct {
-	id     string
-	filter *mcp.SubscriptionFilter
-}
+// tableSink is a connection's stream for connTable tests.
+type tableSink struct{ id string }
 
-func (s *tableSession) Initialize()                                         {}
-func (s *tableSession) Initialized() bool                                   { return true }
-func (s *tableSession) NotificationChannel() chan<- mcp.JSONRPCNotification { return nil }
-func (s *tableSession) SessionID() string                                   { return s.id }
-func (s *tableSession) SetSubscriptionFilter(f mcp.SubscriptionFilter)      { s.filter = &f }
-func (s *tableSession) SubscriptionFilter() (mcp.SubscriptionFilter, bool) {
-	if s.filter == nil {
-		return mcp.SubscriptionFilter{}, false
-	}
-	return *s.filter, true
-}
+func (*tableSink) send([]byte) error   { return nil }
+func (*tableSink) enqueue([]byte) bool { return true }
 
 // scanMatch is match as it was before the index: every connection visited,
 // the principal tested by keep. It is the reference the index must agree
 // with.
-func scanMatch(t *connTable, method, uri string, keep func(authz.Principal) bool) []server.ClientSession {
+func scanMatch(t *connTable, method, uri string, keep func(authz.Principal) bool) []*conn {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	var out []server.ClientSession
+	var out []*conn
 	for _, c := range t.conns {
-		if c.session == nil || !keep(c.principal) {
+		if !keep(c.principal) {
 			continue
 		}
-		if !c.listen && t.registry != nil && !t.registry.NotifyHere(c.session.SessionID()) {
-			continue
-		}
-		if c.listen {
-			if listenWants(c.session, method, uri) {
-				out = append(out, c.session)
+		if c.listen != nil {
+			if listenWants(*c.listen, method, uri) {
+				out = append(out, c)
 			}
 			continue
 		}
-		if uri == "" || c.subs[uri] || subscribedVia(t.registry, c.session.SessionID(), uri) {
-			out = append(out, c.session)
+		if (c.out == nil && !c.home) || (t.registry != nil && !t.registry.NotifyHere(c.id)) {
+			continue
+		}
+		if uri == "" || c.subs[uri] || subscribedVia(t.registry, c.id, uri) {
+			out = append(out, c)
 		}
 	}
 	return out
 }
 
-func sessionIDs(ss []server.ClientSession) []string {
-	out := make([]string, 0, len(ss))
-	for _, s := range ss {
-		out = append(out, fmt.Sprintf("%s/%p", s.SessionID(), s))
+func connIDs(cs []*conn) []string {
+	out := make([]string, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, fmt.Sprintf("%s/%p", c.id, c))
 	}
 	slices.Sort(out)
 	return out
@@ -87,9 +73,9 @@ func TestConnTableMatchAgreesWithAScan(t *testing.T) {
 		for op := range 50 {
 			id := ids[rng.IntN(len(ids))]
 			p := principals[rng.IntN(len(principals))]
-			switch rng.IntN(8) {
+			switch rng.IntN(9) {
 			case 0, 1:
-				tbl.add(id, p, &tableSession{id: id})
+				tbl.add(id, p, rng.IntN(2) == 0, &tableSink{id: id})
 			case 2:
 				tbl.subscribe(id, p, uris[rng.IntN(len(uris))], rng.IntN(3) > 0)
 			case 3:
@@ -97,11 +83,13 @@ func TestConnTableMatchAgreesWithAScan(t *testing.T) {
 			case 4:
 				f := mcp.SubscriptionFilter{ToolsListChanged: rng.IntN(2) == 0, ResourcesListChanged: rng.IntN(2) == 0,
 					ResourceSubscriptions: []string{uris[rng.IntN(len(uris))]}}
-				tbl.addListen(fmt.Sprintf("listen:%d", op), p, &tableSession{id: id, filter: &f})
+				tbl.addListen(fmt.Sprintf("listen:%d", op), p, f, op, &tableSink{id: id})
 			case 5:
 				remote[id+" "+uris[rng.IntN(len(uris))]] = rng.IntN(2) == 0
 			case 6:
 				notHere[id] = rng.IntN(2) == 0
+			case 7:
+				tbl.release(id, tbl.out(id))
 			}
 			for _, m := range methods {
 				for _, uri := range append([]string{""}, uris...) {
@@ -115,7 +103,7 @@ func TestConnTableMatchAgreesWithAScan(t *testing.T) {
 							{everyone, func(authz.Principal) bool { return true }},
 						}
 						for _, c := range cases {
-							got, want := sessionIDs(tbl.match(m, uri, c.aud)), sessionIDs(scanMatch(tbl, m, uri, c.keep))
+							got, want := connIDs(tbl.match(m, uri, c.aud)), connIDs(scanMatch(tbl, m, uri, c.keep))
 							if !slices.Equal(got, want) {
 								t.Fatalf("seed %d op %d: match(%s, %q, %+v) = %v, a scan gives %v", seed, op, m, uri, c.aud, got, want)
 							}
@@ -137,7 +125,7 @@ func BenchmarkConnTableMatch(b *testing.B) {
 		tbl := newConnTable(fakeRegistry{lookups: &lookups})
 		for i := range n {
 			id := fmt.Sprintf("c%d", i)
-			tbl.add(id, authz.Principal{Subject: fmt.Sprintf("p%d", i%64)}, &tableSession{id: id})
+			tbl.add(id, authz.Principal{Subject: fmt.Sprintf("p%d", i%64)}, true, &tableSink{id: id})
 		}
 		uri := SessionURI("s1", "widgets")
 		m := string(mcp.MethodNotificationResourceUpdated)
@@ -162,7 +150,7 @@ func BenchmarkConnTableMatch(b *testing.B) {
 // every call; a changed definition gets a view of its own.
 func TestToolCacheSharesOneViewPerDefinition(t *testing.T) {
 	var c toolCache
-	handler := func(session.Tool) server.ToolHandlerFunc { return nil }
+	handler := func(session.Tool) ToolHandler { return nil }
 	t1 := session.Tool{Name: "s.w.click", Session: "s", Widget: "w", Action: "click", Description: "Click."}
 	a, b := c.entry(t1, handler), c.entry(t1, handler)
 	if len(a.view) != 1 || a.view[t1.Name].Tool.Name != t1.Name {

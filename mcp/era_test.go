@@ -166,28 +166,6 @@ func TestSSEAdvertisesOnlyLegacyEras(t *testing.T) {
 	}
 }
 
-func TestStampNotificationVersion(t *testing.T) {
-	cases := []struct{ in, want string }{
-		{`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3}}`,
-			`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"requestId":3}}`},
-		{`{"jsonrpc":"2.0","method":"n"}`,
-			`{"jsonrpc":"2.0","method":"n","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`},
-		{`{"jsonrpc":"2.0","method":"n","params":{"_meta":{"k":1}}}`,
-			`{"jsonrpc":"2.0","method":"n","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","k":1}}}`},
-	}
-	for i, tc := range cases {
-		got, err := stampNotificationVersion([]byte(tc.in), "2026-07-28")
-		if err != nil || string(got) != tc.want {
-			t.Errorf("Test %d: Expected %s but got %s (%v)", i, tc.want, got, err)
-		}
-	}
-	for _, bad := range []string{`{"jsonrpc":"2.0","method":"n","params":"x"}`, `{"jsonrpc":"2.0","method":"n","params":{"_meta":[]}}`} {
-		if _, err := stampNotificationVersion([]byte(bad), "2026-07-28"); err == nil {
-			t.Errorf("%s: no error", bad)
-		}
-	}
-}
-
 // TestLateAnswerIsAcknowledged: an answer to a server request that already
 // ended (its call was cancelled) is acknowledged and dropped; mcp-go's 400
 // made the official Go SDK fail the client's next call.

@@ -322,25 +322,21 @@ func (s *Server) serveComplete(ctx context.Context, x *exchange) (any, *rpcError
 		err error
 	)
 	switch ref := p.Ref.(type) {
-	case map[string]any:
-		switch ref["type"] {
-		case "ref/prompt":
-			name, _ := ref["name"].(string)
-			c, err = s.completePrompt(ctx, name, p.Argument, p.Context)
-		case "ref/resource":
-			uri, _ := ref["uri"].(string)
-			c, err = s.completeResource(ctx, uri, p.Argument, p.Context)
-		default:
-			return nil, &rpcError{Code: codeInvalidParams, Message: fmt.Sprintf("unknown reference type: %v", ref["type"])}
-		}
+	case mcp.PromptReference:
+		c, err = s.completePrompt(ctx, ref.Name, p.Argument, p.Context)
+	case mcp.ResourceReference:
+		c, err = s.completeResource(ctx, ref.URI, p.Argument, p.Context)
 	default:
-		return nil, &rpcError{Code: codeInvalidParams, Message: "ref must be an object"}
+		return nil, &rpcError{Code: codeInvalidRequest, Message: fmt.Sprintf("unknown reference type: %v", ref)}
 	}
 	if err != nil {
 		return nil, &rpcError{Code: codeInternal, Message: err.Error()}
 	}
 	if c == nil {
-		c = &mcp.Completion{Values: []string{}}
+		c = &mcp.Completion{}
+	}
+	if c.Values == nil {
+		c.Values = []string{}
 	}
 	return &mcp.CompleteResult{Completion: *c}, nil
 }

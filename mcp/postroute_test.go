@@ -4,8 +4,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-
-	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // pendingFor reports how many notifications wait for sid's next POST.
@@ -15,10 +13,8 @@ func (r *postRoutes) pendingFor(sid string) int {
 	return len(r.pending[sid])
 }
 
-func note(method string) mcp.JSONRPCNotification {
-	n := mcp.JSONRPCNotification{JSONRPC: "2.0"}
-	n.Method = method
-	return n
+func note(method string) []byte {
+	return []byte(`{"jsonrpc":"2.0","method":"` + method + `"}`)
 }
 
 // A backend notification for a connection rides a POST of it running
@@ -26,19 +22,15 @@ func note(method string) mcp.JSONRPCNotification {
 func TestRoutedNotificationPrecedesTheRunningPOSTsAnswer(t *testing.T) {
 	r := newPostRoutes()
 	rec := httptest.NewRecorder()
-	p := newPostStream(rec, "node1")
+	p := newEventStream(rec)
 	r.begin("c1", p)
 	if taken, _ := r.route("c1", note("notifications/resources/updated"), true); !taken {
 		t.Fatal("a running POST did not take the notification")
 	}
-	p.Header().Set("Content-Type", "application/json")
-	p.WriteHeader(200)
+	r.end("c1", p)
 	answer := `{"jsonrpc":"2.0","id":3,"result":{}}`
-	if _, err := p.Write([]byte(answer + "\n")); err != nil {
-		t.Fatal(err)
-	}
-	if late := r.end("c1", p); len(late) != 0 {
-		t.Fatalf("%d notifications left after the answer", len(late))
+	if sse, err := p.finish([]byte(answer)); !sse || err != nil {
+		t.Fatalf("finish: sse %v, err %v; want the answer as the stream's last event", sse, err)
 	}
 	body := rec.Body.String()
 	ni, ai := strings.Index(body, "notifications/resources/updated"), strings.Index(body, `"id":3`)
@@ -50,33 +42,34 @@ func TestRoutedNotificationPrecedesTheRunningPOSTsAnswer(t *testing.T) {
 	}
 }
 
-// With no POST running and no GET stream here, a notification waits for
-// the connection's next POST (bounded), which writes it first; with a GET
-// stream here it is left to mcp-go's channel.
-func TestRoutedNotificationWaitsForTheNextPOSTUnlessAGETListens(t *testing.T) {
+// With no POST running here, a notification waits for the connection's
+// next POST (bounded), which writes it first.
+func TestRoutedNotificationWaitsForTheNextPOST(t *testing.T) {
 	r := newPostRoutes()
 	if taken, _ := r.route("c1", note("notifications/tools/list_changed"), false); taken {
-		t.Fatal("a connection with a GET stream here: the notification must go to mcp-go's channel")
+		t.Fatal("nothing runs and nothing may wait: the notification must not be taken")
 	}
-	for i := range maxPendingNotes {
+	for i := range maxQueued {
 		if taken, dropped := r.route("c1", note("notifications/tools/list_changed"), true); !taken || dropped {
 			t.Fatalf("notification %d was not kept for the next POST", i)
 		}
 	}
 	if _, dropped := r.route("c1", note("notifications/tools/list_changed"), true); !dropped {
-		t.Fatalf("more than %d notifications kept for one connection", maxPendingNotes)
+		t.Fatalf("more than %d notifications kept for one connection", maxQueued)
 	}
 	rec := httptest.NewRecorder()
-	p := newPostStream(rec, "node1")
+	p := newEventStream(rec)
 	r.begin("c1", p)
 	if n := r.pendingFor("c1"); n != 0 {
 		t.Fatalf("%d still pending once a POST began", n)
 	}
-	p.Flush()
-	if got := strings.Count(rec.Body.String(), "notifications/tools/list_changed"); got != maxPendingNotes {
-		t.Fatalf("the next POST wrote %d of %d", got, maxPendingNotes)
-	}
 	r.end("c1", p)
+	if _, err := p.finish([]byte(`{"jsonrpc":"2.0","id":1,"result":{}}`)); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Count(rec.Body.String(), "notifications/tools/list_changed"); got != maxQueued {
+		t.Fatalf("the next POST wrote %d of %d", got, maxQueued)
+	}
 	r.route("c1", note("notifications/tools/list_changed"), true)
 	r.forget("c1")
 	if n := r.pendingFor("c1"); n != 0 {
@@ -84,28 +77,20 @@ func TestRoutedNotificationWaitsForTheNextPOSTUnlessAGETListens(t *testing.T) {
 	}
 }
 
-// Once a POST began a JSON answer, nothing is written into it: what is
-// queued then is handed back when the POST ends, for another stream.
-func TestNotificationQueuedAfterAJSONAnswerBeganIsHandedOn(t *testing.T) {
+// A POST answered as JSON (nothing written before) writes nothing else,
+// and once it finished it takes no notification.
+func TestAFinishedPOSTTakesNothing(t *testing.T) {
 	r := newPostRoutes()
 	rec := httptest.NewRecorder()
-	p := newPostStream(rec, "node1")
+	p := newEventStream(rec)
+	if sse, err := p.finish([]byte(`{"jsonrpc":"2.0","id":4,"result":{}}`)); sse || err != nil {
+		t.Fatalf("finish: sse %v, err %v; want a JSON answer left to the caller", sse, err)
+	}
+	if rec.Body.Len() != 0 {
+		t.Fatalf("finish wrote %q on a JSON answer", rec.Body.String())
+	}
 	r.begin("c1", p)
-	p.Header().Set("Content-Type", "application/json")
-	p.WriteHeader(200)
-	r.route("c1", note("notifications/resources/updated"), true)
-	answer := `{"jsonrpc":"2.0","id":4,"result":{}}`
-	if _, err := p.Write([]byte(answer + "\n")); err != nil {
-		t.Fatal(err)
-	}
-	if body := rec.Body.String(); body != answer+"\n" {
-		t.Fatalf("the JSON answer was corrupted:\n%s", body)
-	}
-	late := r.end("c1", p)
-	if len(late) != 1 || late[0].Method != "notifications/resources/updated" {
-		t.Fatalf("handed on %v, want the one queued notification", late)
-	}
 	if taken, _ := r.route("c1", note("x"), false); taken {
-		t.Fatal("an ended POST still takes notifications")
+		t.Fatal("a finished POST still takes notifications")
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mcpswarm/mcpswarm/authz"
 )
 
@@ -152,6 +153,9 @@ func (s *Server) serveSSEMessage(w http.ResponseWriter, r *http.Request) {
 	if e := sseEraError(env); e != nil {
 		_ = stream.send(e.marshal())
 		return
+	}
+	if env.Method == string(mcp.MethodServerDiscover) && x.readMeta() == nil {
+		x.modern = true // a 2026-07-28 client asking what this transport serves
 	}
 	// The answer goes on the stream, whenever it is ready: the POST
 	// is answered now, and its end must not cancel the call.

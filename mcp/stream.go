@@ -75,6 +75,23 @@ func (e *eventStream) send(msg []byte) error {
 	return e.event("message", msg)
 }
 
+// sendAfter runs fn, then writes msg, before anything else can be written
+// or queued on the stream.
+func (e *eventStream) sendAfter(msg []byte, fn func()) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	fn()
+	if e.ended {
+		return errStreamEnded
+	}
+	e.writeQueuedLocked()
+	if err := e.writeLocked("message", msg); err != nil {
+		return err
+	}
+	e.flushLocked()
+	return nil
+}
+
 // event writes one SSE event named name, after what is queued.
 func (e *eventStream) event(name string, data []byte) error {
 	e.mu.Lock()

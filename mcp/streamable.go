@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -205,6 +206,9 @@ func (s *Server) checkModern(r *http.Request, x *exchange) (*rpcError, int) {
 		return &rpcError{ID: env.ID, Code: codeInvalidRequest, Message: "client-to-server responses are not supported in protocol version " +
 			mcp.ProtocolVersion20260728 + ": server-initiated requests were replaced by multi round-trip requests"}, http.StatusBadRequest
 	case !env.isRequest():
+		if !paramsAreObject(env.Params) {
+			return &rpcError{Code: codeInvalidParams, Message: "a notification's params must be an object"}, http.StatusBadRequest
+		}
 		x.version = header
 		return nil, 0
 	case r.Header.Get(mcp.HeaderLastEventID) != "":
@@ -213,37 +217,45 @@ func (s *Server) checkModern(r *http.Request, x *exchange) (*rpcError, int) {
 	case header == "":
 		return &rpcError{ID: env.ID, Code: mcp.HEADER_MISMATCH, Message: headerProtocolVersion + " header is required for requests carrying " + mcp.MetaKeyProtocolVersion}, http.StatusBadRequest
 	}
-	var p struct {
-		Meta *mcp.Meta `json:"_meta"`
+	if e := x.readMeta(); e != nil {
+		return e, http.StatusBadRequest
 	}
-	_ = json.Unmarshal(env.Params, &p)
-	version := p.Meta.ProtocolVersion()
-	switch {
-	case version == "":
-		return &rpcError{ID: env.ID, Code: codeInvalidParams, Message: "missing or invalid _meta field " + mcp.MetaKeyProtocolVersion}, http.StatusBadRequest
-	case header != version:
-		return &rpcError{ID: env.ID, Code: mcp.HEADER_MISMATCH, Message: headerProtocolVersion + " header " + header + " does not match request " + mcp.MetaKeyProtocolVersion + " " + version}, http.StatusBadRequest
-	case !mcp.IsValidProtocolVersion(version):
-		e := mcp.UnsupportedProtocolVersionError{Version: version, Supported: s.versions}
+	if header != x.version {
+		return &rpcError{ID: env.ID, Code: mcp.HEADER_MISMATCH, Message: headerProtocolVersion + " header " + header + " does not match request " + mcp.MetaKeyProtocolVersion + " " + x.version}, http.StatusBadRequest
+	}
+	if !mcp.IsValidProtocolVersion(x.version) {
+		e := mcp.UnsupportedProtocolVersionError{Version: x.version, Supported: s.versions}
 		return &rpcError{ID: env.ID, Code: mcp.UNSUPPORTED_PROTOCOL_VERSION, Message: e.Error(),
-			Data: mcp.UnsupportedProtocolVersionData{Supported: s.versions, Requested: version}}, http.StatusBadRequest
+			Data: mcp.UnsupportedProtocolVersionData{Supported: s.versions, Requested: x.version}}, http.StatusBadRequest
 	}
-	caps := p.Meta.ClientCapabilities()
-	if caps == nil {
-		return &rpcError{ID: env.ID, Code: codeInvalidParams, Message: "missing or invalid _meta field " + mcp.MetaKeyClientCapabilities}, http.StatusBadRequest
-	}
-	if err := mcp.ValidateStandardHeaders(r.Header.Get, version, mcp.MCPMethod(env.Method), env.Params); err != nil {
+	if err := mcp.ValidateStandardHeaders(r.Header.Get, x.version, mcp.MCPMethod(env.Method), env.Params); err != nil {
 		return protocolError(env, err), http.StatusBadRequest
 	}
 	if e := s.checkCapabilities(env); e != nil {
 		return e, http.StatusBadRequest
 	}
-	x.version = version
-	x.client = ConnInfo{ProtocolVersion: version, Capabilities: *caps, LogLevel: p.Meta.LogLevel()}
+	return nil, 0
+}
+
+// readMeta takes a 2026-07-28 request's version and client from its _meta.
+func (x *exchange) readMeta() *rpcError {
+	var p struct {
+		Meta *mcp.Meta `json:"_meta"`
+	}
+	_ = json.Unmarshal(x.env.Params, &p)
+	x.version = p.Meta.ProtocolVersion()
+	if x.version == "" {
+		return &rpcError{ID: x.env.ID, Code: codeInvalidParams, Message: "missing or invalid _meta field " + mcp.MetaKeyProtocolVersion}
+	}
+	caps := p.Meta.ClientCapabilities()
+	if caps == nil {
+		return &rpcError{ID: x.env.ID, Code: codeInvalidParams, Message: "missing or invalid _meta field " + mcp.MetaKeyClientCapabilities}
+	}
+	x.client = ConnInfo{ProtocolVersion: x.version, Capabilities: *caps, LogLevel: p.Meta.LogLevel()}
 	if info := p.Meta.ClientInfo(); info != nil {
 		x.client.ClientInfo = *info
 	}
-	return nil, 0
+	return nil
 }
 
 // protocolError is the JSON-RPC error for a protocol-level refusal.
@@ -315,7 +327,6 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request, id identity) {
 		return
 	}
 	stream := newEventStream(w)
-	stream.start()
 	defer stream.end()
 	s.streams.holdGET(sid)
 	if s.registry != nil {
@@ -329,6 +340,7 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request, id identity) {
 	}()
 	s.conns.add(sid, s.principal(id, sid, false), false, stream)
 	defer s.conns.release(sid, stream)
+	stream.start() // the client learns of the stream once this node holds it
 	s.holdStream(r.Context(), stream)
 }
 
@@ -391,15 +403,20 @@ func (s *Server) serveListen(ctx context.Context, x *exchange, stream *eventStre
 	subID, _ := decodeID(x.env.ID)
 	allowed := p.Notifications
 	allowed.PromptsListChanged = false
+	key := "listen:" + strconv.FormatInt(s.pings.Add(1), 10)
+	defer s.conns.remove(key)
 	ack, _ := notification(string(mcp.MethodNotificationSubscriptionsAcknowledged),
 		map[string]any{"notifications": allowed}, map[string]any{mcp.MetaKeySubscriptionID: subID})
-	if err := stream.send(ack); err != nil {
+	// Registered before the acknowledgement and under the stream's lock:
+	// what happens once the client heard it reaches the stream, after it.
+	if err := stream.sendAfter(ack, func() {
+		if !allowed.IsEmpty() {
+			s.conns.addListen(key, x.c.Principal, allowed, subID, stream)
+		}
+	}); err != nil {
 		return
 	}
 	if !allowed.IsEmpty() {
-		key := "listen:" + strconv.FormatInt(s.pings.Add(1), 10)
-		s.conns.addListen(key, x.c.Principal, allowed, subID, stream)
-		defer s.conns.remove(key)
 		select {
 		case <-ctx.Done():
 			return
@@ -419,4 +436,10 @@ func (s *Server) forgetLocal(id string) {
 	s.conns.remove(id)
 	s.posts.forget(id)
 	s.init.conns.forget(id)
+}
+
+// paramsAreObject reports whether params are absent, null or an object.
+func paramsAreObject(params json.RawMessage) bool {
+	p := bytes.TrimLeft(params, " \t\r\n")
+	return len(p) == 0 || p[0] == '{' || string(p) == "null"
 }

@@ -61,29 +61,32 @@ func (e *testEnv) openGET(t *testing.T, id string, headers map[string]string) (i
 	return resp.StatusCode, lines
 }
 
-// registered returns what this node registered for connection id.
-func (e *testEnv) registered(id string) any { return e.srv.conns.session(id) }
-
-// A connection initialized here is held by a stand-in of a few hundred
-// bytes, not by mcp-go's 9.5 KB session object, and the stand-in carries
-// what initialize declared (a lone node has no registry to read it from).
-func TestAnIdleConnectionKeepsOnlyAStandInOnItsHomeNode(t *testing.T) {
+// A connection initialized here is known here with what initialize
+// declared (a lone node keeps it itself, a cluster in its registry), and
+// its DELETE clears what this node holds of it.
+func TestAConnectionIsKnownOnItsHomeNodeUntilItsDelete(t *testing.T) {
 	e := newEnv(t, nil)
 	c, _ := e.connect(t, clientOpts{})
-	h, ok := e.registered(c.GetSessionId()).(*homeSession)
-	if !ok {
-		t.Fatalf("the home node registered %T for the connection; want its stand-in", e.registered(c.GetSessionId()))
+	id := c.GetSessionId()
+	if !e.srv.conns.known(id) {
+		t.Fatal("the home node does not know the connection it initialized")
 	}
-	if h.GetClientInfo().Name != "test" {
-		t.Errorf("the stand-in's client info is %+v; want what initialize declared", h.GetClientInfo())
+	if ci, ok := e.srv.connInfo.Get(id); !ok || ci.ClientInfo.Name != "test" {
+		t.Errorf("the connection's record is %+v; want what initialize declared", ci)
 	}
 	if err := c.Ping(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	if code, body := e.rawDelete(t, id); code != http.StatusOK {
+		t.Fatalf("DELETE answered %d %s", code, body)
+	}
+	if e.srv.conns.known(id) {
+		t.Error("the ended connection is still known here")
+	}
 }
 
-// A GET stream takes the stand-in's place with mcp-go's own session, and
-// what the connection subscribed to before reaches it there.
+// A GET stream becomes the connection's way here, and what the
+// connection subscribed to before reaches it there.
 func TestAGETStreamTakesOverTheConnectionWithItsSubscriptions(t *testing.T) {
 	e := newEnv(t, nil)
 	c, _ := e.connect(t, clientOpts{})
@@ -101,9 +104,9 @@ func TestAGETStreamTakesOverTheConnectionWithItsSubscriptions(t *testing.T) {
 	if status != http.StatusOK {
 		t.Fatalf("GET answered %d", status)
 	}
-	poll.Until(t, 5*time.Second, "the GET's session replaces the stand-in", func() error {
-		if _, standIn := e.registered(id).(*homeSession); standIn || e.registered(id) == nil {
-			return fmt.Errorf("registered: %T", e.registered(id))
+	poll.Until(t, 5*time.Second, "the GET is the connection's stream here", func() error {
+		if e.srv.conns.out(id) == nil {
+			return fmt.Errorf("no stream registered for %s", id)
 		}
 		return nil
 	})
@@ -125,29 +128,6 @@ func TestAGETStreamTakesOverTheConnectionWithItsSubscriptions(t *testing.T) {
 	}
 }
 
-// A GET that mcp-go answers without registering a session (a resumption
-// it cannot replay) puts the stand-in back, so the connection's end still
-// clears what this node keeps of it.
-func TestARefusedGETLeavesTheStandInInPlace(t *testing.T) {
-	e := newEnv(t, nil)
-	c, _ := e.connect(t, clientOpts{})
-	id := c.GetSessionId()
-	before := e.registered(id)
-	status, _ := e.openGET(t, id, map[string]string{"Last-Event-ID": "nothing-to-replay"})
-	if status == http.StatusOK {
-		t.Fatalf("a resumption of an unknown event was answered %d", status)
-	}
-	if got := e.registered(id); got != before {
-		t.Fatalf("after the refused GET the node holds %T; want the stand-in back", got)
-	}
-	if code, body := e.rawDelete(t, id); code != http.StatusOK {
-		t.Fatalf("DELETE answered %d %s", code, body)
-	}
-	if got := e.registered(id); got != nil {
-		t.Errorf("the ended connection is still registered here (%T)", got)
-	}
-}
-
 func (e *testEnv) rawDelete(t *testing.T, id string) (int, string) {
 	t.Helper()
 	resp, err := http.DefaultClient.Do(e.connRequest(context.Background(), http.MethodDelete, id))
@@ -164,8 +144,7 @@ func (e *testEnv) rawDelete(t *testing.T, id string) (int, string) {
 }
 
 // Two GET streams of one connection opened at the same moment are both
-// served: the second waits for the first to take the stand-in out instead
-// of finding it registered (mcp-go refuses a GET then).
+// served.
 func TestTwoGETsAtOnceAreBothServed(t *testing.T) {
 	e := newEnv(t, nil)
 	for round := range 20 {
