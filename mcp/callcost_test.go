@@ -83,13 +83,6 @@ func FuzzMayHaveKey(f *testing.F) {
 	})
 }
 
-// hookHead is how beforeRequest decodes a message the transport did not
-// check.
-type hookHead struct {
-	Method string          `json:"method"`
-	Params json.RawMessage `json:"params"`
-}
-
 // oldCallView is callView's answer for a static name or a name that is
 // neither static nor derived, before the views were shared.
 func oldCallView(s *Server, name string) map[string]Tool {

@@ -92,18 +92,6 @@ func (pk *parking) remove(id uint64) {
 	pk.mu.Unlock()
 }
 
-// hasConn reports whether a call of connection conn is parked here.
-func (pk *parking) hasConn(conn string) bool {
-	pk.mu.Lock()
-	defer pk.mu.Unlock()
-	for _, p := range pk.calls {
-		if p.conn == conn {
-			return true
-		}
-	}
-	return false
-}
-
 func (pk *parking) pending() int {
 	pk.mu.Lock()
 	defer pk.mu.Unlock()

@@ -26,9 +26,6 @@ var removedInModern = map[string]bool{
 	string(mcp.MethodResourcesUnsubscribe): true,
 }
 
-// isNotification reports a message with a method and no id.
-func (e envelope) isNotification() bool { return e.Method != "" && len(e.ID) == 0 }
-
 // legacyVersions returns the revisions served over the legacy HTTP+SSE
 // transport, newest first: the stateless 2026-07-28 core
 // (subscriptions/listen, input_required retries) needs Streamable HTTP.

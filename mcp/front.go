@@ -237,23 +237,6 @@ func (s *Server) checkSessionID(w http.ResponseWriter, r *http.Request, id strin
 	return s.canServe(w, id)
 }
 
-// precheckRead runs the read authorizer for a request before mcp-go, so a
-// denial answers JSON-RPC -32090 with data {error, method, detail}.
-func (s *Server) precheckRead(r *http.Request, env envelope, transport authz.Transport, connID string, modern bool) *rpcError {
-	if !env.isRequest() || !readMethods[env.Method] {
-		return nil
-	}
-	id, _ := identityFrom(r.Context())
-	id.transport = transport
-	c := authz.Context{ConnID: connID, Transport: transport, Node: s.cfg.Node,
-		Principal: s.principal(id, connID, modern)}
-	e := s.decideRead(r.Context(), c, env.Method, env.Params)
-	if e != nil {
-		e.ID = env.ID
-	}
-	return e
-}
-
 // HoldsStream reports whether this node holds connection id's GET stream
 // (so it is the node that must send the connection's notifications).
 func (s *Server) HoldsStream(id string) bool { return s.streams.holdsGET(id) }

@@ -20,9 +20,6 @@ type identity struct {
 	transport authz.Transport
 	principal authz.Principal // set when authenticated
 	authed    bool
-	// prechecked is set when the transport already ran the read
-	// authorizer on the message (and answered -32090 itself on a denial).
-	prechecked bool
 }
 
 // request is what the front learnt about one HTTP request, kept in one

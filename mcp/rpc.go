@@ -199,10 +199,6 @@ func exchangeFrom(ctx context.Context) *exchange {
 	return x
 }
 
-// errNoStream refuses a server-to-client message on a request that has no
-// way back to its client.
-var errNoStream = errors.New("mcp: this request has no stream to its client")
-
 // requestVersion is the protocol version of the request in ctx.
 func requestVersion(ctx context.Context) string {
 	if x := exchangeFrom(ctx); x != nil {

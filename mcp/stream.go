@@ -151,13 +151,6 @@ func (e *eventStream) drain() {
 	e.flushLocked()
 }
 
-// streaming reports whether the response already turned SSE.
-func (e *eventStream) streaming() bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.started
-}
-
 // end refuses every later write: the handler that owns the response
 // returned. What is still queued is dropped.
 func (e *eventStream) end() {
