@@ -17,11 +17,10 @@ import (
 // capabilities are what this front offers, in every era.
 func (s *Server) capabilities() mcp.ServerCapabilities {
 	c := mcp.ServerCapabilities{
-		Experimental: nil,
-		Logging:      &struct{}{},
-		Completions:  &struct{}{},
-		Elicitation:  &mcp.ElicitationCapability{},
-		Extensions:   uiExtensions(),
+		Logging:     &struct{}{},
+		Completions: &struct{}{},
+		Elicitation: &mcp.ElicitationCapability{},
+		Extensions:  uiExtensions(),
 	}
 	c.Tools = &struct {
 		ListChanged bool `json:"listChanged,omitempty"`
@@ -32,8 +31,8 @@ func (s *Server) capabilities() mcp.ServerCapabilities {
 	}{Subscribe: true, ListChanged: true}
 	c.Prompts = &struct {
 		ListChanged bool `json:"listChanged,omitempty"`
-	}{ListChanged: s.ext != nil}
-	if s.ext != nil {
+	}{}
+	if s.ext.samplingEnabled() {
 		c.Sampling = &mcp.SamplingCapability{}
 	}
 	return c

@@ -13,7 +13,6 @@ type metrics struct {
 	elicitations *prometheus.CounterVec
 	rejections   *prometheus.CounterVec
 	notes        *prometheus.CounterVec
-	direct       prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -23,14 +22,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		elicitations: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mcpswarm_mcp_elicitations_total",
 			Help: "Approval requests by outcome."}, []string{"outcome"}),
 		rejections: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mcpswarm_mcp_rejected_requests_total",
-			Help: "Requests refused before mcp-go, by reason."}, []string{"reason"}),
+			Help: "Requests refused before they reached a method, by reason."}, []string{"reason"}),
 		notes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mcpswarm_mcp_notifications_total",
 			Help: "Notifications sent by method."}, []string{"method"}),
-		direct: prometheus.NewCounter(prometheus.CounterOpts{Name: "mcpswarm_mcp_direct_tool_calls_total",
-			Help: "Streamable HTTP tool calls the front served past mcp-go's transport (directcall.go)."}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.calls, m.elicitations, m.rejections, m.notes, m.direct} {
+		for _, c := range []prometheus.Collector{m.calls, m.elicitations, m.rejections, m.notes} {
 			if err := reg.Register(c); err != nil {
 				return nil, fmt.Errorf("registering mcp metrics: %w", err)
 			}
