@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"sync"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -25,6 +26,9 @@ type conn struct {
 	subID any
 	// home marks a connection initialized on this node.
 	home bool
+	// seen is when this node last served the connection, for the idle
+	// prune.
+	seen time.Time
 }
 
 // connTable tracks this node's registered connections and their resource
@@ -48,10 +52,41 @@ type connTable struct {
 	// it says which node sends a connection's notifications, and holds
 	// the subscriptions made through other nodes.
 	registry Connections
+	// idle is how long a connection with no stream here stays known
+	// after this node last served it; pruneAt is the size at which the
+	// next request prunes such connections (so no timer runs for them).
+	idle    time.Duration
+	pruneAt int
 }
 
-func newConnTable(registry Connections) *connTable {
-	return &connTable{conns: make(map[string]*conn), bySubject: make(map[string][]*conn), registry: registry}
+func newConnTable(registry Connections, idle time.Duration) *connTable {
+	return &connTable{conns: make(map[string]*conn), bySubject: make(map[string][]*conn), registry: registry,
+		idle: idle, pruneAt: minPrune}
+}
+
+// minPrune is the table size below which idle connections are not pruned.
+const minPrune = 1024
+
+// touch records that this node served connection id now. When the table
+// has grown past pruneAt, it forgets the connections idle for longer than
+// the idle window that hold no stream here, and returns their ids.
+func (t *connTable) touch(id string, now time.Time) (forgotten []string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if c, ok := t.conns[id]; ok {
+		c.seen = now
+	}
+	if len(t.conns) < t.pruneAt {
+		return nil
+	}
+	for k, c := range t.conns {
+		if c.out == nil && c.listen == nil && now.Sub(c.seen) > t.idle {
+			t.drop(k)
+			forgotten = append(forgotten, k)
+		}
+	}
+	t.pruneAt = max(minPrune, 2*len(t.conns))
+	return forgotten
 }
 
 // put stores c under key in conns and the indexes. Callers hold mu.
@@ -96,7 +131,7 @@ func without(cs []*conn, c *conn) []*conn {
 func (t *connTable) add(id string, p authz.Principal, home bool, out sink) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	c := &conn{id: id, principal: p, home: home, out: out}
+	c := &conn{id: id, principal: p, home: home, out: out, seen: time.Now()}
 	if old, ok := t.conns[id]; ok {
 		c.subs, c.home = old.subs, old.home || home // subs made on the first subscription: most connections never subscribe
 		if out == nil {
@@ -162,7 +197,7 @@ func (t *connTable) subscribe(id string, p authz.Principal, uri string, on bool)
 	if !ok {
 		// Subscribed from a node where the connection is not registered:
 		// remember it so a later GET stream here gets the updates.
-		c = &conn{id: id, principal: p}
+		c = &conn{id: id, principal: p, seen: time.Now()}
 		t.put(id, c)
 	}
 	if on {

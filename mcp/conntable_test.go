@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -68,7 +69,7 @@ func TestConnTableMatchAgreesWithAScan(t *testing.T) {
 		rng := rand.New(rand.NewPCG(seed, 17))
 		notHere := map[string]bool{}
 		remote := map[string]bool{} // connID + " " + uri subscribed through another node
-		tbl := newConnTable(fakeRegistry{notHere: notHere, remote: remote})
+		tbl := newConnTable(fakeRegistry{notHere: notHere, remote: remote}, time.Hour)
 		ids := []string{"c0", "c1", "c2", "c3", "c4", "c5"}
 		for op := range 50 {
 			id := ids[rng.IntN(len(ids))]
@@ -122,7 +123,7 @@ func TestConnTableMatchAgreesWithAScan(t *testing.T) {
 func BenchmarkConnTableMatch(b *testing.B) {
 	for _, n := range []int{16, 1024} {
 		lookups := 0
-		tbl := newConnTable(fakeRegistry{lookups: &lookups})
+		tbl := newConnTable(fakeRegistry{lookups: &lookups}, time.Hour)
 		for i := range n {
 			id := fmt.Sprintf("c%d", i)
 			tbl.add(id, authz.Principal{Subject: fmt.Sprintf("p%d", i%64)}, true, &tableSink{id: id})
@@ -167,5 +168,35 @@ func TestToolCacheSharesOneViewPerDefinition(t *testing.T) {
 	}
 	if a.view[t1.Name].Tool.Description != "Click." {
 		t.Error("the old view was written")
+	}
+}
+
+// A connection with no stream here that this node has not served for the
+// idle window is forgotten once the table has grown; one with a stream
+// here, or served lately, stays.
+func TestIdleConnectionsArePrunedAsTheTableGrows(t *testing.T) {
+	tbl := newConnTable(nil, time.Minute)
+	start := time.Now()
+	p := authz.Principal{Subject: "alice"}
+	tbl.add("streaming", p, true, &tableSink{id: "streaming"})
+	tbl.add("recent", p, true, nil)
+	for i := range minPrune - 3 {
+		tbl.add(fmt.Sprintf("old%d", i), p, true, nil)
+	}
+	later := start.Add(2 * time.Minute)
+	if early := tbl.touch("recent", later); len(early) != 0 {
+		t.Fatalf("a table below the prune size forgot %d connections", len(early))
+	}
+	tbl.add("old-last", p, true, nil)
+	tbl.conns["old-last"].seen = start
+	forgotten := tbl.touch("recent", later)
+	if len(forgotten) != minPrune-2 {
+		t.Fatalf("forgot %d connections, want the %d idle ones", len(forgotten), minPrune-2)
+	}
+	if !tbl.known("streaming") || !tbl.known("recent") || tbl.known("old0") {
+		t.Errorf("after the prune: streaming %v, recent %v, old0 %v", tbl.known("streaming"), tbl.known("recent"), tbl.known("old0"))
+	}
+	if more := tbl.touch("recent", later.Add(time.Hour)); len(more) != 0 {
+		t.Errorf("a table below its next prune size pruned %v", more)
 	}
 }

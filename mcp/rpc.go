@@ -134,7 +134,14 @@ func (s *Server) dispatch(ctx context.Context, x *exchange) []byte {
 }
 
 // serveRequest runs the one gate every request passes and then its method.
-func (s *Server) serveRequest(ctx context.Context, x *exchange) (any, *rpcError) {
+// A handler's panic is the request's error, not the node's end.
+func (s *Server) serveRequest(ctx context.Context, x *exchange) (res any, e *rpcError) {
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error("a request's handler panicked", "method", x.env.Method, "panic", p)
+			res, e = nil, &rpcError{Code: codeInternal, Message: fmt.Sprintf("panic recovered in %s: %v", x.env.Method, p)}
+		}
+	}()
 	m, ok := lookupMethod(x.env.Method)
 	switch {
 	case !ok:
@@ -153,8 +160,7 @@ func (s *Server) serveRequest(ctx context.Context, x *exchange) (any, *rpcError)
 	ctx, done := s.calls.start(ctx, x.conn, id)
 	defer done()
 	ctx = withExchange(ctx, x)
-	res, e := m.serve(s, ctx, x)
-	if e != nil {
+	if res, e = m.serve(s, ctx, x); e != nil {
 		return nil, e
 	}
 	if x.modern {

@@ -111,7 +111,7 @@ func New(cfg Config) (*Server, error) {
 		states.registry = s.registry
 		s.init.conns.attach(s.registry, s)
 	}
-	s.conns = newConnTable(s.registry)
+	s.conns = newConnTable(s.registry, cfg.IdleTTL)
 	s.stopWatch = cfg.Backend.Watch(s.onEvent)
 	return s, nil
 }

@@ -132,6 +132,9 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, x *exchange) 
 	}
 	routed := x.conn != "" && !initialize
 	if routed {
+		for _, id := range s.conns.touch(x.conn, time.Now()) {
+			s.posts.forget(id)
+		}
 		s.posts.begin(x.conn, stream)
 	}
 	answer := s.dispatch(r.Context(), x)
