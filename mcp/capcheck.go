@@ -63,18 +63,7 @@ func (s *Server) checkCapabilities(env envelope) *rpcError {
 	if env.Method != string(mcp.MethodToolsCall) {
 		return nil
 	}
-	var p struct {
-		Name string `json:"name"`
-	}
-	if json.Unmarshal(env.Params, &p) != nil || p.Name == "" {
-		return nil
-	}
-	var tool *mcp.Tool
-	if st, ok := s.static[p.Name]; ok {
-		tool = &st.Tool
-	} else if st, ok := s.ext.tool(p.Name); ok {
-		tool = &st.Tool
-	}
+	tool := s.serverTool(env)
 	missing := missingCapabilities(env.Params, requiredCapabilities(tool))
 	if len(missing) == 0 {
 		return nil
@@ -85,6 +74,25 @@ func (s *Server) checkCapabilities(env envelope) *rpcError {
 	}
 	return &rpcError{ID: env.ID, Code: mcp.MISSING_REQUIRED_CLIENT_CAPABILITY,
 		Message: fmt.Sprintf("tool %q needs the client capabilities %s, which this request's _meta %s does not declare",
-			p.Name, strings.Join(missing, ", "), mcp.MetaKeyClientCapabilities),
+			tool.Name, strings.Join(missing, ", "), mcp.MetaKeyClientCapabilities),
 		Data: map[string]any{"requiredCapabilities": data}}
+}
+
+// serverTool is the static or extension tool a tools/call names, or nil
+// (a session's tool, or no tools/call).
+func (s *Server) serverTool(env envelope) *mcp.Tool {
+	if env.Method != string(mcp.MethodToolsCall) {
+		return nil
+	}
+	name, ok := callToolName(env.Params)
+	if !ok || name == "" {
+		return nil
+	}
+	if st, ok := s.static[name]; ok {
+		return &st.Tool
+	}
+	if st, ok := s.ext.tool(name); ok {
+		return &st.Tool
+	}
+	return nil
 }

@@ -234,6 +234,20 @@ func (s *Server) checkModern(r *http.Request, x *exchange) (*rpcError, int) {
 	if err := mcp.ValidateStandardHeaders(r.Header.Get, x.version, mcp.MCPMethod(env.Method), env.Params); err != nil {
 		return protocolError(env, err), http.StatusBadRequest
 	}
+	if tool := s.serverTool(env); tool != nil {
+		// Arguments annotated x-mcp-header travel in headers too, and the
+		// two must agree.
+		lookup := func(name string) (string, bool) {
+			v := r.Header.Values(name)
+			if len(v) == 0 {
+				return "", false
+			}
+			return v[0], true
+		}
+		if err := mcp.ValidateParamHeadersLookup(lookup, tool, env.Params); err != nil {
+			return protocolError(env, err), http.StatusBadRequest
+		}
+	}
 	if e := s.checkCapabilities(env); e != nil {
 		return e, http.StatusBadRequest
 	}
