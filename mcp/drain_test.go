@@ -8,9 +8,8 @@ import (
 )
 
 // TestStreamsOpenedDuringShutdownAreRefused pins the shutdown drain: once
-// Shutdown has begun, a GET (which would register its session and start
-// mcp-go's session-scoped listening pump after mcp-go's own sweep, leaking
-// the pump and hanging the handler) is answered 503 with Retry-After.
+// Shutdown has begun, a GET (a stream nothing would close) is answered 503
+// with Retry-After.
 func TestStreamsOpenedDuringShutdownAreRefused(t *testing.T) {
 	e := newEnv(t, nil)
 	c, _ := e.connect(t, clientOpts{})
@@ -36,25 +35,22 @@ func TestStreamsOpenedDuringShutdownAreRefused(t *testing.T) {
 	}
 }
 
-// TestDrainSweepsUntilRequestsInFlightReturn pins that close keeps
-// sweeping while a request is in flight and stops once it has returned.
-func TestDrainSweepsUntilRequestsInFlightReturn(t *testing.T) {
+// TestDrainWaitsForRequestsInFlight pins that close returns once the
+// request in flight has returned, and refuses requests after.
+func TestDrainWaitsForRequestsInFlight(t *testing.T) {
 	var d requestDrain
 	if !d.enter() {
 		t.Fatal("a fresh drain refused a request")
 	}
-	sweeps := make(chan struct{}, 100)
-	go func() {
-		<-sweeps
-		<-sweeps // two sweeps seen while the request is in flight
-		d.leave()
-	}()
-	if err := d.close(context.Background(), func() {
-		select {
-		case sweeps <- struct{}{}:
-		default:
-		}
-	}); err != nil {
+	closed := make(chan error, 1)
+	go func() { closed <- d.close(context.Background()) }()
+	select {
+	case err := <-closed:
+		t.Fatalf("close returned (%v) while a request was in flight", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	d.leave()
+	if err := <-closed; err != nil {
 		t.Fatal(err)
 	}
 	if d.enter() {

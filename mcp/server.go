@@ -148,7 +148,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.parked.closeAll(outcomeShutdown)
 		close(s.closing)
 		s.streams.closeAll()
-		if e := s.drain.close(ctx, func() {}); e != nil {
+		if e := s.drain.close(ctx); e != nil {
 			err = fmt.Errorf("waiting for the requests in flight: %w", e)
 		}
 	})
