@@ -135,7 +135,7 @@ func appServerResource() Resource {
 // 2026-07-28 request is: its lists must not vary by connection, and a
 // client without UI ignores the _meta.ui keys. A session-based client is
 // offered it when it declared the extension at initialize.
-// params are the request's params: a hook may run before mcp-go has put
+// params are the request's params, read for their era when ctx has none.
 // the request's era in ctx.
 func offersUI(ctx context.Context, params json.RawMessage) bool {
 	if isModern(ctx) || mcp.IsModernProtocol(metaVersion(params)) {

@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"reflect"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -81,35 +80,6 @@ func FuzzMayHaveKey(f *testing.F) {
 			t.Fatalf("%q has a _meta field (%s) that mayHaveKey missed", b, p.Meta)
 		}
 	})
-}
-
-// oldCallView is callView's answer for a static name or a name that is
-// neither static nor derived, before the views were shared.
-func oldCallView(s *Server, name string) map[string]Tool {
-	if st, ok := s.static[name]; ok {
-		return map[string]Tool{name: st}
-	}
-	return map[string]Tool{}
-}
-
-func TestCallViewSharesOneToolViews(t *testing.T) {
-	e := newEnv(t, nil)
-	c := authz.Context{Principal: authz.ConnPrincipal("x"), Transport: authz.TransportStreamableHTTP}
-	for _, name := range append(e.srv.SensitiveStaticTools(), "swarm_list", "swarm_members", "nope", "") {
-		got, want := e.srv.callView(c, name), oldCallView(e.srv, name)
-		if len(got) != len(want) {
-			t.Fatalf("%q: view of %d tools, want %d", name, len(got), len(want))
-		}
-		for k, w := range want {
-			g, ok := got[k]
-			if !ok || !reflect.DeepEqual(g.Tool, w.Tool) || reflect.ValueOf(g.Handler).Pointer() != reflect.ValueOf(w.Handler).Pointer() {
-				t.Errorf("%q: view entry %q differs from the static tool", name, k)
-			}
-		}
-		if again := e.srv.callView(c, name); reflect.ValueOf(again).UnsafePointer() != reflect.ValueOf(got).UnsafePointer() {
-			t.Errorf("%q: a second call built a new view", name)
-		}
-	}
 }
 
 // TestJSONResultWireBytesAsBefore: a static tool's result carries its

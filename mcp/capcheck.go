@@ -14,7 +14,7 @@ import (
 // 2026-07-28 revision says a server MUST NOT rely on a capability the client
 // did not declare and MUST answer MissingRequiredClientCapabilityError
 // (-32021, HTTP 400): the front refuses such a tools/call before the tool
-// runs, since mcp-go gives a tool handler no way to choose its error code.
+// runs, since a tool's own answer could only be a tool error.
 const MetaRequiresCapabilities = "mcpswarm/requiresClientCapabilities"
 
 // requiredCapabilities reads a tool's MetaRequiresCapabilities list.

@@ -49,7 +49,7 @@ func newClientRequests(node string) *clientRequests {
 
 // ask writes method(params) to the client of connection conn on out and
 // waits for its answer or ctx. A client error comes back as an error that
-// names the method, as mcp-go words it.
+// names the method.
 func (c *clientRequests) ask(ctx context.Context, out interface{ send([]byte) error }, conn, method string, params any) (json.RawMessage, error) {
 	c.mu.Lock()
 	c.next++

@@ -34,11 +34,11 @@ type ConnActivity struct {
 type connCap struct {
 	limit int
 	// idle is how long this node remembers serving a request on a
-	// connection (mcp-go forgets the connection's node-local state after
+	// connection (the front forgets the connection's node-local state after
 	// it too).
 	idle time.Duration
 	// registry lists a principal's connections across the cluster; it is
-	// nil on a lone node, which stores no connection records (mcp-go
+	// nil on a lone node, which stores no connection records (the front
 	// forgets an idle connection after the idle window), and then nothing
 	// is bounded here. front revokes the connections the cap evicts.
 	registry Connections
@@ -95,7 +95,7 @@ func (c *connCap) touch(id string, now time.Time) {
 }
 
 // forget drops connection id's activity: the connection ended (a DELETE
-// here or elsewhere, or mcp-go's idle sweep), so it is never evicted again
+// here or elsewhere, or the idle prune), so it is never evicted again
 // and its ~105-byte id is not kept until the idle window prunes it.
 func (c *connCap) forget(id string) {
 	if c == nil {

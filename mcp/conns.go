@@ -9,7 +9,7 @@ import (
 
 // ConnInfo is what the cluster needs to know about a connection so any node
 // can serve it: where it was initialised, who it acts for and what it
-// declared (mcp-go keeps all of this only on the node that saw initialize).
+// declared (only the node that saw initialize learnt it from the client).
 type ConnInfo struct {
 	ID              string
 	Node            string // home node (the one that minted the id)

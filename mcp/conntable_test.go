@@ -3,7 +3,6 @@ package mcp
 import (
 	"fmt"
 	"math/rand/v2"
-	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -11,7 +10,6 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcpswarm/mcpswarm/authz"
-	"github.com/mcpswarm/mcpswarm/session"
 )
 
 // tableSink is a connection's stream for connTable tests.
@@ -144,30 +142,6 @@ func BenchmarkConnTableMatch(b *testing.B) {
 			}
 			b.ReportMetric(float64(lookups)/float64(b.N), "lookups/op")
 		})
-	}
-}
-
-// A derived tool's call view is built once per definition and shared by
-// every call; a changed definition gets a view of its own.
-func TestToolCacheSharesOneViewPerDefinition(t *testing.T) {
-	var c toolCache
-	handler := func(session.Tool) ToolHandler { return nil }
-	t1 := session.Tool{Name: "s.w.click", Session: "s", Widget: "w", Action: "click", Description: "Click."}
-	a, b := c.entry(t1, handler), c.entry(t1, handler)
-	if len(a.view) != 1 || a.view[t1.Name].Tool.Name != t1.Name {
-		t.Fatalf("view %v", a.view)
-	}
-	if reflect.ValueOf(a.view).Pointer() != reflect.ValueOf(b.view).Pointer() {
-		t.Error("the same definition built a second view")
-	}
-	t2 := t1
-	t2.Description = "Press."
-	d := c.entry(t2, handler)
-	if reflect.ValueOf(d.view).Pointer() == reflect.ValueOf(a.view).Pointer() || d.view[t1.Name].Tool.Description != "Press." {
-		t.Errorf("a changed definition kept the old view: %+v", d.view[t1.Name].Tool)
-	}
-	if a.view[t1.Name].Tool.Description != "Click." {
-		t.Error("the old view was written")
 	}
 }
 

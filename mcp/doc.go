@@ -1,4 +1,5 @@
-// Package mcp is the MCP front of a node, built on mark3labs/mcp-go.
+// Package mcp is the MCP front of a node: its own JSON-RPC dispatcher and
+// transports, with mark3labs/mcp-go's protocol types.
 //
 // # Transports
 //
@@ -13,17 +14,22 @@
 //
 // or, in an .mcp.json, {"mcpServers":{"mcpswarm":{"type":"http","url":"http://127.0.0.1:8080/mcp"}}}.
 //
-// # What runs before mcp-go
+// # One path
 //
-// The handler refuses DNS-rebinding requests (a loopback listener reached
-// with a non-loopback Host or Origin), authenticates bearer tokens when the
-// guard has an Authenticator (401 with a WWW-Authenticate challenge naming
-// the metadata URL), bounds the body (Config.MaxBodyBytes), refuses JSON-RPC
-// batches (naming the limit when one exceeds Config.MaxBatch) and bodies
-// nested deeper than Config.MaxDepth, validates Mcp-Session-Id on POST, GET
-// and DELETE (an id nobody minted, or one bound to another principal, is
-// 404), and runs the read authorizer, answering JSON-RPC -32090 with data
-// {error, method, detail} on a denial.
+// Every message, on every transport and in every era, is decoded once
+// (checkMessage) and served by one dispatcher (rpc.go): an exchange holds
+// what the transport learnt (identity, connection, the client's declared
+// capabilities, era) and an outbox back to the client; lookupMethod names
+// each method's eras and whether the read authorizer guards it. Before
+// that, the HTTP handler refuses DNS-rebinding requests (a loopback
+// listener reached with a non-loopback Host or Origin), authenticates
+// bearer tokens when the guard has an Authenticator (401 with a
+// WWW-Authenticate challenge naming the metadata URL), bounds the body
+// (Config.MaxBodyBytes), refuses JSON-RPC batches (naming the limit when
+// one exceeds Config.MaxBatch) and bodies nested deeper than
+// Config.MaxDepth, and validates Mcp-Session-Id on POST, GET and DELETE
+// (an id nobody minted, or one bound to another principal, is 404). A read
+// denial answers JSON-RPC -32090 with data {error, method, detail}.
 //
 // # Session ids and principals
 //
@@ -47,14 +53,13 @@
 //
 // # Views
 //
-// Every request gets its own view session (viewSession): mcp-go's per-id
-// tool store is shared by all 2026-07-28 requests and missing on stdio. An
-// OnRequestInitialization hook installs, with SetSessionTools, the caller's
-// tools: for tools/list the static and derived tools the tool authorizer
-// allows or asks about entry by entry (an Ask entry carries MetaApproval;
-// only Deny hides); for tools/call only the called tool (or, for a
-// derived name whose session the caller does not have, a tool answering an
-// error that names the session and points to swarm_list).
+// tools/list is the caller's view: the static and derived tools the tool
+// authorizer allows or asks about, entry by entry (an Ask entry carries
+// MetaApproval; only Deny hides), and the extension's tools. tools/call
+// resolves the called name alone: a static tool, one of the caller's
+// derived tools, an extension's tool, or, for a derived name whose session
+// the caller does not have, an answer naming the session and pointing to
+// swarm_list.
 //
 // # Calls
 //
@@ -70,21 +75,17 @@
 //
 // # Notifications
 //
-// What a handler sends through its request's session on a Streamable HTTP
-// POST (progress, log messages) goes on that POST's own stream: the
-// request's view session hands out a channel of its own, which postStream
-// writes under the same lock as mcp-go's writes and always before mcp-go's
-// next write (and every 10 ms while the handler runs). So none is lost,
-// none is taken by the connection's GET stream, and all precede the result.
-// A no-op EventStore also makes mcp-go wait for its own forwarder before
-// answering. Backend events become notifications/tools/list_changed (only to
-// the principal's connections, once per change, from the node
+// What a handler sends its client while it runs (progress, log messages,
+// elicitation/create, sampling, roots) goes on the request's own stream:
+// the POST's response turns text/event-stream on the first one, and the
+// answer is its last event; on SSE and stdio, the connection's stream.
+// Backend events become notifications/tools/list_changed (only to the
+// principal's connections, once per change, from the node
 // Connections.NotifyHere names) and notifications/resources/updated (to
 // subscribed connections, with the RFC 6902 patch of a model projection in
-// _meta under MetaPatch). On this node they ride a running POST of the
-// connection, else its GET stream, else wait for its next POST (mcp-go
-// would keep every POST it answered as SSE until the connection ends;
-// see postroute.go). 2026-07-28 clients receive both on their
+// _meta under MetaPatch). On this node they go to the connection's GET
+// stream, else ride a running POST of it, else wait (bounded) for its next
+// POST (postroute.go). 2026-07-28 clients receive both on their
 // subscriptions/listen streams, tagged with the subscription id.
 //
 // # Across nodes
@@ -103,8 +104,9 @@
 //
 // # Extending
 //
-// Config.Extend receives the mcp-go server after the front registered its
-// own surface and before any transport starts; a conformance fixture adds its
-// tools, resources and prompts there (as global mcp-go tools, visible to
-// every connection and not subject to the view).
+// Config.Extend receives the front's Extension before any transport
+// starts; a conformance fixture adds its tools, resources, templates and
+// prompts there (server-wide, visible to every connection, each call still
+// gated by the tool authorizer). A handler reaches its caller through
+// ClientFrom(ctx).
 package mcp

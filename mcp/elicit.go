@@ -110,10 +110,9 @@ func (pk *parking) closeAll(o outcome) {
 	}
 }
 
-// elicit parks the call and sends elicitation/create to the calling
-// connection only (mcp-go routes it over the connection's own stream and
-// matches the answer by that connection's session id). It returns how the
-// parked call was closed.
+// elicit parks the call and sends elicitation/create on the call's own
+// stream; the answer comes back by its relay id. It returns how the parked
+// call was closed.
 func (s *Server) elicit(ctx context.Context, c authz.Context, tool, prompt string) outcome {
 	client, _ := ClientFrom(ctx)
 	ectx, cancel := context.WithTimeout(ctx, s.cfg.ElicitationTimeout)

@@ -7,13 +7,12 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
-// Era rules the front applies before mcp-go sees a message. mcp-go decides a
-// POST's era from the Mcp-Protocol-Version header or the body's _meta, and
-// then demands _meta protocolVersion on every modern message. The 2026-07-28
-// revision (SEP-2575) defines that _meta triple for requests only: a
-// notification's _meta is optional and carries no version, and the official
-// SDKs send notifications/cancelled without one. Refusing it made the Go SDK
-// close the whole client after any cancelled call.
+// Era rules. A POST's era comes from the Mcp-Protocol-Version header or the
+// body's _meta. The 2026-07-28 revision (SEP-2575) defines the _meta triple
+// for requests only: a notification's _meta is optional and carries no
+// version, and the official SDKs send notifications/cancelled without one
+// (refusing it made the Go SDK close the whole client after any cancelled
+// call).
 
 // removedInModern are the methods 2026-07-28 removed. A client that still
 // sends one (often without _meta, as the method predates it) gets "method not

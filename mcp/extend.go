@@ -138,7 +138,7 @@ func (e *Extension) prompt(name string) (Prompt, bool) {
 }
 
 // lists returns the extension's resources, templates and prompts, sorted by
-// name as mcp-go lists them.
+// name.
 func (e *Extension) lists() ([]mcp.Resource, []mcp.ResourceTemplate, []mcp.Prompt) {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
@@ -235,7 +235,7 @@ func (c Client) ask(ctx context.Context, method string, params, into any) error 
 }
 
 // logLevel is the least severe level the client wants log messages of: the
-// one it set, else error on a connection (mcp-go's default) and none on a
+// one it set, else error on a connection (the session-based default) and none on a
 // 2026-07-28 request.
 func (x *exchange) logLevel() mcp.LoggingLevel {
 	if l := x.client.LogLevel; l != "" || x.modern {

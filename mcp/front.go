@@ -24,9 +24,9 @@ const (
 	wellKnownPRM          = "/.well-known/oauth-protected-resource"
 )
 
-// front is the HTTP handler in front of mcp-go: DNS-rebinding protection,
+// front is the HTTP handler of the front: DNS-rebinding protection,
 // authentication, body/batch/nesting limits, session id validation on
-// every method, and the read authorizer, all before mcp-go sees a request.
+// every method, and the read authorizer, all before a method runs.
 func (s *Server) front() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/mcp", s.serveStreamable)
@@ -176,8 +176,8 @@ func readAllSized(rd io.Reader, declared int64) ([]byte, error) {
 	}
 }
 
-// modernRequest reports whether a POST speaks 2026-07-28 or later (mcp-go's
-// own rule: the header or the body's _meta names a modern version).
+// modernRequest reports whether a POST speaks 2026-07-28 or later: the
+// header or the body's _meta names a modern version.
 func modernRequest(r *http.Request, params json.RawMessage) bool {
 	if mcp.IsModernProtocol(r.Header.Get(headerProtocolVersion)) {
 		return true

@@ -13,9 +13,9 @@ const AnonymousSubject = "anonymous"
 
 type identityKey struct{}
 
-// identity is what the transport layer knows about a request before mcp-go
-// handles it: the transport and, when authentication is on, the verified
-// principal.
+// identity is what the transport knows about a request before the
+// dispatcher serves it: the transport and, when authentication is on, the
+// verified principal.
 type identity struct {
 	transport authz.Transport
 	principal authz.Principal // set when authenticated

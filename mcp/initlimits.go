@@ -64,7 +64,7 @@ func (g *initGate) check(r *http.Request, env envelope) (*rpcError, int) {
 		ClientInfo   json.RawMessage `json:"clientInfo"`
 		Capabilities json.RawMessage `json:"capabilities"`
 	}
-	_ = json.Unmarshal(env.Params, &p) // mcp-go reports malformed params itself
+	_ = json.Unmarshal(env.Params, &p) // initialize reports malformed params itself
 	if n := len(p.ClientInfo) + len(p.Capabilities); n > g.maxFacts {
 		return &rpcError{ID: env.ID, Code: codeInvalidParams, Message: fmt.Sprintf(
 			"initialize: clientInfo and capabilities hold %d bytes of JSON; at most %d are accepted (policy limits.client_facts_bytes)", n, g.maxFacts)}, http.StatusBadRequest

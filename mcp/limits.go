@@ -7,7 +7,7 @@ import (
 	"fmt"
 )
 
-// JSON-RPC error codes we answer before mcp-go sees a message.
+// JSON-RPC error codes the front answers.
 const (
 	codeParseError     = -32700
 	codeInvalidRequest = -32600
@@ -72,7 +72,7 @@ func (e envelope) isPingAnswer() bool {
 
 // checkMessage validates one JSON-RPC body against the batch and nesting
 // limits and decodes its envelope. A batch (a JSON array) is refused: MCP
-// removed batching in 2025-06-18 and mcp-go does not serve it; an oversized
+// removed batching in 2025-06-18; an oversized
 // batch is named as such.
 func checkMessage(body []byte, maxBatch, maxDepth int) (envelope, *rpcError) {
 	trimmed := bytes.TrimLeft(body, " \t\r\n")

@@ -8,8 +8,6 @@ import (
 	"sort"
 
 	"github.com/mark3labs/mcp-go/mcp"
-
-	"github.com/mcpswarm/mcpswarm/authz"
 )
 
 // What each request method does, once dispatch let it through.
@@ -338,15 +336,4 @@ func (s *Server) serveComplete(ctx context.Context, x *exchange) (any, *rpcError
 		c.Values = []string{}
 	}
 	return &mcp.CompleteResult{Completion: *c}, nil
-}
-
-// findTool resolves a tools/call's name for the caller: a static tool, one
-// of the caller's derived tools (the call itself is gated), an extension's
-// tool, or, for a derived-shaped name whose session the caller does not
-// have, a tool answering why.
-func (s *Server) findTool(c authz.Context, name string) (Tool, bool) {
-	if v, ok := s.callView(c, name)[name]; ok {
-		return v, true
-	}
-	return s.ext.tool(name)
 }

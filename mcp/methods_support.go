@@ -15,7 +15,7 @@ import (
 )
 
 // maxInputRounds bounds how often one call may ask a session-based client
-// for input (mcp-go's bound).
+// for input.
 const maxInputRounds = 10
 
 // toolNames lists the extension's tools, sorted.

@@ -75,7 +75,7 @@ func (s *Server) addPrompts() {
 }
 
 // completer completes session ids and app names in prompt and resource
-// template arguments. mcp-go has no completion for tool arguments
+// template arguments. MCP has no completion for tool arguments
 // (completion/complete accepts ref/prompt and ref/resource only).
 type completer struct{ s *Server }
 

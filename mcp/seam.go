@@ -74,8 +74,7 @@ type Revocations interface {
 type Relay interface {
 	// ForwardResponse delivers a client's JSON-RPC response (to sampling,
 	// roots or elicitation) to the node waiting for it, whose
-	// Front.DeliverResponse takes it. handled false lets this node answer
-	// as mcp-go would.
+	// Front.DeliverResponse takes it. handled false means no node took it.
 	ForwardResponse(ctx context.Context, connID string, body []byte) (handled bool, err error)
 	// ForwardCancel hands a client's notifications/cancelled to every other
 	// node: the call it cancels may be in flight on any of them.

@@ -45,9 +45,7 @@ type Server struct {
 	staticUI map[string]Tool
 	// appWaits wakes swarm_app_view calls waiting for a session to change.
 	appWaits *appWaiters
-	// staticViews holds each static tool's one-tool call view.
-	staticViews map[string]map[string]Tool
-	tools       toolCache
+	tools    toolCache
 	// ext holds the front's own resources, templates and prompts and what
 	// Config.Extend added.
 	ext      *Extension
@@ -88,7 +86,6 @@ func New(cfg Config) (*Server, error) {
 		ext: newExtension(), versions: slices.Clone(mcp.ValidProtocolVersions), closing: make(chan struct{}),
 	}
 	s.static = s.staticTools()
-	s.staticViews = oneToolViews(s.static)
 	s.staticUI = staticUITools(s.static)
 	s.appWaits = newAppWaiters()
 	s.addResources()

@@ -47,8 +47,8 @@ const (
 	maxTerminated = 65536
 	// maxTerminatedClustered bounds it when the cluster keeps the
 	// revocations (SessionIDs.cluster is set): the set then only carries
-	// a DELETE from mcp-go's handling to the revocation the front writes
-	// right after, so it need not hold a week of ended connections.
+	// a DELETE until the revocation the front writes right after is in
+	// force, so it need not hold a week of ended connections.
 	maxTerminatedClustered = 1024
 )
 

@@ -90,7 +90,7 @@ func askMarked(st Tool, ask bool, prompt string) Tool {
 // over (it is only a cache).
 const maxCachedTools = 1 << 17
 
-// toolCache keeps each derived tool's mcp-go form, so a listing does not
+// toolCache keeps each derived tool's MCP form, so a listing does not
 // rebuild (and allocate) every definition on every request. Entries are
 // grouped by session and dropped when the session stops (forgetSession):
 // tool names are unique per session, so without that the tools of every
@@ -105,10 +105,6 @@ type toolCache struct {
 type cachedTool struct {
 	def session.Tool
 	st  Tool
-	// view is the call view of this tool alone, shared by every call to
-	// it: views are installed and read, never written (mcp-go copies a
-	// session's tools before changing them).
-	view map[string]Tool
 }
 
 func sameTool(a, b session.Tool) bool {
@@ -130,7 +126,7 @@ func (c *toolCache) entry(t session.Tool, handler func(session.Tool) ToolHandler
 		return e
 	}
 	st := Tool{Tool: mcpTool(t), Handler: handler(t)}
-	e = cachedTool{def: t, st: st, view: map[string]Tool{t.Name: st}}
+	e = cachedTool{def: t, st: st}
 	c.mu.Lock()
 	if c.m == nil || c.n >= maxCachedTools {
 		c.m, c.n = make(map[string]map[string]cachedTool), 0
@@ -163,43 +159,29 @@ func (c *toolCache) size() int {
 	return c.n
 }
 
-// noTools is the view of a call to a tool nobody has. Views are shared and
-// never written: mcp-go copies a session's tools before changing them.
-var noTools = map[string]Tool{}
-
-// oneToolViews makes the one-tool call view of each tool in tools, built
-// once and shared by every call (as the derived tools' cached views are).
-func oneToolViews(tools map[string]Tool) map[string]map[string]Tool {
-	out := make(map[string]map[string]Tool, len(tools))
-	for name, st := range tools {
-		out[name] = map[string]Tool{name: st}
+// findTool resolves a tools/call's name for the caller: a static tool,
+// one of the caller's derived tools whatever the authorizer says (the call
+// itself is gated, and an Ask must be able to elicit), an extension's
+// tool, or, for a derived-shaped name whose session the caller does not
+// have, a tool answering why instead of "tool not found".
+func (s *Server) findTool(c authz.Context, name string) (Tool, bool) {
+	if st, ok := s.static[name]; ok {
+		return st, true
 	}
-	return out
-}
-
-// callView installs only the called tool: a static one, one of the caller's
-// derived tools whatever the authorizer says (the call itself is gated, and
-// an Ask must be able to elicit), or, for a derived-shaped name whose
-// session the caller does not have, a tool answering the stale-session
-// error instead of "tool not found".
-func (s *Server) callView(c authz.Context, name string) map[string]Tool {
-	if v, ok := s.staticViews[name]; ok {
-		return v
+	if st, ok := s.ext.tool(name); ok {
+		return st, true
 	}
 	sid, derived := splitDerived(name)
 	if !derived {
-		return noTools
+		return Tool{}, false
 	}
 	for _, t := range s.cfg.Backend.Tools(c.Principal) {
 		if t.Name == name {
-			return s.tools.entry(t, s.derivedHandler).view
+			return s.tools.get(t, s.derivedHandler), true
 		}
 	}
-	if s.extendedTool(name) {
-		return map[string]Tool{}
-	}
 	stale := mcp.Tool{Name: name, RawInputSchema: emptySchema}
-	return map[string]Tool{name: {Tool: stale, Handler: func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	return Tool{Tool: stale, Handler: func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		if info, ok := s.cfg.Backend.Lookup(sid); ok && authz.Owns(c.Principal, info.Principal) {
 			if !info.Available {
 				_, res := s.ownedSession(c, sid)
@@ -208,13 +190,7 @@ func (s *Server) callView(c authz.Context, name string) map[string]Tool {
 			return toolError(fmt.Sprintf("session %q has no tool %q (the widget may have left the view); call %s.discover_tools or swarm_screenshot", sid, name, sid), nil), nil
 		}
 		return staleResult(sid), nil
-	}}}
-}
-
-// extendedTool reports whether name is a tool Config.Extend added.
-func (s *Server) extendedTool(name string) bool {
-	_, ok := s.ext.tool(name)
-	return ok
+	}}, true
 }
 
 func (s *Server) derivedHandler(t session.Tool) ToolHandler {
@@ -230,9 +206,8 @@ func (s *Server) derivedHandler(t session.Tool) ToolHandler {
 			return res, nil
 		}
 		ctx = s.withReporters(ctx, req)
-		if raw := req.Params.RawArguments; args != nil && len(raw) > 0 && s.cfg.Extend == nil {
-			// args is raw's decode (no middleware of Extend's rewrote
-			// it): a forward passes raw on as it came.
+		if raw := req.Params.RawArguments; args != nil && len(raw) > 0 {
+			// args is raw's decode: a forward passes raw on as it came.
 			ctx = session.WithArgumentsJSON(ctx, t.Name, raw)
 		}
 		r, err := s.cfg.Backend.Call(ctx, c, t.Session, t.Name, args)
