@@ -191,7 +191,7 @@ func FuzzDecodeIDAsEncodingJSON(f *testing.F) {
 // A message's kind follows from its members as JSON-RPC defines them.
 func TestEnvelopeKinds(t *testing.T) {
 	for _, tc := range []struct {
-		msg                                       string
+		msg                                      string
 		request, notification, response, pingAns bool
 	}{
 		{msg: `{"jsonrpc":"2.0","id":1,"method":"ping"}`, request: true},
