@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -190,7 +191,7 @@ func appendCallToolResult(dst []byte, r *mcp.CallToolResult) ([]byte, error) {
 
 // appendID appends a request id as json.Marshal(mcp.NewRequestId(id))
 // writes it: a string, a number from DecodeID or the raw id of a
-// message without a call into encoding/json.
+// message without reflection.
 func appendID(dst []byte, id any) ([]byte, error) {
 	switch v := id.(type) {
 	case nil:
@@ -205,10 +206,6 @@ func appendID(dst []byte, id any) ([]byte, error) {
 		return strconv.AppendInt(dst, int64(v), 10), nil
 	case int64:
 		return strconv.AppendInt(dst, v, 10), nil
-	case json.RawMessage:
-		if plainRaw(v) {
-			return append(dst, v...), nil
-		}
 	case mcp.RequestId:
 		return appendID(dst, v.Value())
 	}
@@ -219,27 +216,35 @@ func appendID(dst []byte, id any) ([]byte, error) {
 	return out, nil
 }
 
-// plainRaw reports whether json.Marshal writes raw unchanged: valid JSON
-// without space to compact away and without a byte to escape.
-func plainRaw(raw json.RawMessage) bool {
-	if len(raw) == 0 {
-		return false // nil is null, empty is an error: json.Marshal's to say
-	}
-	for _, c := range raw {
-		if c <= ' ' || c >= 0x7f || c == '<' || c == '>' || c == '&' {
-			return false
-		}
-	}
-	return json.Valid(raw)
-}
-
-// appendMarshal appends json.Marshal(v).
+// appendMarshal appends json.Marshal(v). A json.RawMessage — an id as
+// Envelope.ID holds it, a result or params relayed as they came — is
+// compacted into dst without the copy json.Marshal makes, when it has no
+// character json.Marshal would escape.
 func appendMarshal(dst []byte, v any) ([]byte, error) {
+	if raw, ok := v.(json.RawMessage); ok && raw != nil && !needsEscape(raw) {
+		buf := bytes.NewBuffer(dst)
+		if err := json.Compact(buf, raw); err != nil {
+			return dst, err // json.Marshal's error too
+		}
+		return buf.Bytes(), nil
+	}
 	b, err := json.Marshal(v)
 	if err != nil {
 		return dst, err
 	}
 	return append(dst, b...), nil
+}
+
+// needsEscape reports whether raw holds a byte json.Marshal escapes in a
+// json.RawMessage: <, > and &, or the lead byte of U+2028 and U+2029.
+func needsEscape(raw []byte) bool {
+	for _, c := range raw {
+		switch c {
+		case '<', '>', '&', 0xe2:
+			return true
+		}
+	}
+	return false
 }
 
 // appendFloat appends a finite f as encoding/json writes a float64: like
