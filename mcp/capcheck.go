@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mcpswarm/mcpswarm/mcp/wire"
 )
 
 // MetaRequiresCapabilities is the tool _meta key listing the client
@@ -59,7 +60,7 @@ func missingCapabilities(params json.RawMessage, required []string) []string {
 
 // checkCapabilities refuses a modern tools/call of a tool whose
 // MetaRequiresCapabilities the request does not declare; nil when it may run.
-func (s *Server) checkCapabilities(env envelope) *rpcError {
+func (s *Server) checkCapabilities(env wire.Envelope) *rpcError {
 	if env.Method != string(mcp.MethodToolsCall) {
 		return nil
 	}
@@ -80,11 +81,11 @@ func (s *Server) checkCapabilities(env envelope) *rpcError {
 
 // serverTool is the static or extension tool a tools/call names, or nil
 // (a session's tool, or no tools/call).
-func (s *Server) serverTool(env envelope) *mcp.Tool {
+func (s *Server) serverTool(env wire.Envelope) *mcp.Tool {
 	if env.Method != string(mcp.MethodToolsCall) {
 		return nil
 	}
-	name, ok := callToolName(env.Params)
+	name, ok := wire.CallToolName(env.Params)
 	if !ok || name == "" {
 		return nil
 	}

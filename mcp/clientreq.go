@@ -9,7 +9,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mcpswarm/mcpswarm/mcp/wire"
 )
 
 // A handler's server-to-client requests (elicitation/create,
@@ -62,12 +62,7 @@ func (c *clientRequests) ask(ctx context.Context, out interface{ send([]byte) er
 		delete(c.waiting, n)
 		c.mu.Unlock()
 	}()
-	msg, err := json.Marshal(map[string]any{
-		"jsonrpc": mcp.JSONRPC_VERSION,
-		"id":      relayID(c.node, "s"+strconv.FormatInt(n, 10)),
-		"method":  method,
-		"params":  params,
-	})
+	msg, err := wire.AppendRequest(nil, relayID(c.node, "s"+strconv.FormatInt(n, 10)), method, params)
 	if err != nil {
 		return nil, fmt.Errorf("encoding %s: %w", method, err)
 	}
@@ -92,7 +87,7 @@ func (c *clientRequests) ask(ctx context.Context, out interface{ send([]byte) er
 
 // answer hands a client's response to the request local ("s<n>") of
 // connection conn; false when none waits here.
-func (c *clientRequests) answer(conn, local string, env envelope) bool {
+func (c *clientRequests) answer(conn, local string, env wire.Envelope) bool {
 	n, err := strconv.ParseInt(strings.TrimPrefix(local, "s"), 10, 64)
 	if err != nil || !strings.HasPrefix(local, "s") {
 		return false

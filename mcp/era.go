@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mcpswarm/mcpswarm/mcp/wire"
 )
 
 // Era rules. A POST's era comes from the Mcp-Protocol-Version header or the
@@ -51,7 +52,7 @@ func metaVersion(params json.RawMessage) string {
 
 // removedMethodError is the answer to a modern request for a removed method:
 // JSON-RPC -32601, which 2026-07-28 carries with HTTP 404.
-func removedMethodError(env envelope) *rpcError {
+func removedMethodError(env wire.Envelope) *rpcError {
 	return &rpcError{ID: env.ID, Code: codeMethodNotFound,
 		Message: fmt.Sprintf("%q was removed in protocol version %s", env.Method, mcp.ProtocolVersion20260728)}
 }
@@ -59,8 +60,8 @@ func removedMethodError(env envelope) *rpcError {
 // sseEraError refuses a modern request over legacy SSE, naming the versions
 // that transport serves so the client can negotiate down; server/discover is
 // let through (it answers with the same list). nil when the request may pass.
-func sseEraError(env envelope) *rpcError {
-	if !env.isRequest() || env.Method == string(mcp.MethodServerDiscover) {
+func sseEraError(env wire.Envelope) *rpcError {
+	if !env.IsRequest() || env.Method == string(mcp.MethodServerDiscover) {
 		return nil
 	}
 	v := metaVersion(env.Params)

@@ -16,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcpswarm/mcpswarm/authz"
+	"github.com/mcpswarm/mcpswarm/mcp/wire"
 )
 
 const (
@@ -120,7 +121,7 @@ func writeRPCError(w http.ResponseWriter, status int, e *rpcError) {
 
 // readBody reads a POST body within the size limit and checks it; on
 // failure it has answered the request.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, envelope, bool) {
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, wire.Envelope, bool) {
 	body, err := readAllSized(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes), r.ContentLength)
 	if err != nil {
 		var tooBig *http.MaxBytesError
@@ -128,16 +129,16 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, envel
 			s.metrics.rejected("body_too_large")
 			writeRPCError(w, http.StatusRequestEntityTooLarge, &rpcError{Code: codeInvalidRequest,
 				Message: fmt.Sprintf("request body exceeds the limit of %d bytes", s.cfg.MaxBodyBytes)})
-			return nil, envelope{}, false
+			return nil, wire.Envelope{}, false
 		}
 		writeRPCError(w, http.StatusBadRequest, &rpcError{Code: codeParseError, Message: "reading the request body failed"})
-		return nil, envelope{}, false
+		return nil, wire.Envelope{}, false
 	}
 	env, rerr := checkMessage(body, s.cfg.MaxBatch, s.cfg.MaxDepth)
 	if rerr != nil {
 		s.metrics.rejected("bad_message")
 		writeRPCError(w, http.StatusBadRequest, rerr)
-		return nil, envelope{}, false
+		return nil, wire.Envelope{}, false
 	}
 	if rerr, status := s.init.check(r, env); rerr != nil {
 		s.metrics.rejected("initialize_limit")
@@ -145,7 +146,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, envel
 			w.Header().Set("Retry-After", "60")
 		}
 		writeRPCError(w, status, rerr)
-		return nil, envelope{}, false
+		return nil, wire.Envelope{}, false
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
@@ -256,7 +257,7 @@ func (s *Server) DeliverResponse(_ context.Context, connID string, body []byte) 
 	case env.Method == string(mcp.MethodNotificationCancelled):
 		s.calls.cancel(connID, env.Params)
 		return http.StatusAccepted, nil
-	case env.isResponse():
+	case env.IsResponse():
 		if _, local, tagged := parseRelayID(env.ID); tagged && s.asks.answer(connID, local, env) {
 			return http.StatusAccepted, nil
 		}

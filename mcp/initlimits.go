@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcpswarm/mcpswarm/authz"
+	"github.com/mcpswarm/mcpswarm/mcp/wire"
 )
 
 // Defaults of the initialize bounds (issue #13: 100 initializes carrying
@@ -56,7 +57,7 @@ func newInitGate(l authz.Limits, dev bool, idle time.Duration) *initGate {
 // check answers an initialize that breaks a bound, naming the bound and
 // the policy setting that raises it; it returns the HTTP status to answer
 // with, or 0 when the request may pass.
-func (g *initGate) check(r *http.Request, env envelope) (*rpcError, int) {
+func (g *initGate) check(r *http.Request, env wire.Envelope) (*rpcError, int) {
 	if env.Method != "initialize" {
 		return nil, 0
 	}

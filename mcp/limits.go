@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/mcpswarm/mcpswarm/mcp/wire"
 )
 
 // JSON-RPC error codes the front answers.
@@ -33,76 +35,53 @@ type rpcError struct {
 
 func (e *rpcError) Error() string { return fmt.Sprintf("json-rpc %d: %s", e.Code, e.Message) }
 
+// marshal encodes the error answer.
 func (e *rpcError) marshal() []byte {
-	type errBody struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
-		Data    any    `json:"data,omitempty"`
+	var id any
+	if len(e.ID) > 0 {
+		id = e.ID
 	}
-	id := e.ID
-	if len(id) == 0 {
-		id = json.RawMessage("null")
+	b, err := wire.AppendError(nil, id, e.Code, e.Message, e.Data)
+	if err != nil {
+		// Data that cannot be encoded: the answer without it.
+		b, _ = wire.AppendError(nil, id, e.Code, e.Message, nil)
 	}
-	b, _ := json.Marshal(struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Error   errBody         `json:"error"`
-	}{"2.0", id, errBody{e.Code, e.Message, e.Data}})
 	return b
-}
-
-// envelope is the part of a JSON-RPC message the front inspects.
-type envelope struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id,omitempty"`
-	Method  string          `json:"method,omitempty"`
-	Params  json.RawMessage `json:"params,omitempty"`
-	Result  json.RawMessage `json:"result,omitempty"`
-	Error   json.RawMessage `json:"error,omitempty"`
-}
-
-func (e envelope) isRequest() bool  { return e.Method != "" && len(e.ID) > 0 && string(e.ID) != "null" }
-func (e envelope) isResponse() bool { return e.Method == "" && (len(e.Result) > 0 || len(e.Error) > 0) }
-
-// isPingAnswer reports an empty result: a client's answer to a keepalive
-// ping, which any node acknowledges.
-func (e envelope) isPingAnswer() bool {
-	return len(e.Error) == 0 && string(bytes.Join(bytes.Fields(e.Result), nil)) == "{}"
 }
 
 // checkMessage validates one JSON-RPC body against the batch and nesting
 // limits and decodes its envelope. A batch (a JSON array) is refused: MCP
 // removed batching in 2025-06-18; an oversized
 // batch is named as such.
-func checkMessage(body []byte, maxBatch, maxDepth int) (envelope, *rpcError) {
+func checkMessage(body []byte, maxBatch, maxDepth int) (wire.Envelope, *rpcError) {
 	trimmed := bytes.TrimLeft(body, " \t\r\n")
 	if len(trimmed) == 0 {
-		return envelope{}, &rpcError{Code: codeParseError, Message: "empty request body"}
+		return wire.Envelope{}, &rpcError{Code: codeParseError, Message: "empty request body"}
 	}
 	depth, elems, err := scanJSON(trimmed, maxDepth)
 	if err != nil {
-		return envelope{}, &rpcError{Code: codeInvalidRequest, Message: err.Error()}
+		return wire.Envelope{}, &rpcError{Code: codeInvalidRequest, Message: err.Error()}
 	}
 	_ = depth
 	if trimmed[0] != '{' && !json.Valid(trimmed) {
-		return envelope{}, &rpcError{Code: codeParseError, Message: "request body is not valid json"}
+		return wire.Envelope{}, &rpcError{Code: codeParseError, Message: "request body is not valid json"}
 	}
 	if trimmed[0] == '[' {
 		if elems > maxBatch {
-			return envelope{}, &rpcError{Code: codeInvalidRequest, Message: fmt.Sprintf("batch of %d messages exceeds the limit of %d", elems, maxBatch)}
+			return wire.Envelope{}, &rpcError{Code: codeInvalidRequest, Message: fmt.Sprintf("batch of %d messages exceeds the limit of %d", elems, maxBatch)}
 		}
-		return envelope{}, &rpcError{Code: codeInvalidRequest, Message: "json-rpc batches are not supported (removed in MCP 2025-06-18); send one message per request"}
+		return wire.Envelope{}, &rpcError{Code: codeInvalidRequest, Message: "json-rpc batches are not supported (removed in MCP 2025-06-18); send one message per request"}
 	}
 	if trimmed[0] != '{' {
-		return envelope{}, &rpcError{Code: codeInvalidRequest, Message: "a json-rpc message must be an object"}
+		return wire.Envelope{}, &rpcError{Code: codeInvalidRequest, Message: "a json-rpc message must be an object"}
 	}
-	var env envelope
-	if err := decodeEnvelope(trimmed, &env); err != nil {
+	var env wire.Envelope
+	if err := wire.Decode(trimmed, &env); err != nil {
 		var syn *json.SyntaxError
 		if errors.As(err, &syn) {
-			return envelope{}, &rpcError{Code: codeParseError, Message: "request body is not valid json"}
+			return wire.Envelope{}, &rpcError{Code: codeParseError, Message: "request body is not valid json"}
 		}
-		return envelope{}, &rpcError{Code: codeInvalidRequest, Message: "malformed json-rpc envelope"}
+		return wire.Envelope{}, &rpcError{Code: codeInvalidRequest, Message: "malformed json-rpc wire.Envelope"}
 	}
 	if env.JSONRPC != "2.0" {
 		return env, &rpcError{ID: env.ID, Code: codeInvalidRequest, Message: "jsonrpc must be \"2.0\""}

@@ -8,6 +8,7 @@ import (
 	"sort"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mcpswarm/mcpswarm/mcp/wire"
 )
 
 // What each request method does, once dispatch let it through.
@@ -129,7 +130,7 @@ func (s *Server) serveToolsList(ctx context.Context, x *exchange) (any, *rpcErro
 
 func (s *Server) serveToolsCall(ctx context.Context, x *exchange) (any, *rpcError) {
 	var req mcp.CallToolRequest
-	if !decodeCallTool(x.body, &req) {
+	if !wire.DecodeCallTool(x.body, &req) {
 		if e := decode(x, &req.Params); e != nil {
 			return nil, e
 		}

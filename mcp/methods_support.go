@@ -12,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcpswarm/mcpswarm/authz"
+	"github.com/mcpswarm/mcpswarm/mcp/wire"
 )
 
 // maxInputRounds bounds how often one call may ask a session-based client
@@ -213,25 +214,11 @@ func cacheable(method string) bool {
 
 // appendResult appends the JSON-RPC response carrying res to dst.
 func appendResult(dst []byte, id json.RawMessage, res any) ([]byte, error) {
-	if len(id) == 0 {
-		id = json.RawMessage("null")
+	var rid any
+	if len(id) > 0 {
+		rid = id
 	}
-	if r, ok := res.(*mcp.CallToolResult); ok {
-		if v, err := decodeID(id); err == nil {
-			if b, ok := appendToolAnswer(dst, v, r); ok {
-				return b, nil
-			}
-		}
-	}
-	b, err := json.Marshal(struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Result  any             `json:"result"`
-	}{mcp.JSONRPC_VERSION, id, res})
-	if err != nil {
-		return nil, err
-	}
-	return append(dst, b...), nil
+	return wire.AppendResult(dst, rid, res)
 }
 
 // completePrompt completes an argument of a prompt: the front's own prompts

@@ -10,6 +10,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcpswarm/mcpswarm/authz"
+	"github.com/mcpswarm/mcpswarm/mcp/wire"
 )
 
 // The dispatcher: every JSON-RPC message a client sends, on every
@@ -22,7 +23,7 @@ import (
 // exchange is one message being served, with everything the transport
 // learnt about it. Only the goroutine serving it writes it.
 type exchange struct {
-	env  envelope
+	env  wire.Envelope
 	body []byte
 	// id is the transport's identity of the request (transport,
 	// authenticated principal).
@@ -114,9 +115,9 @@ func lookupMethod(name string) (method, bool) {
 // notification or a client's response. ctx ends when the client went away.
 func (s *Server) dispatch(ctx context.Context, x *exchange) []byte {
 	switch {
-	case x.env.isResponse():
+	case x.env.IsResponse():
 		return nil // routed by the transport before it gets here
-	case !x.env.isRequest():
+	case !x.env.IsRequest():
 		s.serveNotification(ctx, x)
 		return nil
 	}
@@ -156,7 +157,7 @@ func (s *Server) serveRequest(ctx context.Context, x *exchange) (res any, e *rpc
 			return nil, e
 		}
 	}
-	id, _ := decodeID(x.env.ID)
+	id, _ := wire.DecodeID(x.env.ID)
 	ctx, done := s.calls.start(ctx, x.conn, id)
 	defer done()
 	ctx = withExchange(ctx, x)

@@ -137,9 +137,9 @@ func (s *Server) serveSSEMessage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusAccepted)
-	if env.isResponse() {
+	if env.IsResponse() {
 		_, local, tagged := parseRelayID(env.ID)
-		if !env.isPingAnswer() && (!tagged || !s.asks.answer(sid, local, env)) {
+		if !env.IsPingAnswer() && (!tagged || !s.asks.answer(sid, local, env)) {
 			s.log.Debug("dropping an answer no request waits for", "conn", sid, "id", string(env.ID))
 		}
 		return

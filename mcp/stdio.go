@@ -12,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcpswarm/mcpswarm/authz"
+	"github.com/mcpswarm/mcpswarm/mcp/wire"
 )
 
 // maxStdioCalls bounds the requests of a stdio client that run at once;
@@ -50,7 +51,7 @@ type stdioOutbox struct {
 }
 
 func (o stdioOutbox) notify(n mcp.JSONRPCNotification) error {
-	b, err := json.Marshal(n)
+	b, err := wire.AppendNotification(nil, n.Method, n.Params)
 	if err != nil {
 		return fmt.Errorf("encoding %s: %w", n.Method, err)
 	}
@@ -90,14 +91,14 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 				if w.send(e.marshal()) != nil {
 					return w.err
 				}
-			case env.isResponse():
+			case env.IsResponse():
 				if _, local, tagged := parseRelayID(env.ID); !tagged || !s.asks.answer(stdioConn, local, env) {
 					s.log.Debug("dropping an answer no request waits for", "conn", stdioConn, "id", string(env.ID))
 				}
 			default:
 				x := &exchange{env: env, body: trimmed, id: id, conn: stdioConn, c: c, client: client,
 					version: client.ProtocolVersion, versions: legacyVersions(), out: stdioOutbox{s, w}}
-				if env.Method == string(mcp.MethodInitialize) || env.Method == string(mcp.MethodSetLogLevel) || !env.isRequest() {
+				if env.Method == string(mcp.MethodInitialize) || env.Method == string(mcp.MethodSetLogLevel) || !env.IsRequest() {
 					// In order: what they declare holds for what follows.
 					if answer := s.dispatch(ctx, x); answer != nil && w.send(answer) != nil {
 						return w.err

@@ -1,13 +1,13 @@
 package mcp
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mcpswarm/mcpswarm/mcp/wire"
 )
 
 // sink is where this node can write a connection's server-initiated
@@ -178,14 +178,7 @@ func (e *eventStream) finish(answer []byte) (sse bool, err error) {
 	return sse, err
 }
 
-// notification encodes a notification with its _meta (mcp-go's
-// JSONRPCNotification marshals Meta inside params).
+// notification encodes a notification with its _meta.
 func notification(method string, params, meta map[string]any) ([]byte, error) {
-	n := mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION, Notification: mcp.Notification{
-		Method: method, Params: mcp.NotificationParams{Meta: meta, AdditionalFields: params}}}
-	b, err := json.Marshal(n)
-	if err != nil {
-		return nil, fmt.Errorf("encoding %s: %w", method, err)
-	}
-	return b, nil
+	return wire.AppendNotification(nil, method, mcp.NotificationParams{Meta: meta, AdditionalFields: params})
 }

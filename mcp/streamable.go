@@ -14,6 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcpswarm/mcpswarm/authz"
+	"github.com/mcpswarm/mcpswarm/mcp/wire"
 )
 
 // The Streamable HTTP transport at /mcp: POST carries every client
@@ -92,10 +93,10 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request, id identity) 
 		}
 	}
 	switch {
-	case env.isResponse():
+	case env.IsResponse():
 		s.takeClientAnswer(w, r, x.conn, env, body)
 		return
-	case !env.isRequest():
+	case !env.IsRequest():
 		if env.Method == string(mcp.MethodNotificationCancelled) && x.conn != "" && s.relay != nil {
 			// The call it cancels may run on another node (a load
 			// balancer sent that POST elsewhere): let every node try.
@@ -170,8 +171,8 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, x *exchange) 
 
 // answerIsResult reports whether an encoded answer carries a result.
 func answerIsResult(answer []byte) bool {
-	var env envelope
-	return decodeEnvelope(answer, &env) == nil && len(env.Result) > 0
+	var env wire.Envelope
+	return wire.Decode(answer, &env) == nil && len(env.Result) > 0
 }
 
 // modernStatus is the HTTP status 2026-07-28 gives an answer: errors of
@@ -203,12 +204,12 @@ func (s *Server) checkModern(r *http.Request, x *exchange) (*rpcError, int) {
 	env := x.env
 	header := r.Header.Get(headerProtocolVersion)
 	switch {
-	case env.isRequest() && removedInModern[env.Method]:
+	case env.IsRequest() && removedInModern[env.Method]:
 		return removedMethodError(env), http.StatusNotFound
-	case env.isResponse():
+	case env.IsResponse():
 		return &rpcError{ID: env.ID, Code: codeInvalidRequest, Message: "client-to-server responses are not supported in protocol version " +
 			mcp.ProtocolVersion20260728 + ": server-initiated requests were replaced by multi round-trip requests"}, http.StatusBadRequest
-	case !env.isRequest():
+	case !env.IsRequest():
 		if !paramsAreObject(env.Params) {
 			return &rpcError{Code: codeInvalidParams, Message: "a notification's params must be an object"}, http.StatusBadRequest
 		}
@@ -276,7 +277,7 @@ func (x *exchange) readMeta() *rpcError {
 }
 
 // protocolError is the JSON-RPC error for a protocol-level refusal.
-func protocolError(env envelope, err error) *rpcError {
+func protocolError(env wire.Envelope, err error) *rpcError {
 	var mismatch mcp.HeaderMismatchError
 	if errors.As(err, &mismatch) {
 		return &rpcError{ID: env.ID, Code: mcp.HEADER_MISMATCH, Message: mismatch.Error()}
@@ -297,7 +298,7 @@ type streamOutbox struct {
 }
 
 func (o *streamOutbox) notify(n mcp.JSONRPCNotification) error {
-	b, err := json.Marshal(n)
+	b, err := wire.AppendNotification(nil, n.Method, n.Params)
 	if err != nil {
 		return fmt.Errorf("encoding %s: %w", n.Method, err)
 	}
@@ -312,8 +313,8 @@ func (o *streamOutbox) ask(ctx context.Context, method string, params any) (json
 // request: here when this node sent it, else where its relay id points.
 // An answer nobody waits for any more is acknowledged and dropped: the
 // official Go SDK fails the client's next call on a 4xx.
-func (s *Server) takeClientAnswer(w http.ResponseWriter, r *http.Request, conn string, env envelope, body []byte) {
-	if env.isPingAnswer() {
+func (s *Server) takeClientAnswer(w http.ResponseWriter, r *http.Request, conn string, env wire.Envelope, body []byte) {
+	if env.IsPingAnswer() {
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
@@ -370,7 +371,7 @@ func (s *Server) holdStream(ctx context.Context, stream *eventStream) {
 		select {
 		case <-tick.C:
 			n := s.pings.Add(1)
-			ping, _ := json.Marshal(map[string]any{"jsonrpc": mcp.JSONRPC_VERSION, "id": relayID(s.cfg.Node, "p"+strconv.FormatInt(n, 10)), "method": "ping"})
+			ping, _ := wire.AppendRequest(nil, relayID(s.cfg.Node, "p"+strconv.FormatInt(n, 10)), string(mcp.MethodPing), nil)
 			if err := stream.send(ping); err != nil {
 				return
 			}
@@ -417,7 +418,7 @@ func (s *Server) serveListen(ctx context.Context, x *exchange, stream *eventStre
 			return
 		}
 	}
-	subID, _ := decodeID(x.env.ID)
+	subID, _ := wire.DecodeID(x.env.ID)
 	allowed := p.Notifications
 	allowed.PromptsListChanged = false
 	key := "listen:" + strconv.FormatInt(s.pings.Add(1), 10)
