@@ -36,8 +36,6 @@ test: build $(REPORT) ## the whole suite: unit, property, multi-node, e2e, brows
 	@st=0; \
 	echo '$(GO) test $(TESTFLAGS) $(PKGS)'; \
 	$(GO) test -json $(TESTFLAGS) $(PKGS) | $(REPORT) $(REPORTFLAGS) || st=1; \
-	echo "# the front's suite again with a cluster attached: tool calls past mcp-go's transport (mcp/directcall.go)"; \
-	MCP_FRONT_CLUSTERED=1 $(GO) test -json $(TESTFLAGS) ./mcp/ | $(REPORT) $(REPORTFLAGS) || st=1; \
 	bash scripts/test-summary.sh $(TESTOUT)/not-run.txt; \
 	exit $$st
 

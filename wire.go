@@ -7,6 +7,8 @@ import (
 	"net"
 	"strings"
 
+	"github.com/mcpswarm/mcpswarm/mcp/seal"
+
 	"github.com/hashicorp/memberlist"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
@@ -260,7 +262,7 @@ func (n *Node) stopSessions(ctx context.Context) error {
 // not run.
 func (n *Node) buildFront(ctx context.Context) (err error) {
 	sessionKey := DeriveKey(n.key, "mcp-session-id")
-	idSerial, err := mcp.SerialReader(sessionKey)
+	idSerial, err := seal.SerialReader(sessionKey)
 	if err != nil {
 		return err
 	}

@@ -29,7 +29,7 @@ const (
 	// Without it a peer reads only the revoked record under the id.
 	CapRevocationKeys = "revocation-keys"
 	// CapSerialIDs: the node accepts serial session ids ("s2.", see
-	// mcp.SessionIDs.Serial) and reads their revocations by block ("rb:"
+	// seal.SessionIDs.Serial) and reads their revocations by block ("rb:"
 	// keys in the "conns" registry). A node mints them only while every
 	// live peer advertises it.
 	CapSerialIDs = "serial-ids"

@@ -8,6 +8,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcpswarm/mcpswarm/authz"
+	"github.com/mcpswarm/mcpswarm/mcp/seal"
 )
 
 // approveKey is the id of the approval input request (2026-07-28) and the
@@ -104,19 +105,19 @@ func (s *Server) askModern(ctx context.Context, req mcp.CallToolRequest, c authz
 	state := req.Params.RequestState
 	if state == "" {
 		s.metrics.elicitation(outcomePending)
-		tok := s.states.seal(c.Principal.Subject, tool, args)
+		tok := s.states.Seal(c.Principal.Subject, tool, args)
 		return &mcp.CallToolResult{Result: mcp.Result{ResultType: mcp.ResultTypeInputRequired},
 			MultiRoundTripResult: mcp.MultiRoundTripResult{RequestState: tok, InputRequests: mcp.InputRequests{
 				approveKey: mcp.NewElicitationInputRequest(approvalParams(tool, d.Prompt)),
 			}}}, false
 	}
-	if err := s.states.open(ctx, state, c.Principal.Subject, tool, args); err != nil {
+	if err := s.states.Open(ctx, state, c.Principal.Subject, tool, args); err != nil {
 		s.log.Warn("request state refused", "tool", tool, "principal", c.Principal.Subject, "err", err)
 		code := "invalid_request_state"
 		switch {
-		case errors.Is(err, ErrStateReplayed):
+		case errors.Is(err, seal.ErrStateReplayed):
 			code = "request_state_replayed"
-		case errors.Is(err, ErrStateExpired):
+		case errors.Is(err, seal.ErrStateExpired):
 			code = "request_state_expired"
 		}
 		return toolError(fmt.Sprintf("%s: request state refused: %v", tool, err), map[string]any{"error": code, "tool": tool}), false

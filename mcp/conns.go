@@ -68,7 +68,7 @@ func (s *Server) updateConn(id string, fn func(*ConnInfo)) {
 	c, ok := s.connInfo.Get(id)
 	if !ok {
 		c = ConnInfo{ID: id}
-		if claims, err := s.ids.open(id); err == nil {
+		if claims, err := s.ids.Claims(id); err == nil {
 			c.Node, c.Principal = claims.Node, claims.Principal
 		}
 	}

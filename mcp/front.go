@@ -247,7 +247,7 @@ func (s *Server) HoldsStream(id string) bool { return s.streams.holdsGET(id) }
 // to the call waiting for it, or a notifications/cancelled, which cancels
 // the call if it runs here. It returns 202 when delivered.
 func (s *Server) DeliverResponse(_ context.Context, connID string, body []byte) (int, error) {
-	if _, err := s.ids.open(connID); err != nil {
+	if _, err := s.ids.Claims(connID); err != nil {
 		return http.StatusNotFound, fmt.Errorf("delivering a forwarded response: %w", err)
 	}
 	env, rerr := checkMessage(body, s.cfg.MaxBatch, s.cfg.MaxDepth)

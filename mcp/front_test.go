@@ -9,6 +9,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcpswarm/mcpswarm/authz"
+	"github.com/mcpswarm/mcpswarm/mcp/seal"
 	"github.com/mcpswarm/mcpswarm/session"
 )
 
@@ -32,7 +33,7 @@ func TestBadInputKeepsServing(t *testing.T) {
 	sid := c.GetSessionId()
 	h := map[string]string{headerSessionID: sid, headerProtocolVersion: mcp.ProtocolVersion20251125}
 	forged := map[string]string{headerSessionID: "s1.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", headerProtocolVersion: mcp.ProtocolVersion20251125}
-	other, _ := NewSessionIDs([]byte("another-key-another-key-another-"), "n1")
+	other, _ := seal.NewSessionIDs([]byte("another-key-another-key-another-"), "n1")
 	unminted := map[string]string{headerSessionID: other.Mint(""), headerProtocolVersion: mcp.ProtocolVersion20251125}
 
 	cases := []struct {

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -46,13 +45,6 @@ type testEnv struct {
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-// frontClustered reports whether this run attaches every test's front to a
-// (test) cluster with a connection registry, as a node's front always is:
-// tool calls then go past mcp-go's transport (directcall.go), so the whole
-// suite checks that path answers as the transport does. make test runs the
-// package both ways.
-func frontClustered() bool { return os.Getenv("MCP_FRONT_CLUSTERED") != "" }
-
 // newEnv starts a front with the dev guard (allow all) unless mut changes it.
 func newEnv(t testing.TB, mut func(*Config, *session.Registry)) *testEnv {
 	t.Helper()
@@ -70,9 +62,6 @@ func newEnv(t testing.TB, mut func(*Config, *session.Registry)) *testEnv {
 	}
 	if cfg.Backend == nil {
 		cfg.Backend = NewLocalBackend("n1", mgr)
-	}
-	if frontClustered() && cfg.Cluster == nil {
-		cfg.Cluster = &testCluster{conns: NewMemoryConns()}
 	}
 	srv, err := New(cfg)
 	if err != nil {

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/mcpswarm/mcpswarm/mcp/seal"
 )
 
 // Cluster joins this node's front to the rest of the cluster. New calls
@@ -54,20 +56,9 @@ type Connections interface {
 }
 
 // Revocations is the part of the cluster's connection registry that a
-// session id's validity rests on (SessionIDs asks it on every request).
-type Revocations interface {
-	// Revoked reports whether a DELETE on any node ended connection id.
-	Revoked(connID string) bool
-	// RevokedBefore bounds how many revocations the cluster keeps: every
-	// id issued at or before it counts as revoked (the zero time: none),
-	// and its client gets 404 and initializes again, as after an expiry.
-	RevokedBefore() time.Time
-	// MintSerial reports whether an id minted now may be a serial one
-	// (SessionIDs.Serial), revocable by its serial: whether every live
-	// node reads them (during a rolling upgrade a previous version does
-	// not, and gets the previous form).
-	MintSerial() bool
-}
+// session id's validity rests on (the seal package asks it on every
+// request).
+type Revocations = seal.Revocations
 
 // Relay carries client messages that reached this node to the node that
 // needs them. Each method returns once that node answered (bounded by ctx).

@@ -14,6 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcpswarm/mcpswarm/authz"
+	"github.com/mcpswarm/mcpswarm/mcp/seal"
 )
 
 // Server is the MCP front of one node: Streamable HTTP at /mcp, legacy
@@ -22,8 +23,8 @@ import (
 type Server struct {
 	cfg    Config
 	log    *slog.Logger
-	ids    *SessionIDs
-	states *stateSealer
+	ids    *seal.SessionIDs
+	states *seal.States
 	conns  *connTable
 	// registry and relay are the cluster's side of the seam (Cluster.Attach);
 	// nil on a lone node.
@@ -67,12 +68,12 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, fmt.Errorf("configuring the mcp front: %w", err)
 	}
-	ids, err := NewSessionIDs(cfg.SessionKey, cfg.Node)
+	ids, err := seal.NewSessionIDs(cfg.SessionKey, cfg.Node)
 	if err != nil {
 		return nil, fmt.Errorf("configuring the mcp front: %w", err)
 	}
 	ids.SetMaxAge(cfg.SessionMaxAge)
-	states, err := newStateSealer(cfg.SessionKey, cfg.StateTTL)
+	states, err := seal.NewStates(cfg.SessionKey, cfg.StateTTL)
 	if err != nil {
 		return nil, fmt.Errorf("configuring the mcp front: %w", err)
 	}
@@ -105,7 +106,7 @@ func New(cfg Config) (*Server, error) {
 		s.connInfo = s.registry
 		// Set before any use: the ids are not shared yet.
 		ids.SetCluster(s.registry)
-		states.registry = s.registry
+		states.SetSpender(s.registry)
 		s.init.conns.attach(s.registry, s)
 	}
 	s.conns = newConnTable(s.registry, cfg.IdleTTL)
@@ -121,7 +122,7 @@ const instructions = "mcpswarm serves headless app sessions as tools. Call swarm
 func (s *Server) Handler() http.Handler { return s.handler }
 
 // SessionIDs returns the sealer of this node's session ids.
-func (s *Server) SessionIDs() *SessionIDs { return s.ids }
+func (s *Server) SessionIDs() *seal.SessionIDs { return s.ids }
 
 // SensitiveStaticTools names the static tools annotated sensitive or
 // destructive, for authz.CheckBoot.

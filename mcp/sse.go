@@ -173,7 +173,7 @@ func (s *Server) serveSSEMessage(w http.ResponseWriter, r *http.Request) {
 // here by the stream's principal. It returns the HTTP status this node
 // answered, refusals included; an error only when it could not serve it.
 func (s *Server) DeliverSSE(ctx context.Context, connID string, body []byte) (int, error) {
-	claims, err := s.ids.open(connID)
+	claims, err := s.ids.Claims(connID)
 	if err != nil {
 		return http.StatusNotFound, fmt.Errorf("delivering a forwarded SSE message: %w", err)
 	}

@@ -391,7 +391,7 @@ func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request) {
 	if !s.checkSessionID(w, r, sid) {
 		return
 	}
-	s.ids.terminate(sid)
+	s.ids.Terminate(sid)
 	if s.registry != nil {
 		// In force on every node before the client hears it succeeded.
 		s.registry.Delete(sid)

@@ -12,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcpswarm/mcpswarm/authz"
+	"github.com/mcpswarm/mcpswarm/mcp/seal"
 	"github.com/mcpswarm/mcpswarm/session"
 )
 
@@ -85,13 +86,8 @@ func TestSSETransport(t *testing.T) {
 		t.Fatal(err)
 	}
 	exercise(t, c, "ss")
-	// The SSE connection's principal is its sealed id (a serial one unless
-	// a cluster without serial ids is attached).
-	prefix := SerialPrefix
-	if frontClustered() {
-		prefix = sidPrefix
-	}
-	if info, _ := e.srv.cfg.Backend.Lookup("ss"); !strings.HasPrefix(info.Principal, "conn:"+prefix) {
+	// The SSE connection's principal is its sealed (serial) id.
+	if info, _ := e.srv.cfg.Backend.Lookup("ss"); !strings.HasPrefix(info.Principal, "conn:"+seal.SerialPrefix) {
 		t.Errorf("owner %q", info.Principal)
 	}
 	// A message for an id nobody minted is refused.

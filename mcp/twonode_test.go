@@ -21,6 +21,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcpswarm/mcpswarm/authz"
+	"github.com/mcpswarm/mcpswarm/mcp/seal"
 	"github.com/mcpswarm/mcpswarm/session"
 	"github.com/mcpswarm/mcpswarm/session/apps"
 )
@@ -131,7 +132,7 @@ func TestAnyNodeServesAnyConnection(t *testing.T) {
 		t.Errorf("n1 delivered %d more list_changed", got-base)
 	}
 	// An id nobody minted is refused on both nodes.
-	other, _ := NewSessionIDs([]byte("another-key-another-key-another-"), "n1")
+	other, _ := seal.NewSessionIDs([]byte("another-key-another-key-another-"), "n1")
 	for _, e := range []*testEnv{n1, n2} {
 		h := map[string]string{headerSessionID: other.Mint(""), headerProtocolVersion: mcp.ProtocolVersion20251125}
 		if st, _ := e.rawPost(t, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, h); st != http.StatusNotFound {

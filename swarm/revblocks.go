@@ -6,7 +6,7 @@ import (
 	"math/bits"
 )
 
-// Serial ids (mcp.SessionIDs.Serial) are revoked in blocks. A node
+// Serial ids (seal.SessionIDs.Serial) are revoked in blocks. A node
 // numbers the ids it mints in order within a random epoch, and most
 // connections end, so the revocations of a node's ids fill runs of
 // neighbouring serials: a block holds 512 of them as a bitmap and the time

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpswarm/mcpswarm/mcp/seal"
+
 	"github.com/mcpswarm/mcpswarm/cluster"
 	"github.com/mcpswarm/mcpswarm/crdt"
 	mcpfront "github.com/mcpswarm/mcpswarm/mcp"
@@ -61,16 +63,16 @@ func TestSerialsSplitIntoBlocksAndBack(t *testing.T) {
 
 // serialSwarm returns a swarm that reads the serials of ids sealed by the
 // returned sealers (one per node of a cluster sharing a session key).
-func serialSwarm(t *testing.T, nodes int) (*Swarm, []*mcpfront.SessionIDs) {
+func serialSwarm(t *testing.T, nodes int) (*Swarm, []*seal.SessionIDs) {
 	t.Helper()
 	key := make([]byte, 32)
-	read, err := mcpfront.SerialReader(key)
+	read, err := seal.SerialReader(key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sealers []*mcpfront.SessionIDs
+	var sealers []*seal.SessionIDs
 	for n := range nodes {
-		s, err := mcpfront.NewSessionIDs(key, string(rune('a'+n)))
+		s, err := seal.NewSessionIDs(key, string(rune('a'+n)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -220,7 +222,7 @@ func TestSerialRevocationsBeyondTheBoundGiveWayToAFloor(t *testing.T) {
 	// Blocks: every sealer a new epoch, so each id its own block.
 	key := make([]byte, 32)
 	mint := func() string {
-		s, err := mcpfront.NewSessionIDs(key, "n")
+		s, err := seal.NewSessionIDs(key, "n")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -252,7 +254,7 @@ func TestSerialRevocationsBeyondTheBoundGiveWayToAFloor(t *testing.T) {
 	}
 
 	// Serials: one sealer's ids fill one block; 13 of them pass the bound.
-	s, err := mcpfront.NewSessionIDs(key, "n")
+	s, err := seal.NewSessionIDs(key, "n")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,7 +354,7 @@ func TestSerialRevocationsAnswerAsASet(t *testing.T) {
 // them (cluster.CapSerialIDs): a previous version, during a rolling
 // upgrade, would refuse them. A node that reads no serials mints none.
 func TestSerialIDsWaitForEveryLivePeer(t *testing.T) {
-	read, err := mcpfront.SerialReader(make([]byte, 32))
+	read, err := seal.SerialReader(make([]byte, 32))
 	if err != nil {
 		t.Fatal(err)
 	}

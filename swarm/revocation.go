@@ -9,9 +9,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpswarm/mcpswarm/mcp/seal"
+
 	"github.com/mcpswarm/mcpswarm/cluster"
 	"github.com/mcpswarm/mcpswarm/crdt"
-	"github.com/mcpswarm/mcpswarm/mcp"
 )
 
 // revKey names a revocation: the first 12 bytes of the SHA-256 of the
@@ -208,7 +209,7 @@ func (c *Conns) MintSerial() bool {
 // serialForm reports whether id is revoked by serial, in blocks: a serial
 // id, on a node that reads serials.
 func (c *Conns) serialForm(id string) bool {
-	return c.s != nil && c.s.idSerial != nil && strings.HasPrefix(id, mcp.SerialPrefix)
+	return c.s != nil && c.s.idSerial != nil && strings.HasPrefix(id, seal.SerialPrefix)
 }
 
 // keyOf returns id's revocation key and whether it is a serial (kept by

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mcpswarm/mcpswarm/mcp/seal"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 
@@ -61,11 +63,11 @@ type Config struct {
 	// DefaultMaxRevocations); beyond it the oldest give way to a
 	// revocation floor (see Conns.RevokedBefore).
 	MaxRevocations int
-	// IDSerial reads a serial session id's serial (mcp.SessionIDs.Serial
+	// IDSerial reads a serial session id's serial (seal.SessionIDs.Serial
 	// of a sealer with the cluster's session key). With it, this node
 	// revokes serial ids by block and lets the front mint them; without
 	// it, every id is revoked by digest.
-	IDSerial func(id string) (mcp.IDSerial, bool)
+	IDSerial func(id string) (seal.IDSerial, bool)
 	// AckTimeout bounds how long a change to connection state waits for
 	// every live peer to apply it before it is answered (default 2 s). A
 	// peer that misses it is waited out until its lease has lapsed, so it
@@ -122,7 +124,7 @@ type Swarm struct {
 	handoffs handoffs
 
 	connMaxAge time.Duration
-	idSerial   func(id string) (mcp.IDSerial, bool)
+	idSerial   func(id string) (seal.IDSerial, bool)
 	// maxRevocations is Config.MaxRevocations.
 	maxRevocations int
 	ackTimeout     time.Duration

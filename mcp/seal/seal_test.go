@@ -1,4 +1,4 @@
-package mcp
+package seal
 
 import (
 	"bytes"
@@ -66,7 +66,7 @@ func TestSessionIDs(t *testing.T) {
 	if ids.Terminated(id) {
 		t.Error("an id was terminated before its DELETE")
 	}
-	ids.terminate(id)
+	ids.Terminate(id)
 	if !ids.Terminated(id) {
 		t.Error("DELETE did not terminate the id")
 	}
@@ -76,12 +76,12 @@ func TestSessionIDs(t *testing.T) {
 }
 
 func TestRequestState(t *testing.T) {
-	s, err := newStateSealer(testKey, time.Minute)
+	s, err := NewStates(testKey, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
 	args := map[string]any{"b": 1, "a": "x"}
-	tok := s.seal("alice", "s.w.click", args)
+	tok := s.Seal("alice", "s.w.click", args)
 	same := map[string]any{"a": "x", "b": 1}
 	// Tamper with the tag's last characters so they always differ: "AA"
 	// alone left a token that already ended in "AA" intact (1 run in 256).
@@ -104,53 +104,14 @@ func TestRequestState(t *testing.T) {
 		{"replayed", tok, "alice", "s.w.click", args, ErrStateReplayed},
 	}
 	for _, c := range cases {
-		if err := s.open(context.Background(), c.tok, c.principal, c.tool, c.args); !errors.Is(err, c.want) {
+		if err := s.Open(context.Background(), c.tok, c.principal, c.tool, c.args); !errors.Is(err, c.want) {
 			t.Errorf("%s: got %v, want %v", c.name, err, c.want)
 		}
 	}
-	old := s.seal("alice", "t", nil)
+	old := s.Seal("alice", "t", nil)
 	s.now = func() time.Time { return time.Now().Add(2 * time.Minute) }
-	if err := s.open(context.Background(), old, "alice", "t", nil); !errors.Is(err, ErrStateExpired) {
+	if err := s.Open(context.Background(), old, "alice", "t", nil); !errors.Is(err, ErrStateExpired) {
 		t.Errorf("expired: %v", err)
-	}
-}
-
-func TestCheckMessage(t *testing.T) {
-	deep := strings.Repeat(`{"a":`, 70) + "1" + strings.Repeat("}", 70)
-	okDeep := `{"jsonrpc":"2.0","id":1,"method":"ping","params":` + strings.Repeat(`[`, 60) + strings.Repeat(`]`, 60) + `}`
-	batch := func(n int) string {
-		parts := make([]string, n)
-		for i := range parts {
-			parts[i] = `{"jsonrpc":"2.0","id":1,"method":"ping"}`
-		}
-		return "[" + strings.Join(parts, ",") + "]"
-	}
-	cases := []struct {
-		body     string
-		code     int
-		contains string
-	}{
-		{`{"jsonrpc":"2.0","id":1,"method":"ping"}`, 0, ""},
-		{okDeep, 0, ""},
-		{``, codeParseError, "empty"},
-		{`{"jsonrpc":"2.0",`, codeParseError, "valid json"},
-		{deep, codeInvalidRequest, "nesting"},
-		{`"[]]]]"`, codeInvalidRequest, "object"},
-		{batch(33), codeInvalidRequest, "exceeds the limit of 32"},
-		{batch(2), codeInvalidRequest, "not supported"},
-		{`{"jsonrpc":"1.0","id":1,"method":"ping"}`, codeInvalidRequest, "jsonrpc"},
-		{`{"jsonrpc":"2.0","id":{"x":1},"method":"ping"}`, codeInvalidRequest, "id must be"},
-		{`{"jsonrpc":"2.0","id":true,"method":"ping"}`, codeInvalidRequest, "id must be"},
-		{`{"jsonrpc":"2.0","method":"x","params":"\"{{{{"}`, 0, ""},
-	}
-	for _, c := range cases {
-		_, e := checkMessage([]byte(c.body), DefaultMaxBatch, DefaultMaxDepth)
-		switch {
-		case c.code == 0 && e != nil:
-			t.Errorf("%.40q: unexpected %v", c.body, e)
-		case c.code != 0 && (e == nil || e.Code != c.code || !strings.Contains(e.Message, c.contains)):
-			t.Errorf("%.40q: got %v, want %d %q", c.body, e, c.code, c.contains)
-		}
 	}
 }
 

@@ -1,4 +1,4 @@
-package mcp
+package seal
 
 import (
 	"crypto/aes"
@@ -20,13 +20,13 @@ import (
 var (
 	// ErrSessionIDInvalid marks an Mcp-Session-Id nobody in the cluster
 	// minted (forged, tampered, truncated or sealed with another key).
-	ErrSessionIDInvalid = errors.New("mcp: invalid session id")
+	ErrSessionIDInvalid = errors.New("seal: invalid session id")
 	// ErrSessionIDPrincipal marks a valid Mcp-Session-Id presented by a
 	// principal other than the one it is bound to.
-	ErrSessionIDPrincipal = errors.New("mcp: session id bound to another principal")
+	ErrSessionIDPrincipal = errors.New("seal: session id bound to another principal")
 	// ErrSessionIDExpired marks an Mcp-Session-Id older than the maximum
 	// age (see SessionIDs.SetMaxAge): the client must initialize again.
-	ErrSessionIDExpired = errors.New("mcp: session id expired")
+	ErrSessionIDExpired = errors.New("seal: session id expired")
 )
 
 // SerialPrefix starts a serial id (see SessionIDs.Serial).
@@ -242,7 +242,7 @@ func (s *SessionIDs) mintSerialID(principal string) string {
 // subject presenting the id ("" for none); an id bound to a principal must
 // be presented by that principal.
 func (s *SessionIDs) Open(id, principal string) (SessionClaims, error) {
-	c, err := s.open(id)
+	c, err := s.Claims(id)
 	if err != nil {
 		return SessionClaims{}, err
 	}
@@ -264,7 +264,7 @@ func (s *SessionIDs) Open(id, principal string) (SessionClaims, error) {
 	return c, nil
 }
 
-func (s *SessionIDs) open(id string) (SessionClaims, error) {
+func (s *SessionIDs) Claims(id string) (SessionClaims, error) {
 	if rest, ok := strings.CutPrefix(id, serialPrefix); ok {
 		return s.openSerial(rest)
 	}
@@ -353,7 +353,9 @@ func (s *SessionIDs) SetMaxAge(d time.Duration) {
 	s.mu.Unlock()
 }
 
-func (s *SessionIDs) terminate(id string) {
+// Terminate ends id on this node (a DELETE); the cluster's revocation
+// carries it to the others.
+func (s *SessionIDs) Terminate(id string) {
 	d := s.hashOf(id)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -387,4 +389,18 @@ func labelledAEAD(key []byte, label string) (cipher.AEAD, error) {
 		return nil, fmt.Errorf("creating aead: %w", err)
 	}
 	return aead, nil
+}
+
+// Revocations is what an id's validity rests on beyond its seal: which ids
+// a DELETE ended anywhere in the cluster, the floor below which every id
+// counts as revoked, and whether serial ids may be minted.
+type Revocations interface {
+	// Revoked reports whether a DELETE on any node ended connection id.
+	Revoked(connID string) bool
+	// RevokedBefore bounds how many revocations the cluster keeps: every
+	// id issued at or before it counts as revoked (the zero time: none).
+	RevokedBefore() time.Time
+	// MintSerial reports whether an id minted now may be a serial one
+	// (readable by every live node).
+	MintSerial() bool
 }

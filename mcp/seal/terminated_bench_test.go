@@ -1,6 +1,8 @@
-package mcp
+package seal
 
-import "testing"
+import (
+	"testing"
+)
 
 // BenchmarkTerminated is the check every request with a session id makes
 // against the ids DELETEd on this node (non-empty, as on any node that has
@@ -11,7 +13,7 @@ func BenchmarkTerminated(b *testing.B) {
 		b.Fatal(err)
 	}
 	for range 100 {
-		ids.terminate(ids.Mint("alice"))
+		ids.Terminate(ids.Mint("alice"))
 	}
 	live := ids.Mint("alice")
 	b.ReportAllocs()

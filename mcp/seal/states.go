@@ -1,4 +1,4 @@
-package mcp
+package seal
 
 import (
 	"context"
@@ -18,14 +18,14 @@ import (
 // Errors returned when a 2026-07-28 requestState is refused.
 var (
 	// ErrStateInvalid marks a requestState that is not ours or was altered.
-	ErrStateInvalid = errors.New("mcp: invalid request state")
+	ErrStateInvalid = errors.New("seal: invalid request state")
 	// ErrStateMismatch marks a requestState presented by another principal,
 	// for another tool or with other arguments.
-	ErrStateMismatch = errors.New("mcp: request state does not match this call")
+	ErrStateMismatch = errors.New("seal: request state does not match this call")
 	// ErrStateExpired marks a requestState past its expiry.
-	ErrStateExpired = errors.New("mcp: request state expired")
+	ErrStateExpired = errors.New("seal: request state expired")
 	// ErrStateReplayed marks a requestState that was already used.
-	ErrStateReplayed = errors.New("mcp: request state already used")
+	ErrStateReplayed = errors.New("seal: request state already used")
 )
 
 const statePrefix = "rs1."
@@ -41,7 +41,7 @@ type requestState struct {
 
 // stateSealer seals and opens requestState tokens and remembers which nonces
 // were used until they expire, so a state is accepted at most once.
-type stateSealer struct {
+type States struct {
 	aead cipher.AEAD
 	ttl  time.Duration
 	now  func() time.Time
@@ -50,15 +50,15 @@ type stateSealer struct {
 	used map[string]time.Time
 	// registry, when set, records each nonce cluster-wide
 	// (Connections.SpendState), so a state is spent once across nodes.
-	registry Connections
+	registry Spender
 }
 
-func newStateSealer(key []byte, ttl time.Duration) (*stateSealer, error) {
+func NewStates(key []byte, ttl time.Duration) (*States, error) {
 	aead, err := labelledAEAD(key, "mcpswarm mcp request state v1")
 	if err != nil {
 		return nil, fmt.Errorf("creating request state sealer: %w", err)
 	}
-	return &stateSealer{aead: aead, ttl: ttl, now: time.Now, used: make(map[string]time.Time)}, nil
+	return &States{aead: aead, ttl: ttl, now: time.Now, used: make(map[string]time.Time)}, nil
 }
 
 // argsDigest is a canonical digest of call arguments (encoding/json sorts
@@ -72,7 +72,8 @@ func argsDigest(args map[string]any) string {
 	return hex.EncodeToString(sum[:16])
 }
 
-func (s *stateSealer) seal(principal, tool string, args map[string]any) string {
+// Seal returns a request state for principal's call of tool with args.
+func (s *States) Seal(principal, tool string, args map[string]any) string {
 	var n [12]byte
 	_, _ = rand.Read(n[:])
 	st := requestState{
@@ -86,8 +87,9 @@ func (s *stateSealer) seal(principal, tool string, args map[string]any) string {
 	return statePrefix + base64.RawURLEncoding.EncodeToString(sealed)
 }
 
-// open verifies token against the call and consumes it.
-func (s *stateSealer) open(ctx context.Context, token, principal, tool string, args map[string]any) error {
+// Open verifies token against the call and consumes it: a state is
+// accepted once, across the cluster when a Spender is set.
+func (s *States) Open(ctx context.Context, token, principal, tool string, args map[string]any) error {
 	rest, ok := strings.CutPrefix(token, statePrefix)
 	if !ok || len(rest) > 8192 {
 		return ErrStateInvalid
@@ -129,3 +131,15 @@ func (s *stateSealer) open(ctx context.Context, token, principal, tool string, a
 	s.used[st.Nonce] = exp
 	return nil
 }
+
+// Spender records a spent request state cluster-wide (the cluster's
+// connection registry).
+type Spender interface {
+	// SpendState records nonce of a state for tool and reports whether it
+	// had been spent already.
+	SpendState(ctx context.Context, tool, nonce string, expires time.Time) (already bool)
+}
+
+// SetSpender makes every Open spend its state through sp, so a state is
+// accepted once across nodes; set it before any use.
+func (s *States) SetSpender(sp Spender) { s.registry = sp }
