@@ -1,11 +1,11 @@
-package mcp
+package wire
 
 import (
 	"strings"
 	"testing"
 )
 
-func TestCheckMessage(t *testing.T) {
+func TestCheck(t *testing.T) {
 	deep := strings.Repeat(`{"a":`, 70) + "1" + strings.Repeat("}", 70)
 	okDeep := `{"jsonrpc":"2.0","id":1,"method":"ping","params":` + strings.Repeat(`[`, 60) + strings.Repeat(`]`, 60) + `}`
 	batch := func(n int) string {
@@ -34,7 +34,7 @@ func TestCheckMessage(t *testing.T) {
 		{`{"jsonrpc":"2.0","method":"x","params":"\"{{{{"}`, 0, ""},
 	}
 	for _, c := range cases {
-		_, e := checkMessage([]byte(c.body), DefaultMaxBatch, DefaultMaxDepth)
+		_, e := Check([]byte(c.body), 32, 64)
 		switch {
 		case c.code == 0 && e != nil:
 			t.Errorf("%.40q: unexpected %v", c.body, e)
