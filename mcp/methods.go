@@ -321,18 +321,13 @@ func (s *Server) serveComplete(ctx context.Context, x *exchange) (any, *rpcError
 		c   *mcp.Completion
 		err error
 	)
+	// mcp.CompleteParams decodes ref into a PromptReference or a
+	// ResourceReference and refuses any other type.
 	switch ref := p.Ref.(type) {
-	case map[string]any:
-		switch ref["type"] {
-		case "ref/prompt":
-			name, _ := ref["name"].(string)
-			c, err = s.completePrompt(ctx, name, p.Argument, p.Context)
-		case "ref/resource":
-			uri, _ := ref["uri"].(string)
-			c, err = s.completeResource(ctx, uri, p.Argument, p.Context)
-		default:
-			return nil, &rpcError{Code: codeInvalidParams, Message: fmt.Sprintf("unknown reference type: %v", ref["type"])}
-		}
+	case mcp.PromptReference:
+		c, err = s.completePrompt(ctx, ref.Name, p.Argument, p.Context)
+	case mcp.ResourceReference:
+		c, err = s.completeResource(ctx, ref.URI, p.Argument, p.Context)
 	default:
 		return nil, &rpcError{Code: codeInvalidParams, Message: "ref must be an object"}
 	}
