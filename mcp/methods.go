@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"net/http"
 	"sort"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -142,6 +143,13 @@ func (s *Server) serveToolsCall(ctx context.Context, x *exchange) (any, *rpcErro
 	tool, ok := s.findTool(x.c, req.Params.Name)
 	if !ok {
 		return nil, &rpcError{Code: codeInvalidParams, Message: fmt.Sprintf("tool '%s' not found: tool not found", req.Params.Name)}
+	}
+	if x.modern && x.header != nil {
+		// SEP-2243: an argument whose schema names x-mcp-header travels
+		// in Mcp-Param-<name> too, and the two must agree.
+		if err := mcp.ValidateParamHeadersLookup(lookupHeader(x.header), &tool.Tool, x.env.Params); err != nil {
+			return nil, protocolError(x.env, err)
+		}
 	}
 	res, err := recovered(ctx, tool.Handler, req)
 	if err == nil && res != nil && !x.modern {
@@ -349,4 +357,16 @@ func (s *Server) findTool(c authz.Context, name string) (Tool, bool) {
 		return v, true
 	}
 	return s.ext.tool(name)
+}
+
+// lookupHeader reports a header's first value and whether it was sent at
+// all: an empty value is not a missing header.
+func lookupHeader(h http.Header) func(string) (string, bool) {
+	return func(name string) (string, bool) {
+		v := h.Values(name)
+		if len(v) == 0 {
+			return "", false
+		}
+		return v[0], true
+	}
 }
