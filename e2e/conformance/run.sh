@@ -5,7 +5,6 @@
 # Environment:
 #   CONFORMANCE_RUNS    consecutive runs, all of which must pass (default: $RUNS, else 1)
 #   CONFORMANCE_TARGET  node: bin/mcpswarm serve --dev --conformance (default)
-#                       bare: the fixture on a bare mcp-go server (e2e/conformance/bareserver)
 #                       cluster: three such nodes (node2, node3 joining node1) behind a
 #                       round-robin balancer with no stickiness (e2e/balancer)
 #   CONFORMANCE_SUITE   all | active | pending (default all: active plus pending scenarios)
@@ -116,14 +115,7 @@ cluster)
 	server_pid=$!
 	pids+=("$server_pid")
 	;;
-bare)
-	go build -o "$work/bareserver" ./e2e/conformance/bareserver || die "building the bare server failed"
-	# shellcheck disable=SC2086
-	"$work/bareserver" -http "127.0.0.1:$http_port" ${SERVER_ARGS:-} >"$log" 2>&1 &
-	server_pid=$!
-	pids+=("$server_pid")
-	;;
-*) die "CONFORMANCE_TARGET must be node, cluster or bare, got '$target'" ;;
+*) die "CONFORMANCE_TARGET must be node or cluster, got '$target'" ;;
 esac
 
 base="http://127.0.0.1:$http_port"
