@@ -53,26 +53,10 @@ type Extension struct {
 	resources map[string]Resource
 	templates []ResourceTemplate
 	prompts   map[string]Prompt
-	// sampling advertises the sampling capability (EnableSampling).
-	sampling bool
 }
 
 func newExtension() *Extension {
 	return &Extension{tools: map[string]Tool{}, resources: map[string]Resource{}, prompts: map[string]Prompt{}}
-}
-
-// EnableSampling advertises the sampling capability in initialize and
-// server/discover, for an extension whose tools ask the client's model.
-func (e *Extension) EnableSampling() {
-	e.mu.Lock()
-	e.sampling = true
-	e.mu.Unlock()
-}
-
-func (e *Extension) samplingEnabled() bool {
-	e.mu.RLock()
-	defer e.mu.RUnlock()
-	return e.sampling
 }
 
 // AddTool adds (or replaces) a tool.

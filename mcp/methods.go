@@ -31,9 +31,6 @@ func (s *Server) capabilities() mcp.ServerCapabilities {
 	c.Prompts = &struct {
 		ListChanged bool `json:"listChanged,omitempty"`
 	}{}
-	if s.ext.samplingEnabled() {
-		c.Sampling = &mcp.SamplingCapability{}
-	}
 	return c
 }
 
