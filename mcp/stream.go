@@ -171,8 +171,10 @@ func (e *eventStream) finish(answer []byte) (sse bool, err error) {
 	}
 	sse = e.started
 	if sse && !e.ended {
+		// Not flushed: the answer goes out with the response's end, in
+		// one write, so a client that stops reading at its answer still
+		// finds the body ended and keeps the connection.
 		err = e.writeLocked("message", answer)
-		e.flushLocked()
 	}
 	e.ended = true
 	return sse, err

@@ -1,0 +1,81 @@
+package mcp
+
+import (
+	"bufio"
+	"context"
+	"net/http"
+	"net/http/httptrace"
+	"strings"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcpswarm/mcpswarm/internal/memnet"
+	"github.com/mcpswarm/mcpswarm/session"
+)
+
+// A POST answered as an SSE stream ends with its answer in the same write
+// as the body's end: a client that stops reading at its answer and closes
+// the body (as mcp-go's does) still finds the body ended, and the
+// connection is reused. Flushing the answer alone made every such call
+// open a new connection.
+func TestAnSSEAnswerLeavesTheConnectionReusable(t *testing.T) {
+	e := newEnv(t, func(c *Config, _ *session.Registry) {
+		c.Extend = func(x *Extension) {
+			x.AddTool(mcp.NewTool("chatty"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				client, _ := ClientFrom(ctx)
+				if err := client.Notify("notifications/message", map[string]any{"level": "info", "data": "working"}); err != nil {
+					return nil, err
+				}
+				return mcp.NewToolResultText("done"), nil
+			})
+		}
+	})
+	c, _ := e.connect(t, clientOpts{})
+	sid := c.GetSessionId()
+	// Synchronous pipes, as between processes under load: the answer and
+	// the body's end arrive together only if they were written together.
+	nw := memnet.New("n1")
+	ln, err := nw.Node("n1").ListenHTTP()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: e.srv.Handler()}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	hc := &http.Client{Transport: nw.HTTPTransport()}
+	t.Cleanup(hc.CloseIdleConnections)
+	reused := 0
+	for i := range 5 {
+		req, err := http.NewRequest(http.MethodPost, "http://"+ln.Addr().String()+"/mcp",
+			strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"chatty","arguments":{}}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set(headerSessionID, sid)
+		req.Header.Set(headerProtocolVersion, mcp.ProtocolVersion20251125)
+		req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+			GotConn: func(info httptrace.GotConnInfo) {
+				if info.Reused {
+					reused++
+				}
+			},
+		}))
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+			t.Fatalf("call %d answered %q; want an SSE stream (the tool notified first)", i, ct)
+		}
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() && !strings.Contains(sc.Text(), `"id":7`) {
+		}
+		resp.Body.Close() // at the answer, as mcp-go's client does
+	}
+	if reused < 4 {
+		t.Errorf("%d of 4 later calls reused the connection; an SSE answer must leave it reusable", reused)
+	}
+}
