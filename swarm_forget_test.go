@@ -84,16 +84,26 @@ func readyzLost(t *testing.T, n *mcpswarm.Node) []string {
 // A cluster of three loses two members for good: their machines vanish
 // (no leave, no refused port, they never come back). The survivor cannot
 // tell that from being cut off itself, so once its grace forgot them it
-// still counts them against the majority and refuses writes. The operator
-// strikes them off with forget-member; the survivor acknowledges again,
-// and a restart does not bring them back. The command refuses a member
-// that is alive, the node itself, and a name nobody counts lost.
+// still counts them against the majority: it refuses writes and promotes
+// nothing. The operator strikes them off with forget-member; the survivor
+// acknowledges writes again, promotes the session a lost member owned from
+// its standby copy with every acknowledged write, and a restart does not
+// bring the two back. The command refuses a member that is alive, the node
+// itself, and a name nobody counts lost.
 func TestForgettingLostMembersLetsTheSurvivorAcknowledgeAgain(t *testing.T) {
 	e := newSwarmEnv(t)
+	e.tweak = func(c *mcpswarm.Config) { c.SessionReplicas = 2 } // node1 holds a copy of node2's session
 	nodes := e.cluster(3)
 	alice1 := connect(t, nodes[0], connOpts{token: aliceToken})
+	alice2 := connect(t, nodes[1], connOpts{token: aliceToken})
 	acked := 3
 	startCounter(t, alice1, alice1, "ct", acked)
+	const acked2 = 4
+	startCounter(t, alice2, alice2, "ct2", acked2)
+	eventually(t, 5*time.Second, "node1 holds ct2's newest snapshot", func() bool {
+		return slices.Contains(mcpswarm.RecordedStandbys(nodes[0], "ct2"), "node1")
+	})
+	_ = alice2.Close()
 	admin := adminOf(t, e, nodes[0])
 
 	for _, name := range []string{"node2", "node1"} {
@@ -129,6 +139,9 @@ func TestForgettingLostMembersLetsTheSurvivorAcknowledgeAgain(t *testing.T) {
 	if refusal := clickNow(alice1, "ct"); !strings.Contains(refusal, "node3") {
 		t.Fatalf("the survivor answered a write with %q while it still counted node3 lost (one of two is no majority); want a refusal naming node3", refusal)
 	}
+	if slices.Contains(nodes[0].LocalSessions(), "ct2") {
+		t.Fatal("the survivor promoted ct2 while it still counted node3 lost")
+	}
 	if _, err := forget(admin, "node3"); err != nil {
 		t.Fatalf("forgetting node3: %v", err)
 	}
@@ -142,6 +155,16 @@ func TestForgettingLostMembersLetsTheSurvivorAcknowledgeAgain(t *testing.T) {
 		acked++
 		return true
 	})
+	eventually(t, 15*time.Second, "the survivor promotes ct2, which lost node2 owned", func() bool {
+		_, ok := countNow(alice1, "ct2")
+		return ok
+	})
+	if n, _ := countOf(t, alice1, "ct2"); n != acked2 {
+		t.Fatalf("ct2 promoted at %d, want its %d acknowledged clicks", n, acked2)
+	}
+	if refusal := clickNow(alice1, "ct2"); refusal != "" {
+		t.Fatalf("click on the promoted ct2: %s", refusal)
+	}
 
 	// A restart reads the members last known: the two are not among them.
 	e.kill("node1")
