@@ -79,6 +79,9 @@ func (n *Node) forgetLost(name string) (bool, error) {
 		if _, ok := errors.AsType[*cluster.ListedError](err); ok {
 			return false, status.Errorf(codes.FailedPrecondition, "refusing to forget %s on %s: %v", name, n.cfg.Name, err)
 		}
+		if errors.Is(err, cluster.ErrNotStarted) || errors.Is(err, cluster.ErrStopped) {
+			return false, status.Errorf(codes.Unavailable, "forgetting %s on %s: %v", name, n.cfg.Name, err)
+		}
 		return false, status.Errorf(codes.Internal, "forgetting %s on %s: %v", name, n.cfg.Name, err)
 	}
 	n.swarm.ForgetDeath(name)

@@ -89,7 +89,7 @@ func readyzLost(t *testing.T, n *mcpswarm.Node) []string {
 // acknowledges writes again, promotes the session a lost member owned from
 // its standby copy with every acknowledged write, and a restart does not
 // bring the two back. The command refuses a member that is alive, the node
-// itself, and a name nobody counts lost.
+// itself, a name nobody counts lost, and a caller without the admin token.
 func TestForgettingLostMembersLetsTheSurvivorAcknowledgeAgain(t *testing.T) {
 	e := newSwarmEnv(t)
 	e.tweak = func(c *mcpswarm.Config) { c.SessionReplicas = 2 } // node1 holds a copy of node2's session
@@ -113,6 +113,10 @@ func TestForgettingLostMembersLetsTheSurvivorAcknowledgeAgain(t *testing.T) {
 	}
 	if _, err := forget(admin, "node9"); status.Code(err) != codes.NotFound {
 		t.Fatalf("forgetting node9, never a member: %v, want NotFound", err)
+	}
+	otherKey := adminv1.NewAdminServiceClient(dial(t, nodes[0], grpc.WithPerRPCCredentials(mcpswarm.AdminCredentials{Token: mcpswarm.AdminToken(mcpswarm.DevClusterKey())})))
+	if _, err := forget(otherKey, "node9"); status.Code(err) != codes.PermissionDenied {
+		t.Fatalf("forgetting with another cluster's admin token: %v, want PermissionDenied", err)
 	}
 
 	for _, name := range []string{"node2", "node3"} {

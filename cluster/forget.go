@@ -17,6 +17,8 @@ func (e *ListedError) Error() string {
 	switch {
 	case e.Self:
 		return fmt.Sprintf("%s is this node", e.Name)
+	case e.State == StateLeft:
+		return fmt.Sprintf("%s left the cluster: it counts no more", e.Name)
 	case e.State == StateDead:
 		return fmt.Sprintf("%s is dead in this node's view: it counts as dead until the dead grace forgets it, and only then as lost", e.Name)
 	}
