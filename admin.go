@@ -59,7 +59,7 @@ func (a *adminServer) ListMembers(context.Context, *adminv1.ListMembersRequest) 
 			State: memberState(m.State), Version: m.Version, Self: m.Self,
 		})
 	}
-	return &adminv1.ListMembersResponse{Members: out}, nil
+	return &adminv1.ListMembersResponse{Members: out, Lost: a.n.lostMembers()}, nil
 }
 
 func (a *adminServer) ListSessions(_ context.Context, req *adminv1.ListSessionsRequest) (*adminv1.ListSessionsResponse, error) {

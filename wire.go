@@ -274,6 +274,9 @@ func (n *Node) buildFront(ctx context.Context) (err error) {
 	}
 	n.swarm = sw
 	n.replicas.attach(n.sessions, sw)
+	if err := n.registerLostMetric(); err != nil {
+		return err
+	}
 	// The web UI's action journal is a registry too, declared before the
 	// cluster starts; the front's backend journals agent calls into it.
 	if n.journal, err = ui.NewJournal(n.cluster, n.cfg.Name, n.log.With("component", "ui")); err != nil {
@@ -482,6 +485,9 @@ func (n *Node) readyMembers() []readyzMember {
 	var out []readyzMember
 	for _, m := range n.cluster.Members() {
 		out = append(out, readyzMember{Name: m.Name, State: strings.ToLower(m.State.String())})
+	}
+	for _, name := range n.lostMembers() {
+		out = append(out, readyzMember{Name: name, State: "lost"})
 	}
 	return out
 }

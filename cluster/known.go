@@ -92,3 +92,15 @@ func (k *knownMembers) observe(m Member) {
 		k.log.Warn("recording a member's address", slog.String("member", m.Name), slog.String("reason", err.Error()))
 	}
 }
+
+// forget drops member name's address: an operator declared it gone for
+// good (Cluster.Forget), and a restart must not count it lost again.
+func (k *knownMembers) forget(name string) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if _, had := k.addrs[name]; !had {
+		return nil
+	}
+	delete(k.addrs, name)
+	return k.store.Write(knownBucket, name, nil, func() error { return nil })
+}

@@ -2,6 +2,8 @@ package swarm
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -203,6 +205,34 @@ func (d *deaths) note(m cluster.Member) {
 		delete(d.dead, m.Name)
 	}
 }
+
+// forget strikes member name off on an operator's word that it is gone
+// for good (Swarm.ForgetDeath), and reports whether it was recorded.
+func (d *deaths) forget(name string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	had := d.dead[name]
+	delete(d.dead, name)
+	return had
+}
+
+// names returns the members recorded dead, sorted.
+func (d *deaths) names() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Sorted(maps.Keys(d.dead))
+}
+
+// Deaths returns the members this node saw die that have neither come
+// back nor left, sorted: they count against the majority a failover needs
+// (the dead ones still listed by the view among them).
+func (s *Swarm) Deaths() []string { return s.deaths.names() }
+
+// ForgetDeath strikes member name off the deaths on an operator's word
+// that it is gone for good (cluster.Cluster.Forget does the same for the
+// leases), and reports whether it was recorded. A member of that name that
+// dies later is recorded again.
+func (s *Swarm) ForgetDeath(name string) bool { return s.deaths.forget(name) }
 
 // majority reports whether the alive members of view are a strict
 // majority of themselves and every member seen dying.

@@ -31,6 +31,7 @@ func adminCommands() []command {
 		{"conns", "list MCP client connections (admin API)", adminRun(listConns, false)},
 		{"stop-session", "stop a session: stop-session ID", adminRun(stopSession, false)},
 		{"drain", "drain the node: no new sessions, then leave", adminRun(drain, false)},
+		{"forget-member", "strike a lost member off on every node, once it is gone for good: forget-member NAME", adminRun(forgetMember, false)},
 		{"watch", "stream membership and registry events", adminRun(watch, true)},
 	}
 }
@@ -134,7 +135,18 @@ func listMembers(ctx context.Context, c adminv1.AdminServiceClient, _ []string, 
 		state := strings.ToLower(strings.TrimPrefix(m.GetState().String(), "MEMBER_STATE_"))
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\n", name, state, m.GetGrpcAddress(), m.GetGossipAddress(), m.GetVersion())
 	}
-	return tw.Flush()
+	for _, name := range resp.GetLost() {
+		fmt.Fprintf(tw, "%s\tlost\t-\t-\t-\t\n", name)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(resp.GetLost()) > 0 {
+		_, err := fmt.Fprintln(out, "lost: died without leaving and counted against the majority until heard from again;\n"+
+			"once one is gone for good: mcpswarm forget-member NAME")
+		return err
+	}
+	return nil
 }
 
 func listSessions(ctx context.Context, c adminv1.AdminServiceClient, _ []string, out io.Writer, asJSON bool) error {
@@ -236,6 +248,43 @@ func drain(ctx context.Context, c adminv1.AdminServiceClient, _ []string, out io
 	}
 	fmt.Fprintf(out, "draining: %d sessions moved to other nodes%s, %d kept here, %d lost\n",
 		resp.GetSessionsMoved(), how, resp.GetSessionsKept(), resp.GetSessionsStopped())
+	return nil
+}
+
+func forgetMember(ctx context.Context, c adminv1.AdminServiceClient, args []string, out io.Writer, asJSON bool) error {
+	if len(args) != 1 {
+		return errors.New("forget-member needs exactly one member name")
+	}
+	resp, err := c.ForgetMember(ctx, &adminv1.ForgetMemberRequest{Name: args[0]})
+	if err != nil {
+		return fmt.Errorf("forgetting %s: %w", args[0], err)
+	}
+	if asJSON {
+		if err := printJSON(out, resp); err != nil {
+			return err
+		}
+	}
+	var failed []string
+	for _, o := range resp.GetNodes() {
+		switch o.GetResult() {
+		case adminv1.ForgetResult_FORGET_RESULT_FORGOTTEN:
+			if !asJSON {
+				fmt.Fprintf(out, "%s: forgot %s\n", o.GetNode(), args[0])
+			}
+		case adminv1.ForgetResult_FORGET_RESULT_NOT_LOST:
+			if !asJSON {
+				fmt.Fprintf(out, "%s: did not count %s\n", o.GetNode(), args[0])
+			}
+		default:
+			failed = append(failed, o.GetNode())
+			if !asJSON {
+				fmt.Fprintf(out, "%s: FAILED: %s\n", o.GetNode(), o.GetDetail())
+			}
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("forgetting %s: not done on %s", args[0], strings.Join(failed, ", "))
+	}
 	return nil
 }
 

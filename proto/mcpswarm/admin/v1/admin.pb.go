@@ -86,6 +86,62 @@ func (MemberState) EnumDescriptor() ([]byte, []int) {
 	return file_mcpswarm_admin_v1_admin_proto_rawDescGZIP(), []int{0}
 }
 
+// ForgetResult is what one node did with a ForgetMember request.
+type ForgetResult int32
+
+const (
+	ForgetResult_FORGET_RESULT_UNSPECIFIED ForgetResult = 0
+	// The member counted against that node's majority and no longer does.
+	ForgetResult_FORGET_RESULT_FORGOTTEN ForgetResult = 1
+	// That node did not count it (it never required it, or forgot it before).
+	ForgetResult_FORGET_RESULT_NOT_LOST ForgetResult = 2
+	// That node refused or could not be reached: detail says why.
+	ForgetResult_FORGET_RESULT_FAILED ForgetResult = 3
+)
+
+// Enum value maps for ForgetResult.
+var (
+	ForgetResult_name = map[int32]string{
+		0: "FORGET_RESULT_UNSPECIFIED",
+		1: "FORGET_RESULT_FORGOTTEN",
+		2: "FORGET_RESULT_NOT_LOST",
+		3: "FORGET_RESULT_FAILED",
+	}
+	ForgetResult_value = map[string]int32{
+		"FORGET_RESULT_UNSPECIFIED": 0,
+		"FORGET_RESULT_FORGOTTEN":   1,
+		"FORGET_RESULT_NOT_LOST":    2,
+		"FORGET_RESULT_FAILED":      3,
+	}
+)
+
+func (x ForgetResult) Enum() *ForgetResult {
+	p := new(ForgetResult)
+	*p = x
+	return p
+}
+
+func (x ForgetResult) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ForgetResult) Descriptor() protoreflect.EnumDescriptor {
+	return file_mcpswarm_admin_v1_admin_proto_enumTypes[1].Descriptor()
+}
+
+func (ForgetResult) Type() protoreflect.EnumType {
+	return &file_mcpswarm_admin_v1_admin_proto_enumTypes[1]
+}
+
+func (x ForgetResult) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ForgetResult.Descriptor instead.
+func (ForgetResult) EnumDescriptor() ([]byte, []int) {
+	return file_mcpswarm_admin_v1_admin_proto_rawDescGZIP(), []int{1}
+}
+
 // Member is one node of the cluster.
 type Member struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -218,8 +274,13 @@ func (*ListMembersRequest) Descriptor() ([]byte, []int) {
 
 // ListMembersResponse lists members.
 type ListMembersResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Members       []*Member              `protobuf:"bytes,1,rep,name=members,proto3" json:"members,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Members []*Member              `protobuf:"bytes,1,rep,name=members,proto3" json:"members,omitempty"`
+	// lost names the members that died without leaving and that the view no
+	// longer lists (forgotten after the dead grace, or known to a previous
+	// run and not heard from since), sorted. They still count against the
+	// majority until heard from again or struck off with ForgetMember.
+	Lost          []string `protobuf:"bytes,2,rep,name=lost,proto3" json:"lost,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -257,6 +318,13 @@ func (*ListMembersResponse) Descriptor() ([]byte, []int) {
 func (x *ListMembersResponse) GetMembers() []*Member {
 	if x != nil {
 		return x.Members
+	}
+	return nil
+}
+
+func (x *ListMembersResponse) GetLost() []string {
+	if x != nil {
+		return x.Lost
 	}
 	return nil
 }
@@ -1071,6 +1139,167 @@ func (x *SessionMove) GetTook() *durationpb.Duration {
 	return nil
 }
 
+// ForgetMemberRequest names the lost member to strike off.
+type ForgetMemberRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// local: strike it off on this node only. The node an operator asks sets
+	// it when it passes the request on to its peers.
+	Local         bool `protobuf:"varint,2,opt,name=local,proto3" json:"local,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ForgetMemberRequest) Reset() {
+	*x = ForgetMemberRequest{}
+	mi := &file_mcpswarm_admin_v1_admin_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ForgetMemberRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ForgetMemberRequest) ProtoMessage() {}
+
+func (x *ForgetMemberRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_mcpswarm_admin_v1_admin_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ForgetMemberRequest.ProtoReflect.Descriptor instead.
+func (*ForgetMemberRequest) Descriptor() ([]byte, []int) {
+	return file_mcpswarm_admin_v1_admin_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *ForgetMemberRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ForgetMemberRequest) GetLocal() bool {
+	if x != nil {
+		return x.Local
+	}
+	return false
+}
+
+// ForgetMemberResponse says what each node reached did, this node first.
+type ForgetMemberResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Nodes         []*ForgetOutcome       `protobuf:"bytes,1,rep,name=nodes,proto3" json:"nodes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ForgetMemberResponse) Reset() {
+	*x = ForgetMemberResponse{}
+	mi := &file_mcpswarm_admin_v1_admin_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ForgetMemberResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ForgetMemberResponse) ProtoMessage() {}
+
+func (x *ForgetMemberResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_mcpswarm_admin_v1_admin_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ForgetMemberResponse.ProtoReflect.Descriptor instead.
+func (*ForgetMemberResponse) Descriptor() ([]byte, []int) {
+	return file_mcpswarm_admin_v1_admin_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *ForgetMemberResponse) GetNodes() []*ForgetOutcome {
+	if x != nil {
+		return x.Nodes
+	}
+	return nil
+}
+
+// ForgetOutcome is one node's answer.
+type ForgetOutcome struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Node          string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	Result        ForgetResult           `protobuf:"varint,2,opt,name=result,proto3,enum=mcpswarm.admin.v1.ForgetResult" json:"result,omitempty"`
+	Detail        string                 `protobuf:"bytes,3,opt,name=detail,proto3" json:"detail,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ForgetOutcome) Reset() {
+	*x = ForgetOutcome{}
+	mi := &file_mcpswarm_admin_v1_admin_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ForgetOutcome) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ForgetOutcome) ProtoMessage() {}
+
+func (x *ForgetOutcome) ProtoReflect() protoreflect.Message {
+	mi := &file_mcpswarm_admin_v1_admin_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ForgetOutcome.ProtoReflect.Descriptor instead.
+func (*ForgetOutcome) Descriptor() ([]byte, []int) {
+	return file_mcpswarm_admin_v1_admin_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *ForgetOutcome) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *ForgetOutcome) GetResult() ForgetResult {
+	if x != nil {
+		return x.Result
+	}
+	return ForgetResult_FORGET_RESULT_UNSPECIFIED
+}
+
+func (x *ForgetOutcome) GetDetail() string {
+	if x != nil {
+		return x.Detail
+	}
+	return ""
+}
+
 // WatchEventsRequest has no fields.
 type WatchEventsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1080,7 +1309,7 @@ type WatchEventsRequest struct {
 
 func (x *WatchEventsRequest) Reset() {
 	*x = WatchEventsRequest{}
-	mi := &file_mcpswarm_admin_v1_admin_proto_msgTypes[17]
+	mi := &file_mcpswarm_admin_v1_admin_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1092,7 +1321,7 @@ func (x *WatchEventsRequest) String() string {
 func (*WatchEventsRequest) ProtoMessage() {}
 
 func (x *WatchEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpswarm_admin_v1_admin_proto_msgTypes[17]
+	mi := &file_mcpswarm_admin_v1_admin_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1105,7 +1334,7 @@ func (x *WatchEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEventsRequest.ProtoReflect.Descriptor instead.
 func (*WatchEventsRequest) Descriptor() ([]byte, []int) {
-	return file_mcpswarm_admin_v1_admin_proto_rawDescGZIP(), []int{17}
+	return file_mcpswarm_admin_v1_admin_proto_rawDescGZIP(), []int{20}
 }
 
 // WatchEventsResponse is one event.
@@ -1125,7 +1354,7 @@ type WatchEventsResponse struct {
 
 func (x *WatchEventsResponse) Reset() {
 	*x = WatchEventsResponse{}
-	mi := &file_mcpswarm_admin_v1_admin_proto_msgTypes[18]
+	mi := &file_mcpswarm_admin_v1_admin_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1137,7 +1366,7 @@ func (x *WatchEventsResponse) String() string {
 func (*WatchEventsResponse) ProtoMessage() {}
 
 func (x *WatchEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpswarm_admin_v1_admin_proto_msgTypes[18]
+	mi := &file_mcpswarm_admin_v1_admin_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1150,7 +1379,7 @@ func (x *WatchEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEventsResponse.ProtoReflect.Descriptor instead.
 func (*WatchEventsResponse) Descriptor() ([]byte, []int) {
-	return file_mcpswarm_admin_v1_admin_proto_rawDescGZIP(), []int{18}
+	return file_mcpswarm_admin_v1_admin_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *WatchEventsResponse) GetTime() *timestamppb.Timestamp {
@@ -1201,9 +1430,10 @@ const file_mcpswarm_admin_v1_admin_proto_rawDesc = "" +
 	"\x05state\x18\x05 \x01(\x0e2\x1e.mcpswarm.admin.v1.MemberStateR\x05state\x12\x18\n" +
 	"\aversion\x18\x06 \x01(\tR\aversion\x12\x12\n" +
 	"\x04self\x18\a \x01(\bR\x04self\"\x14\n" +
-	"\x12ListMembersRequest\"J\n" +
+	"\x12ListMembersRequest\"^\n" +
 	"\x13ListMembersResponse\x123\n" +
-	"\amembers\x18\x01 \x03(\v2\x19.mcpswarm.admin.v1.MemberR\amembers\"\xff\x02\n" +
+	"\amembers\x18\x01 \x03(\v2\x19.mcpswarm.admin.v1.MemberR\amembers\x12\x12\n" +
+	"\x04lost\x18\x02 \x03(\tR\x04lost\"\xff\x02\n" +
 	"\aSession\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x10\n" +
 	"\x03app\x18\x02 \x01(\tR\x03app\x12\x1c\n" +
@@ -1256,7 +1486,16 @@ const file_mcpswarm_admin_v1_admin_proto_rawDesc = "" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04node\x18\x02 \x01(\tR\x04node\x12\x1a\n" +
 	"\bpromoted\x18\x03 \x01(\bR\bpromoted\x12-\n" +
-	"\x04took\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\x04took\"\x14\n" +
+	"\x04took\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\x04took\"?\n" +
+	"\x13ForgetMemberRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
+	"\x05local\x18\x02 \x01(\bR\x05local\"N\n" +
+	"\x14ForgetMemberResponse\x126\n" +
+	"\x05nodes\x18\x01 \x03(\v2 .mcpswarm.admin.v1.ForgetOutcomeR\x05nodes\"t\n" +
+	"\rForgetOutcome\x12\x12\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\x127\n" +
+	"\x06result\x18\x02 \x01(\x0e2\x1f.mcpswarm.admin.v1.ForgetResultR\x06result\x12\x16\n" +
+	"\x06detail\x18\x03 \x01(\tR\x06detail\"\x14\n" +
 	"\x12WatchEventsRequest\"\x9b\x01\n" +
 	"\x13WatchEventsResponse\x12.\n" +
 	"\x04time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x12\n" +
@@ -1270,7 +1509,12 @@ const file_mcpswarm_admin_v1_admin_proto_rawDesc = "" +
 	"\x14MEMBER_STATE_SUSPECT\x10\x02\x12\x19\n" +
 	"\x15MEMBER_STATE_DRAINING\x10\x03\x12\x15\n" +
 	"\x11MEMBER_STATE_DEAD\x10\x04\x12\x15\n" +
-	"\x11MEMBER_STATE_LEFT\x10\x052\x99\x05\n" +
+	"\x11MEMBER_STATE_LEFT\x10\x05*\x80\x01\n" +
+	"\fForgetResult\x12\x1d\n" +
+	"\x19FORGET_RESULT_UNSPECIFIED\x10\x00\x12\x1b\n" +
+	"\x17FORGET_RESULT_FORGOTTEN\x10\x01\x12\x1a\n" +
+	"\x16FORGET_RESULT_NOT_LOST\x10\x02\x12\x18\n" +
+	"\x14FORGET_RESULT_FAILED\x10\x032\xfa\x05\n" +
 	"\fAdminService\x12\\\n" +
 	"\vListMembers\x12%.mcpswarm.admin.v1.ListMembersRequest\x1a&.mcpswarm.admin.v1.ListMembersResponse\x12_\n" +
 	"\fListSessions\x12&.mcpswarm.admin.v1.ListSessionsRequest\x1a'.mcpswarm.admin.v1.ListSessionsResponse\x12V\n" +
@@ -1278,7 +1522,8 @@ const file_mcpswarm_admin_v1_admin_proto_rawDesc = "" +
 	"\x0fListConnections\x12).mcpswarm.admin.v1.ListConnectionsRequest\x1a*.mcpswarm.admin.v1.ListConnectionsResponse\x12\\\n" +
 	"\vStopSession\x12%.mcpswarm.admin.v1.StopSessionRequest\x1a&.mcpswarm.admin.v1.StopSessionResponse\x12J\n" +
 	"\x05Drain\x12\x1f.mcpswarm.admin.v1.DrainRequest\x1a .mcpswarm.admin.v1.DrainResponse\x12^\n" +
-	"\vWatchEvents\x12%.mcpswarm.admin.v1.WatchEventsRequest\x1a&.mcpswarm.admin.v1.WatchEventsResponse0\x01B>Z<github.com/mcpswarm/mcpswarm/proto/mcpswarm/admin/v1;adminv1b\x06proto3"
+	"\vWatchEvents\x12%.mcpswarm.admin.v1.WatchEventsRequest\x1a&.mcpswarm.admin.v1.WatchEventsResponse0\x01\x12_\n" +
+	"\fForgetMember\x12&.mcpswarm.admin.v1.ForgetMemberRequest\x1a'.mcpswarm.admin.v1.ForgetMemberResponseB>Z<github.com/mcpswarm/mcpswarm/proto/mcpswarm/admin/v1;adminv1b\x06proto3"
 
 var (
 	file_mcpswarm_admin_v1_admin_proto_rawDescOnce sync.Once
@@ -1292,64 +1537,72 @@ func file_mcpswarm_admin_v1_admin_proto_rawDescGZIP() []byte {
 	return file_mcpswarm_admin_v1_admin_proto_rawDescData
 }
 
-var file_mcpswarm_admin_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_mcpswarm_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_mcpswarm_admin_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_mcpswarm_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_mcpswarm_admin_v1_admin_proto_goTypes = []any{
 	(MemberState)(0),                // 0: mcpswarm.admin.v1.MemberState
-	(*Member)(nil),                  // 1: mcpswarm.admin.v1.Member
-	(*ListMembersRequest)(nil),      // 2: mcpswarm.admin.v1.ListMembersRequest
-	(*ListMembersResponse)(nil),     // 3: mcpswarm.admin.v1.ListMembersResponse
-	(*Session)(nil),                 // 4: mcpswarm.admin.v1.Session
-	(*ListSessionsRequest)(nil),     // 5: mcpswarm.admin.v1.ListSessionsRequest
-	(*ListSessionsResponse)(nil),    // 6: mcpswarm.admin.v1.ListSessionsResponse
-	(*Tool)(nil),                    // 7: mcpswarm.admin.v1.Tool
-	(*ListToolsRequest)(nil),        // 8: mcpswarm.admin.v1.ListToolsRequest
-	(*ListToolsResponse)(nil),       // 9: mcpswarm.admin.v1.ListToolsResponse
-	(*Connection)(nil),              // 10: mcpswarm.admin.v1.Connection
-	(*ListConnectionsRequest)(nil),  // 11: mcpswarm.admin.v1.ListConnectionsRequest
-	(*ListConnectionsResponse)(nil), // 12: mcpswarm.admin.v1.ListConnectionsResponse
-	(*StopSessionRequest)(nil),      // 13: mcpswarm.admin.v1.StopSessionRequest
-	(*StopSessionResponse)(nil),     // 14: mcpswarm.admin.v1.StopSessionResponse
-	(*DrainRequest)(nil),            // 15: mcpswarm.admin.v1.DrainRequest
-	(*DrainResponse)(nil),           // 16: mcpswarm.admin.v1.DrainResponse
-	(*SessionMove)(nil),             // 17: mcpswarm.admin.v1.SessionMove
-	(*WatchEventsRequest)(nil),      // 18: mcpswarm.admin.v1.WatchEventsRequest
-	(*WatchEventsResponse)(nil),     // 19: mcpswarm.admin.v1.WatchEventsResponse
-	nil,                             // 20: mcpswarm.admin.v1.Session.BehindEntry
-	(*timestamppb.Timestamp)(nil),   // 21: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),     // 22: google.protobuf.Duration
+	(ForgetResult)(0),               // 1: mcpswarm.admin.v1.ForgetResult
+	(*Member)(nil),                  // 2: mcpswarm.admin.v1.Member
+	(*ListMembersRequest)(nil),      // 3: mcpswarm.admin.v1.ListMembersRequest
+	(*ListMembersResponse)(nil),     // 4: mcpswarm.admin.v1.ListMembersResponse
+	(*Session)(nil),                 // 5: mcpswarm.admin.v1.Session
+	(*ListSessionsRequest)(nil),     // 6: mcpswarm.admin.v1.ListSessionsRequest
+	(*ListSessionsResponse)(nil),    // 7: mcpswarm.admin.v1.ListSessionsResponse
+	(*Tool)(nil),                    // 8: mcpswarm.admin.v1.Tool
+	(*ListToolsRequest)(nil),        // 9: mcpswarm.admin.v1.ListToolsRequest
+	(*ListToolsResponse)(nil),       // 10: mcpswarm.admin.v1.ListToolsResponse
+	(*Connection)(nil),              // 11: mcpswarm.admin.v1.Connection
+	(*ListConnectionsRequest)(nil),  // 12: mcpswarm.admin.v1.ListConnectionsRequest
+	(*ListConnectionsResponse)(nil), // 13: mcpswarm.admin.v1.ListConnectionsResponse
+	(*StopSessionRequest)(nil),      // 14: mcpswarm.admin.v1.StopSessionRequest
+	(*StopSessionResponse)(nil),     // 15: mcpswarm.admin.v1.StopSessionResponse
+	(*DrainRequest)(nil),            // 16: mcpswarm.admin.v1.DrainRequest
+	(*DrainResponse)(nil),           // 17: mcpswarm.admin.v1.DrainResponse
+	(*SessionMove)(nil),             // 18: mcpswarm.admin.v1.SessionMove
+	(*ForgetMemberRequest)(nil),     // 19: mcpswarm.admin.v1.ForgetMemberRequest
+	(*ForgetMemberResponse)(nil),    // 20: mcpswarm.admin.v1.ForgetMemberResponse
+	(*ForgetOutcome)(nil),           // 21: mcpswarm.admin.v1.ForgetOutcome
+	(*WatchEventsRequest)(nil),      // 22: mcpswarm.admin.v1.WatchEventsRequest
+	(*WatchEventsResponse)(nil),     // 23: mcpswarm.admin.v1.WatchEventsResponse
+	nil,                             // 24: mcpswarm.admin.v1.Session.BehindEntry
+	(*timestamppb.Timestamp)(nil),   // 25: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),     // 26: google.protobuf.Duration
 }
 var file_mcpswarm_admin_v1_admin_proto_depIdxs = []int32{
 	0,  // 0: mcpswarm.admin.v1.Member.state:type_name -> mcpswarm.admin.v1.MemberState
-	1,  // 1: mcpswarm.admin.v1.ListMembersResponse.members:type_name -> mcpswarm.admin.v1.Member
-	21, // 2: mcpswarm.admin.v1.Session.created:type_name -> google.protobuf.Timestamp
-	20, // 3: mcpswarm.admin.v1.Session.behind:type_name -> mcpswarm.admin.v1.Session.BehindEntry
-	4,  // 4: mcpswarm.admin.v1.ListSessionsResponse.sessions:type_name -> mcpswarm.admin.v1.Session
-	7,  // 5: mcpswarm.admin.v1.ListToolsResponse.tools:type_name -> mcpswarm.admin.v1.Tool
-	10, // 6: mcpswarm.admin.v1.ListConnectionsResponse.connections:type_name -> mcpswarm.admin.v1.Connection
-	17, // 7: mcpswarm.admin.v1.DrainResponse.moves:type_name -> mcpswarm.admin.v1.SessionMove
-	22, // 8: mcpswarm.admin.v1.SessionMove.took:type_name -> google.protobuf.Duration
-	21, // 9: mcpswarm.admin.v1.WatchEventsResponse.time:type_name -> google.protobuf.Timestamp
-	21, // 10: mcpswarm.admin.v1.Session.BehindEntry.value:type_name -> google.protobuf.Timestamp
-	2,  // 11: mcpswarm.admin.v1.AdminService.ListMembers:input_type -> mcpswarm.admin.v1.ListMembersRequest
-	5,  // 12: mcpswarm.admin.v1.AdminService.ListSessions:input_type -> mcpswarm.admin.v1.ListSessionsRequest
-	8,  // 13: mcpswarm.admin.v1.AdminService.ListTools:input_type -> mcpswarm.admin.v1.ListToolsRequest
-	11, // 14: mcpswarm.admin.v1.AdminService.ListConnections:input_type -> mcpswarm.admin.v1.ListConnectionsRequest
-	13, // 15: mcpswarm.admin.v1.AdminService.StopSession:input_type -> mcpswarm.admin.v1.StopSessionRequest
-	15, // 16: mcpswarm.admin.v1.AdminService.Drain:input_type -> mcpswarm.admin.v1.DrainRequest
-	18, // 17: mcpswarm.admin.v1.AdminService.WatchEvents:input_type -> mcpswarm.admin.v1.WatchEventsRequest
-	3,  // 18: mcpswarm.admin.v1.AdminService.ListMembers:output_type -> mcpswarm.admin.v1.ListMembersResponse
-	6,  // 19: mcpswarm.admin.v1.AdminService.ListSessions:output_type -> mcpswarm.admin.v1.ListSessionsResponse
-	9,  // 20: mcpswarm.admin.v1.AdminService.ListTools:output_type -> mcpswarm.admin.v1.ListToolsResponse
-	12, // 21: mcpswarm.admin.v1.AdminService.ListConnections:output_type -> mcpswarm.admin.v1.ListConnectionsResponse
-	14, // 22: mcpswarm.admin.v1.AdminService.StopSession:output_type -> mcpswarm.admin.v1.StopSessionResponse
-	16, // 23: mcpswarm.admin.v1.AdminService.Drain:output_type -> mcpswarm.admin.v1.DrainResponse
-	19, // 24: mcpswarm.admin.v1.AdminService.WatchEvents:output_type -> mcpswarm.admin.v1.WatchEventsResponse
-	18, // [18:25] is the sub-list for method output_type
-	11, // [11:18] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	2,  // 1: mcpswarm.admin.v1.ListMembersResponse.members:type_name -> mcpswarm.admin.v1.Member
+	25, // 2: mcpswarm.admin.v1.Session.created:type_name -> google.protobuf.Timestamp
+	24, // 3: mcpswarm.admin.v1.Session.behind:type_name -> mcpswarm.admin.v1.Session.BehindEntry
+	5,  // 4: mcpswarm.admin.v1.ListSessionsResponse.sessions:type_name -> mcpswarm.admin.v1.Session
+	8,  // 5: mcpswarm.admin.v1.ListToolsResponse.tools:type_name -> mcpswarm.admin.v1.Tool
+	11, // 6: mcpswarm.admin.v1.ListConnectionsResponse.connections:type_name -> mcpswarm.admin.v1.Connection
+	18, // 7: mcpswarm.admin.v1.DrainResponse.moves:type_name -> mcpswarm.admin.v1.SessionMove
+	26, // 8: mcpswarm.admin.v1.SessionMove.took:type_name -> google.protobuf.Duration
+	21, // 9: mcpswarm.admin.v1.ForgetMemberResponse.nodes:type_name -> mcpswarm.admin.v1.ForgetOutcome
+	1,  // 10: mcpswarm.admin.v1.ForgetOutcome.result:type_name -> mcpswarm.admin.v1.ForgetResult
+	25, // 11: mcpswarm.admin.v1.WatchEventsResponse.time:type_name -> google.protobuf.Timestamp
+	25, // 12: mcpswarm.admin.v1.Session.BehindEntry.value:type_name -> google.protobuf.Timestamp
+	3,  // 13: mcpswarm.admin.v1.AdminService.ListMembers:input_type -> mcpswarm.admin.v1.ListMembersRequest
+	6,  // 14: mcpswarm.admin.v1.AdminService.ListSessions:input_type -> mcpswarm.admin.v1.ListSessionsRequest
+	9,  // 15: mcpswarm.admin.v1.AdminService.ListTools:input_type -> mcpswarm.admin.v1.ListToolsRequest
+	12, // 16: mcpswarm.admin.v1.AdminService.ListConnections:input_type -> mcpswarm.admin.v1.ListConnectionsRequest
+	14, // 17: mcpswarm.admin.v1.AdminService.StopSession:input_type -> mcpswarm.admin.v1.StopSessionRequest
+	16, // 18: mcpswarm.admin.v1.AdminService.Drain:input_type -> mcpswarm.admin.v1.DrainRequest
+	22, // 19: mcpswarm.admin.v1.AdminService.WatchEvents:input_type -> mcpswarm.admin.v1.WatchEventsRequest
+	19, // 20: mcpswarm.admin.v1.AdminService.ForgetMember:input_type -> mcpswarm.admin.v1.ForgetMemberRequest
+	4,  // 21: mcpswarm.admin.v1.AdminService.ListMembers:output_type -> mcpswarm.admin.v1.ListMembersResponse
+	7,  // 22: mcpswarm.admin.v1.AdminService.ListSessions:output_type -> mcpswarm.admin.v1.ListSessionsResponse
+	10, // 23: mcpswarm.admin.v1.AdminService.ListTools:output_type -> mcpswarm.admin.v1.ListToolsResponse
+	13, // 24: mcpswarm.admin.v1.AdminService.ListConnections:output_type -> mcpswarm.admin.v1.ListConnectionsResponse
+	15, // 25: mcpswarm.admin.v1.AdminService.StopSession:output_type -> mcpswarm.admin.v1.StopSessionResponse
+	17, // 26: mcpswarm.admin.v1.AdminService.Drain:output_type -> mcpswarm.admin.v1.DrainResponse
+	23, // 27: mcpswarm.admin.v1.AdminService.WatchEvents:output_type -> mcpswarm.admin.v1.WatchEventsResponse
+	20, // 28: mcpswarm.admin.v1.AdminService.ForgetMember:output_type -> mcpswarm.admin.v1.ForgetMemberResponse
+	21, // [21:29] is the sub-list for method output_type
+	13, // [13:21] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_mcpswarm_admin_v1_admin_proto_init() }
@@ -1362,8 +1615,8 @@ func file_mcpswarm_admin_v1_admin_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_mcpswarm_admin_v1_admin_proto_rawDesc), len(file_mcpswarm_admin_v1_admin_proto_rawDesc)),
-			NumEnums:      1,
-			NumMessages:   20,
+			NumEnums:      2,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -30,6 +30,7 @@ const (
 	AdminService_StopSession_FullMethodName     = "/mcpswarm.admin.v1.AdminService/StopSession"
 	AdminService_Drain_FullMethodName           = "/mcpswarm.admin.v1.AdminService/Drain"
 	AdminService_WatchEvents_FullMethodName     = "/mcpswarm.admin.v1.AdminService/WatchEvents"
+	AdminService_ForgetMember_FullMethodName    = "/mcpswarm.admin.v1.AdminService/ForgetMember"
 )
 
 // AdminServiceClient is the client API for AdminService service.
@@ -53,6 +54,16 @@ type AdminServiceClient interface {
 	Drain(ctx context.Context, in *DrainRequest, opts ...grpc.CallOption) (*DrainResponse, error)
 	// WatchEvents streams membership and registry changes as they happen.
 	WatchEvents(ctx context.Context, in *WatchEventsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchEventsResponse], error)
+	// ForgetMember strikes a lost member off, on the operator's word that it
+	// is gone for good. A member that died without leaving keeps counting
+	// against the majority once the view forgot it (ListMembersResponse.lost),
+	// so a cluster that lost a majority for good acknowledges nothing until
+	// then. The node asked passes the request on to every live peer; each
+	// stops counting the member and drops it from its members last known (a
+	// restart does not bring it back). Refused (FAILED_PRECONDITION) while
+	// this node's view lists the member; NOT_FOUND when no node reached counts
+	// it lost.
+	ForgetMember(ctx context.Context, in *ForgetMemberRequest, opts ...grpc.CallOption) (*ForgetMemberResponse, error)
 }
 
 type adminServiceClient struct {
@@ -142,6 +153,16 @@ func (c *adminServiceClient) WatchEvents(ctx context.Context, in *WatchEventsReq
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type AdminService_WatchEventsClient = grpc.ServerStreamingClient[WatchEventsResponse]
 
+func (c *adminServiceClient) ForgetMember(ctx context.Context, in *ForgetMemberRequest, opts ...grpc.CallOption) (*ForgetMemberResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ForgetMemberResponse)
+	err := c.cc.Invoke(ctx, AdminService_ForgetMember_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServiceServer is the server API for AdminService service.
 // All implementations must embed UnimplementedAdminServiceServer
 // for forward compatibility.
@@ -163,6 +184,16 @@ type AdminServiceServer interface {
 	Drain(context.Context, *DrainRequest) (*DrainResponse, error)
 	// WatchEvents streams membership and registry changes as they happen.
 	WatchEvents(*WatchEventsRequest, grpc.ServerStreamingServer[WatchEventsResponse]) error
+	// ForgetMember strikes a lost member off, on the operator's word that it
+	// is gone for good. A member that died without leaving keeps counting
+	// against the majority once the view forgot it (ListMembersResponse.lost),
+	// so a cluster that lost a majority for good acknowledges nothing until
+	// then. The node asked passes the request on to every live peer; each
+	// stops counting the member and drops it from its members last known (a
+	// restart does not bring it back). Refused (FAILED_PRECONDITION) while
+	// this node's view lists the member; NOT_FOUND when no node reached counts
+	// it lost.
+	ForgetMember(context.Context, *ForgetMemberRequest) (*ForgetMemberResponse, error)
 	mustEmbedUnimplementedAdminServiceServer()
 }
 
@@ -193,6 +224,9 @@ func (UnimplementedAdminServiceServer) Drain(context.Context, *DrainRequest) (*D
 }
 func (UnimplementedAdminServiceServer) WatchEvents(*WatchEventsRequest, grpc.ServerStreamingServer[WatchEventsResponse]) error {
 	return status.Error(codes.Unimplemented, "method WatchEvents not implemented")
+}
+func (UnimplementedAdminServiceServer) ForgetMember(context.Context, *ForgetMemberRequest) (*ForgetMemberResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ForgetMember not implemented")
 }
 func (UnimplementedAdminServiceServer) mustEmbedUnimplementedAdminServiceServer() {}
 func (UnimplementedAdminServiceServer) testEmbeddedByValue()                      {}
@@ -334,6 +368,24 @@ func _AdminService_WatchEvents_Handler(srv interface{}, stream grpc.ServerStream
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type AdminService_WatchEventsServer = grpc.ServerStreamingServer[WatchEventsResponse]
 
+func _AdminService_ForgetMember_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ForgetMemberRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).ForgetMember(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_ForgetMember_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).ForgetMember(ctx, req.(*ForgetMemberRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AdminService_ServiceDesc is the grpc.ServiceDesc for AdminService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -364,6 +416,10 @@ var AdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Drain",
 			Handler:    _AdminService_Drain_Handler,
+		},
+		{
+			MethodName: "ForgetMember",
+			Handler:    _AdminService_ForgetMember_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
