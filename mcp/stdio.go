@@ -24,6 +24,10 @@ type stdioOut struct {
 	mu  sync.Mutex
 	w   io.Writer
 	err error
+	// queue feeds what enqueue hands on to one writer goroutine.
+	qmu    sync.Mutex
+	queue  chan []byte
+	closed bool
 }
 
 func (o *stdioOut) send(msg []byte) error {
@@ -38,9 +42,39 @@ func (o *stdioOut) send(msg []byte) error {
 	return o.err
 }
 
+// enqueue hands msg to the writer goroutine without waiting; false when
+// maxQueued already wait (a client that stopped reading stdout) or the
+// client is gone.
 func (o *stdioOut) enqueue(msg []byte) bool {
-	go func() { _ = o.send(msg) }()
-	return true
+	o.qmu.Lock()
+	defer o.qmu.Unlock()
+	if o.closed {
+		return false
+	}
+	if o.queue == nil {
+		o.queue = make(chan []byte, maxQueued)
+		go func(q <-chan []byte) {
+			for m := range q {
+				_ = o.send(m)
+			}
+		}(o.queue)
+	}
+	select {
+	case o.queue <- msg:
+		return true
+	default:
+		return false
+	}
+}
+
+// close stops the writer goroutine once what is queued is written.
+func (o *stdioOut) close() {
+	o.qmu.Lock()
+	defer o.qmu.Unlock()
+	o.closed = true
+	if o.queue != nil {
+		close(o.queue)
+	}
 }
 
 // stdioOutbox is the way back to a stdio client while one of its
@@ -73,6 +107,7 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	w := &stdioOut{w: out}
+	defer w.close()
 	id := identity{transport: authz.TransportStdio}
 	c := authz.Context{Principal: s.principal(id, stdioConn, false), ConnID: stdioConn, Transport: authz.TransportStdio, Node: s.cfg.Node}
 	s.conns.add(stdioConn, c.Principal, true, w)
