@@ -72,6 +72,10 @@ func (t *sseStreams) closeAll() {
 	}
 }
 
+// maxSSECalls bounds the requests of one legacy SSE connection in flight:
+// each POST is answered at once and its call runs on.
+const maxSSECalls = 64
+
 // serveSSE holds a legacy HTTP+SSE connection: it mints the connection's
 // id, names the endpoint its messages go to, and carries every answer and
 // server-initiated message of the connection until the client goes.
@@ -84,6 +88,8 @@ func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request) {
 	rq.id.transport = authz.TransportSSE
 	sid := s.ids.Mint(boundSubject(r.Context()))
 	stream := newEventStream(w)
+	// The connection's calls end with its stream, and only so many run.
+	stream.ctx, stream.calls = r.Context(), make(chan struct{}, maxSSECalls)
 	defer stream.end()
 	s.streams.put(sid, stream)
 	defer s.streams.remove(sid)
@@ -136,8 +142,8 @@ func (s *Server) serveSSEMessage(w http.ResponseWriter, r *http.Request) {
 		writeRPCError(w, http.StatusNotFound, &rpcError{Code: codeInvalidParams, Message: "no sse stream for this session on this node"})
 		return
 	}
-	w.WriteHeader(http.StatusAccepted)
 	if env.IsResponse() {
+		w.WriteHeader(http.StatusAccepted)
 		_, local, tagged := parseRelayID(env.ID)
 		if !env.IsPingAnswer() && (!tagged || !s.asks.answer(sid, local, env)) {
 			s.log.Debug("dropping an answer no request waits for", "conn", sid, "id", string(env.ID))
@@ -151,16 +157,31 @@ func (s *Server) serveSSEMessage(w http.ResponseWriter, r *http.Request) {
 	x.client, _ = s.connInfo.Get(sid)
 	x.version = x.client.ProtocolVersion
 	if e := sseEraError(env); e != nil {
+		w.WriteHeader(http.StatusAccepted)
 		_ = stream.send(e.marshal())
+		return
+	}
+	if !env.IsRequest() {
+		w.WriteHeader(http.StatusAccepted)
+		s.dispatch(stream.ctx, x)
 		return
 	}
 	if env.Method == string(mcp.MethodServerDiscover) && x.readMeta() == nil {
 		x.modern = true // a 2026-07-28 client asking what this transport serves
 	}
-	// The answer goes on the stream, whenever it is ready: the POST
-	// is answered now, and its end must not cancel the call.
+	// The answer goes on the stream, whenever it is ready: the POST is
+	// answered now, and the call lasts as long as the stream does.
+	select {
+	case stream.calls <- struct{}{}:
+	default:
+		writeRPCError(w, http.StatusTooManyRequests, &rpcError{ID: env.ID, Code: codeInvalidRequest,
+			Message: fmt.Sprintf("more than %d requests of this connection in flight; wait for their answers", maxSSECalls)})
+		return
+	}
+	w.WriteHeader(http.StatusAccepted)
 	go func() {
-		if answer := s.dispatch(context.WithoutCancel(r.Context()), x); answer != nil {
+		defer func() { <-stream.calls }()
+		if answer := s.dispatch(stream.ctx, x); answer != nil {
 			if err := stream.send(answer); err != nil {
 				s.log.Debug("answer on a closed sse stream", "conn", sid, "err", err)
 			}

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -34,6 +35,11 @@ var errStreamEnded = errors.New("mcp: the stream has ended")
 // or a POST whose handler wrote to its client before answering. Writes are
 // serialised; the response turns text/event-stream on the first one.
 type eventStream struct {
+	// ctx and calls serve a legacy SSE stream only: the calls of its
+	// connection run in ctx, at most cap(calls) at once.
+	ctx   context.Context
+	calls chan struct{}
+
 	mu       sync.Mutex
 	w        http.ResponseWriter
 	started  bool

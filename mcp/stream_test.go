@@ -7,6 +7,7 @@ import (
 	"net/http/httptrace"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -78,4 +79,45 @@ func TestAnSSEAnswerLeavesTheConnectionReusable(t *testing.T) {
 	if reused < 4 {
 		t.Errorf("%d of 4 later calls reused the connection; an SSE answer must leave it reusable", reused)
 	}
+}
+
+// A legacy SSE connection answers each POST at once and runs its call on:
+// past maxSSECalls in flight, a POST is refused with 429 instead of
+// starting one more, and once a call ends the connection takes calls
+// again; the calls end with the stream.
+func TestALegacySSEConnectionBoundsItsCallsInFlight(t *testing.T) {
+	release := make(chan struct{})
+	started := make(chan struct{}, maxSSECalls+1)
+	e := newEnv(t, func(c *Config, _ *session.Registry) {
+		c.Extend = func(x *Extension) {
+			x.AddTool(mcp.NewTool("slow"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				started <- struct{}{}
+				select {
+				case <-release:
+				case <-ctx.Done():
+				}
+				return mcp.NewToolResultText("done"), nil
+			})
+		}
+	})
+	c := openSSE(t, e.url)
+	c.call(t, e.url, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	slow := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"slow","arguments":{}}}`
+	for i := range maxSSECalls {
+		if status, body := postTo(t, e.url+c.endpoint, slow); status != http.StatusAccepted {
+			t.Fatalf("call %d: %d %s", i, status, body)
+		}
+	}
+	for range maxSSECalls {
+		receive(t, started, 10*time.Second, "a slow call starting")
+	}
+	if status, body := postTo(t, e.url+c.endpoint, slow); status != http.StatusTooManyRequests {
+		t.Fatalf("call %d answered %d %s; want 429", maxSSECalls+1, status, body)
+	}
+	release <- struct{}{}
+	receive(t, c.events, 10*time.Second, "the released call's answer")
+	if status, body := postTo(t, e.url+c.endpoint, slow); status != http.StatusAccepted {
+		t.Fatalf("a call after one ended: %d %s", status, body)
+	}
+	// The rest end with the stream, when the test closes it.
 }
