@@ -180,8 +180,9 @@ func (s *Server) serveSSEMessage(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(http.StatusAccepted)
 	go func() {
-		defer func() { <-stream.calls }()
-		if answer := s.dispatch(stream.ctx, x); answer != nil {
+		answer := s.dispatch(stream.ctx, x)
+		<-stream.calls // free before the client hears the answer
+		if answer != nil {
 			if err := stream.send(answer); err != nil {
 				s.log.Debug("answer on a closed sse stream", "conn", sid, "err", err)
 			}
