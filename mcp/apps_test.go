@@ -16,6 +16,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/mcpswarm/mcpswarm/internal/poll"
+	"github.com/mcpswarm/mcpswarm/mcp/apps"
 	"github.com/mcpswarm/mcpswarm/session"
 )
 
@@ -39,7 +40,7 @@ func (e *testEnv) connectUI(t testing.TB, declare bool, headers map[string]strin
 	req := mcp.InitializeRequest{}
 	req.Params.ClientInfo = mcp.Implementation{Name: "apps-host", Version: "1"}
 	if declare {
-		req.Params.Capabilities.Extensions = map[string]any{ExtensionUI: map[string]any{"mimeTypes": []string{AppMIME}}}
+		req.Params.Capabilities.Extensions = map[string]any{apps.Extension: map[string]any{"mimeTypes": []string{apps.MIME}}}
 	}
 	res, err := c.Initialize(context.Background(), req)
 	if err != nil {
@@ -67,7 +68,7 @@ func uiMeta(t testing.TB, tool mcp.Tool) map[string]any {
 	if tool.Meta == nil {
 		return nil
 	}
-	ui, _ := tool.Meta.AdditionalFields[metaUI].(map[string]any)
+	ui, _ := tool.Meta.AdditionalFields[apps.MetaUI].(map[string]any)
 	return ui
 }
 
@@ -121,17 +122,17 @@ func validate(t testing.TB, s *jsonschema.Schema, what string, v any) {
 func TestAppsNegotiation(t *testing.T) {
 	e := newEnv(t, nil)
 	ui, init := e.connectUI(t, true, nil)
-	if _, ok := init.Capabilities.Extensions[ExtensionUI]; !ok {
-		t.Errorf("initialize capabilities lack %s: %+v", ExtensionUI, init.Capabilities.Extensions)
+	if _, ok := init.Capabilities.Extensions[apps.Extension]; !ok {
+		t.Errorf("initialize capabilities lack %s: %+v", apps.Extension, init.Capabilities.Extensions)
 	}
 	tools := listTools(t, ui)
 	for _, name := range []string{"swarm_start", "swarm_view", "swarm_screenshot"} {
 		m := uiMeta(t, tools[name])
-		if m["resourceUri"] != AppURI || m["visibility"] != nil {
-			t.Errorf("%s _meta.ui = %v, want resourceUri %s", name, m, AppURI)
+		if m["resourceUri"] != apps.URI || m["visibility"] != nil {
+			t.Errorf("%s _meta.ui = %v, want resourceUri %s", name, m, apps.URI)
 		}
-		if tools[name].Meta.AdditionalFields[metaOpenAITemplate] != AppURI {
-			t.Errorf("%s lacks %s", name, metaOpenAITemplate)
+		if tools[name].Meta.AdditionalFields[apps.MetaOpenAITemplate] != apps.URI {
+			t.Errorf("%s lacks %s", name, apps.MetaOpenAITemplate)
 		}
 	}
 	if v := uiMeta(t, tools["swarm_app_view"])["visibility"]; !equalJSON(v, []string{"app"}) {
@@ -144,12 +145,12 @@ func TestAppsNegotiation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !hasResource(res.Resources, AppURI) {
-		t.Errorf("resources/list lacks %s", AppURI)
+	if !hasResource(res.Resources, apps.URI) {
+		t.Errorf("resources/list lacks %s", apps.URI)
 	}
 
 	plain, init := e.connectUI(t, false, nil)
-	if _, ok := init.Capabilities.Extensions[ExtensionUI]; !ok {
+	if _, ok := init.Capabilities.Extensions[apps.Extension]; !ok {
 		t.Error("the server's capabilities must not depend on the client's")
 	}
 	tools = listTools(t, plain)
@@ -168,7 +169,7 @@ func TestAppsNegotiation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if hasResource(res.Resources, AppURI) {
+	if hasResource(res.Resources, apps.URI) {
 		t.Error("a client without the extension is offered the app resource")
 	}
 }
@@ -202,8 +203,8 @@ func TestAppsModernEra(t *testing.T) {
 	if err := json.Unmarshal([]byte(rpcBody(body)), &disc); err != nil {
 		t.Fatalf("server/discover: %v: %s", err, body)
 	}
-	if _, ok := disc.Result.Capabilities.Extensions[ExtensionUI]; !ok {
-		t.Errorf("server/discover lacks %s: %s", ExtensionUI, body)
+	if _, ok := disc.Result.Capabilities.Extensions[apps.Extension]; !ok {
+		t.Errorf("server/discover lacks %s: %s", apps.Extension, body)
 	}
 	_, body = e.rawPost(t, `{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{`+modernMeta+`}}`, modernHeaders("tools/list"))
 	var list struct {
@@ -216,7 +217,7 @@ func TestAppsModernEra(t *testing.T) {
 	for _, tool := range list.Result.Tools {
 		found[tool.Name] = uiMeta(t, tool)
 	}
-	if found["swarm_start"]["resourceUri"] != AppURI || found["swarm_app_view"] == nil {
+	if found["swarm_start"]["resourceUri"] != apps.URI || found["swarm_app_view"] == nil {
 		t.Errorf("modern tools/list lacks the app's _meta: %v", found)
 	}
 }
@@ -240,7 +241,7 @@ func TestAppsResourceMatchesSchema(t *testing.T) {
 	e := newEnv(t, nil)
 	c, _ := e.connectUI(t, true, nil)
 	rr := mcp.ReadResourceRequest{}
-	rr.Params.URI = AppURI
+	rr.Params.URI = apps.URI
 	res, err := c.ReadResource(context.Background(), rr)
 	if err != nil {
 		t.Fatal(err)
@@ -252,11 +253,11 @@ func TestAppsResourceMatchesSchema(t *testing.T) {
 	if !ok {
 		t.Fatalf("content is %T, want text", res.Contents[0])
 	}
-	if tc.MIMEType != AppMIME || tc.URI != AppURI {
-		t.Errorf("content %s %s, want %s %s", tc.URI, tc.MIMEType, AppURI, AppMIME)
+	if tc.MIMEType != apps.MIME || tc.URI != apps.URI {
+		t.Errorf("content %s %s, want %s %s", tc.URI, tc.MIMEType, apps.URI, apps.MIME)
 	}
-	validate(t, extSchema(t, "McpUiResourceMeta"), "the content's _meta.ui", tc.Meta[metaUI])
-	csp, _ := tc.Meta[metaUI].(map[string]any)["csp"].(map[string]any)
+	validate(t, extSchema(t, "McpUiResourceMeta"), "the content's _meta.ui", tc.Meta[apps.MetaUI])
+	csp, _ := tc.Meta[apps.MetaUI].(map[string]any)["csp"].(map[string]any)
 	for _, k := range []string{"connectDomains", "resourceDomains", "frameDomains", "baseUriDomains"} {
 		if v, ok := csp[k].([]any); !ok || len(v) != 0 {
 			t.Errorf("csp.%s = %v, want declared and empty", k, csp[k])
@@ -417,7 +418,7 @@ func TestAppViewShutdownReleasesWaits(t *testing.T) {
 		done <- time.Since(t0)
 	}()
 	awaitAppWaiter(t, e.srv, "cd")
-	e.srv.appWaits.closeAll()
+	e.srv.appWaits.CloseAll()
 	select {
 	case d := <-done:
 		t.Logf("released after %v", d)
@@ -437,8 +438,6 @@ func TestAppViewShutdownReleasesWaits(t *testing.T) {
 func awaitAppWaiter(t *testing.T, s *Server, id string) {
 	t.Helper()
 	poll.True(t, 5*time.Second, "a swarm_app_view call waits on "+id, func() bool {
-		s.appWaits.mu.Lock()
-		defer s.appWaits.mu.Unlock()
-		return len(s.appWaits.bySession[id]) > 0
+		return s.appWaits.Waiting(id) > 0
 	})
 }

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -26,80 +25,6 @@ import (
 // maxAppWait bounds how long one swarm_app_view call waits for a change,
 // under the usual 30 s and 60 s request timeouts of hosts.
 const maxAppWait = 25 * time.Second
-
-// appWaiters wakes the swarm_app_view calls waiting on a session.
-type appWaiters struct {
-	mu sync.Mutex
-	// bySession holds one channel per waiting call, closed on a change.
-	bySession map[string]map[chan struct{}]struct{}
-	// closed is set at shutdown: no call waits any more, so none holds
-	// the drain of requests in flight.
-	closed bool
-}
-
-func newAppWaiters() *appWaiters {
-	return &appWaiters{bySession: map[string]map[chan struct{}]struct{}{}}
-}
-
-// wait registers a waiter on session id; done must be called once.
-func (a *appWaiters) wait(id string) (changed <-chan struct{}, done func()) {
-	ch := make(chan struct{})
-	a.mu.Lock()
-	if a.closed {
-		a.mu.Unlock()
-		close(ch)
-		return ch, func() {}
-	}
-	set := a.bySession[id]
-	if set == nil {
-		set = map[chan struct{}]struct{}{}
-		a.bySession[id] = set
-	}
-	set[ch] = struct{}{}
-	a.mu.Unlock()
-	return ch, func() {
-		a.mu.Lock()
-		defer a.mu.Unlock()
-		if set, ok := a.bySession[id]; ok {
-			if _, waiting := set[ch]; waiting {
-				delete(set, ch)
-				if len(set) == 0 {
-					delete(a.bySession, id)
-				}
-			}
-		}
-	}
-}
-
-func (a *appWaiters) isClosed() bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.closed
-}
-
-// wake releases every call waiting on session id.
-func (a *appWaiters) wake(id string) {
-	a.mu.Lock()
-	set := a.bySession[id]
-	delete(a.bySession, id)
-	a.mu.Unlock()
-	for ch := range set {
-		close(ch)
-	}
-}
-
-// closeAll releases every waiting call and keeps later ones from waiting.
-func (a *appWaiters) closeAll() {
-	a.mu.Lock()
-	all := a.bySession
-	a.bySession, a.closed = map[string]map[chan struct{}]struct{}{}, true
-	a.mu.Unlock()
-	for _, set := range all {
-		for ch := range set {
-			close(ch)
-		}
-	}
-}
 
 // appView is what swarm_app_view answers: the session's widgets as the
 // widgets resource has them (masked values are never in it) and their
@@ -159,7 +84,7 @@ func (s *Server) toolAppView(ctx context.Context, c authz.Context, req mcp.CallT
 	wait = min(max(wait, 0), maxAppWait)
 	// Register before reading, so a change between the read and the wait
 	// still wakes the call.
-	changed, done := s.appWaits.wait(id)
+	changed, done := s.appWaits.Wait(id)
 	defer func() { done() }()
 	v := s.readAppView(ctx, c, id)
 	if since != "" && v.Revision == since && wait > 0 {
@@ -172,12 +97,12 @@ func (s *Server) toolAppView(ctx context.Context, c authz.Context, req mcp.CallT
 			case <-t.C:
 				return jsonResult(v)
 			case <-changed:
-				if s.appWaits.isClosed() {
+				if s.appWaits.IsClosed() {
 					return jsonResult(s.readAppView(ctx, c, id))
 				}
 			}
 			done()
-			changed, done = s.appWaits.wait(id)
+			changed, done = s.appWaits.Wait(id)
 			v = s.readAppView(ctx, c, id)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"sort"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mcpswarm/mcpswarm/mcp/apps"
 	"github.com/mcpswarm/mcpswarm/mcp/wire"
 )
 
@@ -19,7 +20,7 @@ func (s *Server) capabilities() mcp.ServerCapabilities {
 		Logging:     &struct{}{},
 		Completions: &struct{}{},
 		Elicitation: &mcp.ElicitationCapability{},
-		Extensions:  uiExtensions(),
+		Extensions:  apps.Extensions(),
 	}
 	c.Tools = &struct {
 		ListChanged bool `json:"listChanged,omitempty"`
@@ -191,7 +192,7 @@ func (s *Server) serveResourcesList(ctx context.Context, x *exchange) (any, *rpc
 	}
 	own := s.sessionResources(x.c)
 	if offersUI(ctx, x.env.Params) {
-		own[AppURI] = appServerResource()
+		own[apps.URI] = appServerResource()
 	}
 	ext, _, _ := s.ext.lists()
 	all := make([]mcp.Resource, 0, len(own)+len(ext))

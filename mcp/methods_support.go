@@ -12,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcpswarm/mcpswarm/authz"
+	"github.com/mcpswarm/mcpswarm/mcp/apps"
 	"github.com/mcpswarm/mcpswarm/mcp/wire"
 )
 
@@ -36,7 +37,7 @@ func (e *Extension) toolNames() []string {
 // matching it, whose variables become req's arguments.
 func (s *Server) findResource(ctx context.Context, x *exchange, req *mcp.ReadResourceRequest) (ResourceHandler, bool) {
 	uri := req.Params.URI
-	if uri == AppURI && offersUI(ctx, x.env.Params) {
+	if uri == apps.URI && offersUI(ctx, x.env.Params) {
 		return appServerResource().Handler, true
 	}
 	if r, ok := s.ext.resource(uri); ok {

@@ -41,7 +41,7 @@ func (s *Server) Subscriptions(id string) []string {
 // connections registered on this node, one per connection per change.
 func (s *Server) onEvent(ev Event) {
 	if ev.Session != "" && (ev.Kind == ResourceChanged || ev.Kind == SessionsChanged) {
-		s.appWaits.wake(ev.Session)
+		s.appWaits.Wake(ev.Session)
 	}
 	switch ev.Kind {
 	case ToolsChanged:

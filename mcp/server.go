@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/mcpswarm/mcpswarm/mcp/apps"
+
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcpswarm/mcpswarm/authz"
@@ -45,7 +47,7 @@ type Server struct {
 	// staticUI is static as listed to a client offered the app (apps.go).
 	staticUI map[string]Tool
 	// appWaits wakes swarm_app_view calls waiting for a session to change.
-	appWaits *appWaiters
+	appWaits *apps.Waiters
 	tools    toolCache
 	// ext holds the front's own resources, templates and prompts and what
 	// Config.Extend added.
@@ -88,7 +90,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.static = s.staticTools()
 	s.staticUI = staticUITools(s.static)
-	s.appWaits = newAppWaiters()
+	s.appWaits = apps.NewWaiters()
 	s.addResources()
 	s.addPrompts()
 	if cfg.Extend != nil {
@@ -142,7 +144,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	var err error
 	s.closeOnce.Do(func() {
 		s.stopWatch()
-		s.appWaits.closeAll()
+		s.appWaits.CloseAll()
 		s.parked.closeAll(outcomeShutdown)
 		close(s.closing)
 		s.streams.closeAll()
