@@ -15,22 +15,21 @@ import (
 // property of the approval form.
 const approveKey = "approve"
 
-// gate runs every check a tools/call passes before it runs: the rate limit,
-// the sensitive-tool guard and the tool authorizer (an Ask elicits when the
-// client can be asked). ok is false when the call must not run; res is
+// gate runs the one gate of every tool call (authz.Gate: the rate limit,
+// the sensitive-tool guard, the tool authorizer) and answers an Ask (an
+// elicitation, or input_required on 2026-07-28). ok is false when the call
+// must not run; res is
 // then what the client gets.
 func (s *Server) gate(ctx context.Context, req mcp.CallToolRequest, c authz.Context, tool string, args map[string]any, sensitive bool) (res *mcp.CallToolResult, ok bool) {
-	if s.cfg.RateLimiter != nil && !s.cfg.RateLimiter.Allow(c.Principal.Subject) {
-		return toolError("rate limit reached for your principal; retry shortly", map[string]any{"error": "rate_limited", "tool": tool}), false
-	}
-	if err := authz.CheckSensitive(&s.cfg.Guard, sensitive); err != nil {
+	d, err := authz.Gate(ctx, &s.cfg.Guard, s.cfg.RateLimiter, tool, args, c, sensitive)
+	switch {
+	case errors.Is(err, authz.ErrRateLimited):
+		return toolError(err.Error(), map[string]any{"error": "rate_limited", "tool": tool}), false
+	case err != nil:
 		return toolError(fmt.Sprintf("%s: %v: no tool authorizer is configured", tool, err), map[string]any{"error": err.Error(), "tool": tool}), false
-	}
-	d := authz.SafeDecide(ctx, s.cfg.Guard.Tools, tool, args, c)
-	switch d.Kind {
-	case authz.KindAllow:
+	case d.Kind == authz.KindAllow:
 		return nil, true
-	case authz.KindDeny:
+	case d.Kind == authz.KindDeny:
 		return deniedResult(tool, d), false
 	}
 	// Ask.

@@ -40,10 +40,10 @@ type actResponse struct {
 	Refusal string `json:"refusal,omitempty"`
 }
 
-// serveAct runs a page action through the checks a tools/call passes, in the
-// same order: the caller must own the session, then the rate limit, the
-// sensitive-tool guard and the tool authorizer; then the swarm routes it to
-// the owner node, which re-checks ownership.
+// serveAct runs a page action through the checks a tools/call passes: the
+// caller must own the session, then the one gate (authz.Gate: rate limit,
+// sensitive-tool guard, tool authorizer); then the swarm routes it to the
+// owner node, which re-checks ownership.
 func (h *Handler) serveAct(w http.ResponseWriter, r *http.Request) {
 	p := whoFrom(r.Context()).principal
 	id := r.PathValue("id")
@@ -77,17 +77,17 @@ func (h *Handler) serveAct(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c := h.authzContext(p)
-	if lim := h.cfg.RateLimiter; lim != nil && !lim.Allow(p.Subject) {
-		resp.Refusal = "rate limit reached for your principal; retry shortly"
+	d, err := authz.Gate(r.Context(), &h.cfg.Guard, h.cfg.RateLimiter, tool, req.Args, c, def.Sensitive || def.Destructive)
+	switch {
+	case errors.Is(err, authz.ErrRateLimited):
+		resp.Refusal = err.Error()
 		writeJSON(w, http.StatusTooManyRequests, resp)
 		return
-	}
-	if err := authz.CheckSensitive(&h.cfg.Guard, def.Sensitive || def.Destructive); err != nil {
+	case err != nil:
 		resp.Refusal = fmt.Sprintf("%s: %v: no tool authorizer is configured", tool, err)
 		writeJSON(w, http.StatusForbidden, resp)
 		return
 	}
-	d := authz.SafeDecide(r.Context(), h.cfg.Guard.Tools, tool, req.Args, c)
 	switch {
 	case d.Kind == authz.KindDeny:
 		h.log.Info("UI action denied", "tool", tool, "principal", p.Subject, "rule", d.Rule)
