@@ -18,8 +18,7 @@ const approveKey = "approve"
 // gate runs the one gate of every tool call (authz.Gate: the rate limit,
 // the sensitive-tool guard, the tool authorizer) and answers an Ask (an
 // elicitation, or input_required on 2026-07-28). ok is false when the call
-// must not run; res is
-// then what the client gets.
+// must not run; res is then what the client gets.
 func (s *Server) gate(ctx context.Context, req mcp.CallToolRequest, c authz.Context, tool string, args map[string]any, sensitive bool) (res *mcp.CallToolResult, ok bool) {
 	d, err := authz.Gate(ctx, &s.cfg.Guard, s.cfg.RateLimiter, tool, args, c, sensitive)
 	switch {
