@@ -112,26 +112,26 @@ func lookupMethod(name string) (method, bool) {
 }
 
 // dispatch serves x and returns the answer to write, or nil for a
-// notification or a client's response. ctx ends when the client went away.
-func (s *Server) dispatch(ctx context.Context, x *exchange) []byte {
+// notification or a client's response; code is the answer's JSON-RPC
+// error code, 0 for a result. ctx ends when the client went away.
+func (s *Server) dispatch(ctx context.Context, x *exchange) (answer []byte, code int) {
 	switch {
 	case x.env.IsResponse():
-		return nil // routed by the transport before it gets here
+		return nil, 0 // routed by the transport before it gets here
 	case !x.env.IsRequest():
 		s.serveNotification(ctx, x)
-		return nil
+		return nil, 0
 	}
 	res, e := s.serveRequest(ctx, x)
-	if e != nil {
-		e.ID = x.env.ID
-		return e.marshal()
+	if e == nil {
+		b, err := appendResult(nil, x.env.ID, res)
+		if err == nil {
+			return b, 0
+		}
+		e = &rpcError{Code: codeInternal, Message: "encoding the result: " + err.Error()}
 	}
-	b, err := appendResult(nil, x.env.ID, res)
-	if err != nil {
-		e := &rpcError{ID: x.env.ID, Code: codeInternal, Message: "encoding the result: " + err.Error()}
-		return e.marshal()
-	}
-	return b
+	e.ID = x.env.ID
+	return e.marshal(), e.Code
 }
 
 // serveRequest runs the one gate every request passes and then its method.

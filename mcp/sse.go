@@ -163,7 +163,7 @@ func (s *Server) serveSSEMessage(w http.ResponseWriter, r *http.Request) {
 	}
 	if !env.IsRequest() {
 		w.WriteHeader(http.StatusAccepted)
-		s.dispatch(stream.ctx, x)
+		_, _ = s.dispatch(stream.ctx, x)
 		return
 	}
 	if env.Method == string(mcp.MethodServerDiscover) && x.readMeta() == nil {
@@ -180,7 +180,7 @@ func (s *Server) serveSSEMessage(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(http.StatusAccepted)
 	go func() {
-		answer := s.dispatch(stream.ctx, x)
+		answer, _ := s.dispatch(stream.ctx, x)
 		<-stream.calls // free before the client hears the answer
 		if answer != nil {
 			if err := stream.send(answer); err != nil {

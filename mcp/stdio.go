@@ -135,7 +135,7 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 					version: client.ProtocolVersion, versions: legacyVersions(), out: stdioOutbox{s, w}}
 				if env.Method == string(mcp.MethodInitialize) || env.Method == string(mcp.MethodSetLogLevel) || !env.IsRequest() {
 					// In order: what they declare holds for what follows.
-					if answer := s.dispatch(ctx, x); answer != nil && w.send(answer) != nil {
+					if answer, _ := s.dispatch(ctx, x); answer != nil && w.send(answer) != nil {
 						return w.err
 					}
 					client = x.client
@@ -148,7 +148,7 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 				}
 				calls.Go(func() {
 					defer func() { <-slots }()
-					if answer := s.dispatch(ctx, x); answer != nil {
+					if answer, _ := s.dispatch(ctx, x); answer != nil {
 						_ = w.send(answer)
 					}
 				})

@@ -102,7 +102,7 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request, id identity) 
 			// balancer sent that POST elsewhere): let every node try.
 			go s.relay.ForwardCancel(context.WithoutCancel(r.Context()), x.conn, body)
 		}
-		s.dispatch(r.Context(), x)
+		_, _ = s.dispatch(r.Context(), x)
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
@@ -138,9 +138,13 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, x *exchange) 
 		}
 		s.posts.begin(x.conn, stream)
 	}
-	answer := s.dispatch(r.Context(), x)
+	answer, code := s.dispatch(r.Context(), x)
 	if routed {
 		s.posts.end(x.conn, stream)
+	}
+	if initialize && code == 0 {
+		w.Header().Set(headerSessionID, x.conn)
+		s.conns.add(x.conn, x.c.Principal, true, nil)
 	}
 	if r.Context().Err() != nil {
 		stream.end()
@@ -153,15 +157,10 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, x *exchange) 
 	if sse {
 		return
 	}
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
+	w.Header().Set("Content-Type", "application/json")
 	status := http.StatusOK
-	if initialize && answerIsResult(answer) {
-		h.Set(headerSessionID, x.conn)
-		s.conns.add(x.conn, x.c.Principal, true, nil)
-	}
 	if x.modern {
-		status = modernStatus(answer)
+		status = modernStatus(code)
 	}
 	w.WriteHeader(status)
 	if _, err := w.Write(append(answer, '\n')); err != nil {
@@ -169,24 +168,10 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, x *exchange) 
 	}
 }
 
-// answerIsResult reports whether an encoded answer carries a result.
-func answerIsResult(answer []byte) bool {
-	var env wire.Envelope
-	return wire.Decode(answer, &env) == nil && len(env.Result) > 0
-}
-
-// modernStatus is the HTTP status 2026-07-28 gives an answer: errors of
-// the request itself carry 4xx, the rest 200.
-func modernStatus(answer []byte) int {
-	var m struct {
-		Error *struct {
-			Code int `json:"code"`
-		} `json:"error"`
-	}
-	if json.Unmarshal(answer, &m) != nil || m.Error == nil {
-		return http.StatusOK
-	}
-	switch m.Error.Code {
+// modernStatus is the HTTP status 2026-07-28 gives an answer with error
+// code (0: a result): errors of the request itself carry 4xx, the rest 200.
+func modernStatus(code int) int {
+	switch code {
 	case codeMethodNotFound:
 		return http.StatusNotFound
 	case mcp.HEADER_MISMATCH, mcp.MISSING_REQUIRED_CLIENT_CAPABILITY, mcp.UNSUPPORTED_PROTOCOL_VERSION,
