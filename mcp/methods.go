@@ -141,7 +141,7 @@ func (s *Server) serveToolsCall(ctx context.Context, x *exchange) (any, *rpcErro
 	}
 	res, err := recovered(ctx, tool.Handler, req)
 	if err == nil && res != nil && !x.modern {
-		res, err = s.resolveInput(ctx, x, res, func(ctx context.Context, rt mcp.MultiRoundTripParams) (*mcp.CallToolResult, error) {
+		res, err = resolveInput(ctx, s, x, res, toolNeedsInput, func(ctx context.Context, rt mcp.MultiRoundTripParams) (*mcp.CallToolResult, error) {
 			retried := req
 			retried.Params.MultiRoundTripParams = rt
 			return recovered(ctx, tool.Handler, retried)
@@ -293,7 +293,7 @@ func (s *Server) servePromptsGet(ctx context.Context, x *exchange) (any, *rpcErr
 	}
 	res, err := h(ctx, req)
 	if err == nil && res != nil && !x.modern {
-		res, err = s.resolvePromptInput(ctx, x, res, func(ctx context.Context, rt mcp.MultiRoundTripParams) (*mcp.GetPromptResult, error) {
+		res, err = resolveInput(ctx, s, x, res, promptNeedsInput, func(ctx context.Context, rt mcp.MultiRoundTripParams) (*mcp.GetPromptResult, error) {
 			retried := req
 			retried.Params.MultiRoundTripParams = rt
 			return h(ctx, retried)

@@ -70,39 +70,35 @@ func (s *Server) subscribe(conn string, p authz.Principal, uri string, on bool) 
 	s.recordSubscription(conn, uri, on)
 }
 
-// resolveInput answers a session-based client's input requests a tool
-// result carries (SEP-2322's input_required, which only 2026-07-28 clients
-// read) with the server-to-client requests that client understands, and
-// runs the handler again with the answers, until it finishes.
-func (s *Server) resolveInput(ctx context.Context, x *exchange, res *mcp.CallToolResult,
-	retry func(context.Context, mcp.MultiRoundTripParams) (*mcp.CallToolResult, error),
-) (*mcp.CallToolResult, error) {
-	for round := 0; res != nil && res.NeedsInput(); round++ {
-		answers, err := s.fulfil(ctx, x, res.InputRequests, round)
+// resolveInput answers a session-based client's input requests a result
+// carries (SEP-2322's input_required, which only 2026-07-28 clients read)
+// with the server-to-client requests that client understands, and runs the
+// handler again with the answers, until it finishes.
+func resolveInput[T any](ctx context.Context, s *Server, x *exchange, res *T, needs func(*T) (mcp.InputRequests, string, bool),
+	retry func(context.Context, mcp.MultiRoundTripParams) (*T, error),
+) (*T, error) {
+	for round := 0; res != nil; round++ {
+		reqs, state, pending := needs(res)
+		if !pending {
+			break
+		}
+		answers, err := s.fulfil(ctx, x, reqs, round)
 		if err != nil {
 			return nil, err
 		}
-		if res, err = retry(ctx, mcp.MultiRoundTripParams{InputResponses: answers, RequestState: res.RequestState}); err != nil {
+		if res, err = retry(ctx, mcp.MultiRoundTripParams{InputResponses: answers, RequestState: state}); err != nil {
 			return nil, err
 		}
 	}
 	return res, nil
 }
 
-// resolvePromptInput is resolveInput for prompts/get.
-func (s *Server) resolvePromptInput(ctx context.Context, x *exchange, res *mcp.GetPromptResult,
-	retry func(context.Context, mcp.MultiRoundTripParams) (*mcp.GetPromptResult, error),
-) (*mcp.GetPromptResult, error) {
-	for round := 0; res != nil && res.NeedsInput(); round++ {
-		answers, err := s.fulfil(ctx, x, res.InputRequests, round)
-		if err != nil {
-			return nil, err
-		}
-		if res, err = retry(ctx, mcp.MultiRoundTripParams{InputResponses: answers, RequestState: res.RequestState}); err != nil {
-			return nil, err
-		}
-	}
-	return res, nil
+func toolNeedsInput(r *mcp.CallToolResult) (mcp.InputRequests, string, bool) {
+	return r.InputRequests, r.RequestState, r.NeedsInput()
+}
+
+func promptNeedsInput(r *mcp.GetPromptResult) (mcp.InputRequests, string, bool) {
+	return r.InputRequests, r.RequestState, r.NeedsInput()
 }
 
 // fulfil sends each input request to the client, concurrently, and
