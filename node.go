@@ -44,6 +44,7 @@ type options struct {
 	apps    []func(*session.Registry) error
 	network Network
 	clock   clockwork.Clock
+	guard   *authz.Guard
 }
 
 // Network carries a node's traffic in place of sockets: tests run whole
@@ -78,6 +79,13 @@ func WithClock(c clockwork.Clock) Option { return func(o *options) { o.clock = c
 func WithApps(register func(*session.Registry) error) Option {
 	return func(o *options) { o.apps = append(o.apps, register) }
 }
+
+// WithGuard authorizes with an embedder's own guard instead of
+// Config.PolicyFile or --dev's development policy (mcptest drives an app
+// under the guard its test gives). The boot checks still apply: on a
+// network transport its authorizers must be SourceConfigured, as
+// authz.NewGuard makes them.
+func WithGuard(g authz.Guard) Option { return func(o *options) { o.guard = &g } }
 
 // WithLogger sets the node's logger (default: slog.Default()).
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }

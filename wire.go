@@ -24,11 +24,14 @@ import (
 	"github.com/mcpswarm/mcpswarm/ui"
 )
 
-// loadGuard picks the node's authorization: the operator's policy file, the
-// named development policy under --dev, or the framework default (which a
-// network transport refuses at boot).
+// loadGuard picks the node's authorization: the embedder's guard
+// (WithGuard), the operator's policy file, the named development policy
+// under --dev, or the framework default (which a network transport refuses
+// at boot).
 func (n *Node) loadGuard() error {
 	switch {
+	case n.opts.guard != nil:
+		n.guard = *n.opts.guard
 	case n.cfg.PolicyFile != "":
 		p, err := authz.LoadPolicyFile(n.cfg.PolicyFile)
 		if err != nil {

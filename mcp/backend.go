@@ -10,9 +10,8 @@ import (
 )
 
 // Backend is the view of sessions, tools and members the MCP front serves
-// from, and where calls go. LocalBackend implements it over one node's
-// session.Manager; the swarm layer implements it over replicated registries
-// and forwarding.
+// from, and where calls go. The swarm layer implements it over replicated
+// registries and forwarding (a lone node is a one-node swarm).
 type Backend interface {
 	// Apps lists the startable apps.
 	Apps() []session.AppInfo

@@ -60,9 +60,9 @@ type Config struct {
 	// Extend registers more tools, resources and prompts, e.g. the
 	// conformance fixture's.
 	Extend func(*Extension)
-	// Cluster, when set, joins this front to the cluster: New attaches the
-	// front to it and gets the connection registry and relay back (see
-	// Cluster). Nil is a lone node.
+	// Cluster joins this front to the cluster: New attaches the front to it
+	// and gets the connection registry and relay back (see Cluster). It is
+	// required: a lone node is a one-node cluster.
 	Cluster Cluster
 	// Completer answers completion/complete for prompts and resource
 	// templates registered through Extend (the front answers its own).
@@ -92,6 +92,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.Node == "" {
 		return errors.New("the config has no node name")
+	}
+	if c.Cluster == nil {
+		return errors.New("the config has no cluster: a front always joins one (a lone node is a one-node cluster)")
 	}
 	if len(c.SessionKey) != 32 {
 		return fmt.Errorf("the session key must be 32 bytes, got %d", len(c.SessionKey))

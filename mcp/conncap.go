@@ -37,10 +37,8 @@ type connCap struct {
 	// connection (the front forgets the connection's node-local state after
 	// it too).
 	idle time.Duration
-	// registry lists a principal's connections across the cluster; it is
-	// nil on a lone node, which stores no connection records (the front
-	// forgets an idle connection after the idle window), and then nothing
-	// is bounded here. front revokes the connections the cap evicts.
+	// registry lists a principal's connections across the cluster; front
+	// revokes the connections the cap evicts.
 	registry Connections
 	front    capFront
 
@@ -77,7 +75,7 @@ func newConnCap(limit int, idle time.Duration) *connCap {
 
 // touch records that this node served a request on connection id now.
 func (c *connCap) touch(id string, now time.Time) {
-	if c == nil || c.registry == nil || id == "" {
+	if id == "" {
 		return
 	}
 	c.mu.Lock()
@@ -98,9 +96,6 @@ func (c *connCap) touch(id string, now time.Time) {
 // here or elsewhere, or the idle prune), so it is never evicted again
 // and its ~105-byte id is not kept until the idle window prunes it.
 func (c *connCap) forget(id string) {
-	if c == nil {
-		return
-	}
 	c.mu.Lock()
 	delete(c.seen, id)
 	c.mu.Unlock()
@@ -108,9 +103,6 @@ func (c *connCap) forget(id string) {
 
 // size is how many connections' activity is remembered.
 func (c *connCap) size() int {
-	if c == nil {
-		return 0
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.seen)
@@ -120,7 +112,7 @@ func (c *connCap) size() int {
 // principal's least recently active connections beyond limit−1 and returns
 // their ids.
 func (c *connCap) admit(principal string) []string {
-	if c == nil || c.registry == nil || principal == "" {
+	if principal == "" {
 		return nil
 	}
 	conns := c.registry.OfPrincipal(principal, c.limit)

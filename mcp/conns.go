@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"slices"
-	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -29,43 +28,12 @@ type ConnRegistry interface {
 	Delete(id string)
 }
 
-// MemoryConns is a single-node ConnRegistry.
-type MemoryConns struct {
-	mu sync.RWMutex
-	m  map[string]ConnInfo
-}
-
-// NewMemoryConns returns an empty MemoryConns.
-func NewMemoryConns() *MemoryConns { return &MemoryConns{m: make(map[string]ConnInfo)} }
-
-// Put stores c.
-func (r *MemoryConns) Put(c ConnInfo) {
-	r.mu.Lock()
-	r.m[c.ID] = c
-	r.mu.Unlock()
-}
-
-// Get returns the connection id.
-func (r *MemoryConns) Get(id string) (ConnInfo, bool) {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	c, ok := r.m[id]
-	return c, ok
-}
-
-// Delete forgets the connection id.
-func (r *MemoryConns) Delete(id string) {
-	r.mu.Lock()
-	delete(r.m, id)
-	r.mu.Unlock()
-}
-
-// updateConn applies fn to connection id's record, if there is a registry.
+// updateConn applies fn to connection id's record in the registry.
 func (s *Server) updateConn(id string, fn func(*ConnInfo)) {
 	if id == "" {
 		return
 	}
-	c, ok := s.connInfo.Get(id)
+	c, ok := s.registry.Get(id)
 	if !ok {
 		c = ConnInfo{ID: id}
 		if claims, err := s.ids.Claims(id); err == nil {
@@ -73,7 +41,7 @@ func (s *Server) updateConn(id string, fn func(*ConnInfo)) {
 		}
 	}
 	fn(&c)
-	s.connInfo.Put(c)
+	s.registry.Put(c)
 }
 
 func (s *Server) recordSubscription(id, uri string, on bool) {
@@ -88,9 +56,6 @@ func (s *Server) recordSubscription(id, uri string, on bool) {
 // subscribedVia answers whether a connection subscribed to uri through any
 // node, from the cluster's connection registry.
 func subscribedVia(r ConnRegistry, connID, uri string) bool {
-	if r == nil {
-		return false
-	}
 	ci, ok := r.Get(connID)
 	return ok && slices.Contains(ci.Subscriptions, uri)
 }

@@ -48,8 +48,7 @@ type connTable struct {
 	// connection.
 	bySubject map[string][]*conn
 	admins    []*conn
-	// registry is the cluster's connection registry (nil on a lone node):
-	// it says which node sends a connection's notifications, and holds
+	// registry is the cluster's connection registry: it says which node sends a connection's notifications, and holds
 	// the subscriptions made through other nodes.
 	registry Connections
 	// idle is how long a connection with no stream here stays known
@@ -160,24 +159,6 @@ func (t *connTable) addListen(key string, p authz.Principal, f mcp.SubscriptionF
 	t.mu.Unlock()
 }
 
-// known reports whether connection id is registered here.
-func (t *connTable) known(id string) bool {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	_, ok := t.conns[id]
-	return ok
-}
-
-// out returns connection id's stream here, or nil.
-func (t *connTable) out(id string) sink {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	if c, ok := t.conns[id]; ok {
-		return c.out
-	}
-	return nil
-}
-
 func (t *connTable) size() int {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
@@ -264,7 +245,7 @@ func (t *connTable) match(method, uri string, aud audience) []*conn {
 		if uri != "" && !c.subs[uri] && !subscribedVia(t.registry, c.id, uri) {
 			return
 		}
-		if t.registry != nil && !t.registry.NotifyHere(c.id) {
+		if !t.registry.NotifyHere(c.id) {
 			return
 		}
 		out = append(out, c)

@@ -92,12 +92,6 @@ func (pk *parking) remove(id uint64) {
 	pk.mu.Unlock()
 }
 
-func (pk *parking) pending() int {
-	pk.mu.Lock()
-	defer pk.mu.Unlock()
-	return len(pk.calls)
-}
-
 func (pk *parking) closeAll(o outcome) {
 	pk.mu.Lock()
 	calls := make([]*parked, 0, len(pk.calls))

@@ -34,7 +34,7 @@ func fixtureFront(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := mcp.New(mcp.Config{Node: "n1", Backend: mcp.NewLocalBackend("n1", mgr), Guard: authz.DevGuard(),
+	srv, err := mcp.New(mcp.Config{Node: "n1", Backend: mcp.NewLocalBackend("n1", mgr), Cluster: mcp.LoneCluster(), Guard: authz.DevGuard(),
 		SessionKey: []byte("0123456789abcdef0123456789abcdef"), Logger: log, Keepalive: time.Hour,
 		Extend: fixture.Register, Completer: fixture.Completer{}})
 	if err != nil {

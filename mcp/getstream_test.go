@@ -71,7 +71,7 @@ func TestAConnectionIsKnownOnItsHomeNodeUntilItsDelete(t *testing.T) {
 	if !e.srv.conns.known(id) {
 		t.Fatal("the home node does not know the connection it initialized")
 	}
-	if ci, ok := e.srv.connInfo.Get(id); !ok || ci.ClientInfo.Name != "test" {
+	if ci, ok := e.srv.registry.Get(id); !ok || ci.ClientInfo.Name != "test" {
 		t.Errorf("the connection's record is %+v; want what initialize declared", ci)
 	}
 	if err := c.Ping(context.Background()); err != nil {

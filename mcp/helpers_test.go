@@ -52,7 +52,8 @@ func newEnv(t testing.TB, mut func(*Config, *session.Registry)) *testEnv {
 	if err := apps.Register(reg); err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{Node: "n1", Guard: authz.DevGuard(), SessionKey: testKey, Logger: quietLogger(), Keepalive: time.Hour}
+	cfg := Config{Node: "n1", Guard: authz.DevGuard(), SessionKey: testKey, Logger: quietLogger(), Keepalive: time.Hour,
+		Cluster: &testCluster{}}
 	if mut != nil {
 		mut(&cfg, reg)
 	}

@@ -17,8 +17,8 @@ import (
 // directions of the seam are wired in this one step: nothing is set on the
 // front or on the cluster afterwards. Attach only keeps the front; the
 // cluster may call it once Attach returned (New finishes its own wiring
-// right after, before the front serves). A nil Config.Cluster is a lone
-// node.
+// right after, before the front serves). A lone node is a one-node
+// cluster: every front has one.
 type Cluster interface {
 	Attach(front Front) (Connections, Relay)
 }
@@ -98,7 +98,7 @@ var _ Front = (*Server)(nil)
 // it may not, it has answered 503 with Retry-After and a JSON-RPC error
 // naming the reason.
 func (s *Server) canServe(w http.ResponseWriter, connID string) bool {
-	if s.registry == nil || connID == "" {
+	if connID == "" {
 		return true
 	}
 	err := s.registry.CanServe(connID)

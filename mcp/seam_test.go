@@ -14,9 +14,12 @@ import (
 	"github.com/mcpswarm/mcpswarm/session"
 )
 
-// testCluster is a Cluster for tests: a registry over a ConnRegistry (nil:
-// none) with optional overrides, and a relay of optional functions. It
-// records the front it was attached to.
+// testCluster is a Cluster for tests, the default of newEnv: a one-node
+// cluster's registry over a ConnRegistry (a fresh memoryConns when nil)
+// that keeps the revocations of its DELETEs, with optional overrides, and
+// a relay that forwards nothing unless forward is set. It records the
+// front it was attached to. Fronts given the same testCluster share its
+// records, as the nodes of a cluster do.
 type testCluster struct {
 	conns      ConnRegistry
 	notifyHere func(connID string) bool
@@ -25,50 +28,73 @@ type testCluster struct {
 
 	mu       sync.Mutex
 	attached []Front
+	revoked  map[string]bool
 }
 
 func (c *testCluster) Attach(f Front) (Connections, Relay) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.attached = append(c.attached, f)
-	c.mu.Unlock()
-	var reg Connections
-	if c.conns != nil || c.notifyHere != nil || c.canServe != nil {
-		reg = testRegistry{c}
+	if c.conns == nil {
+		c.conns = newMemoryConns()
 	}
-	var relay Relay
-	if c.forward != nil {
-		relay = testRelay{c}
-	}
-	return reg, relay
+	return testRegistry{c}, testRelay{c}
+}
+
+// memoryConns is a ConnRegistry in memory.
+type memoryConns struct {
+	mu sync.RWMutex
+	m  map[string]ConnInfo
+}
+
+func newMemoryConns() *memoryConns { return &memoryConns{m: make(map[string]ConnInfo)} }
+
+func (r *memoryConns) Put(c ConnInfo) {
+	r.mu.Lock()
+	r.m[c.ID] = c
+	r.mu.Unlock()
+}
+
+func (r *memoryConns) Get(id string) (ConnInfo, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	c, ok := r.m[id]
+	return c, ok
+}
+
+func (r *memoryConns) Delete(id string) {
+	r.mu.Lock()
+	delete(r.m, id)
+	r.mu.Unlock()
 }
 
 type testRegistry struct{ c *testCluster }
 
-func (r testRegistry) Put(ci ConnInfo) {
-	if r.c.conns != nil {
-		r.c.conns.Put(ci)
-	}
-}
+func (r testRegistry) Put(ci ConnInfo)                { r.c.conns.Put(ci) }
+func (r testRegistry) Get(id string) (ConnInfo, bool) { return r.c.conns.Get(id) }
 
-func (r testRegistry) Get(id string) (ConnInfo, bool) {
-	if r.c.conns == nil {
-		return ConnInfo{}, false
-	}
-	return r.c.conns.Get(id)
-}
-
+// Delete forgets connection id's record and revokes it, as a DELETE does
+// in the swarm.
 func (r testRegistry) Delete(id string) {
-	if r.c.conns != nil {
-		r.c.conns.Delete(id)
+	r.c.conns.Delete(id)
+	r.c.mu.Lock()
+	defer r.c.mu.Unlock()
+	if r.c.revoked == nil {
+		r.c.revoked = map[string]bool{}
 	}
+	r.c.revoked[id] = true
 }
 
-func (r testRegistry) Revoked(string) bool { return false }
+func (r testRegistry) Revoked(id string) bool {
+	r.c.mu.Lock()
+	defer r.c.mu.Unlock()
+	return r.c.revoked[id]
+}
 
-// The test cluster keeps every revocation (no floor) and mints the
-// previous form of ids, as a cluster with a previous-version node would.
+// The test cluster keeps every revocation (no floor) and, like a cluster
+// of current nodes, mints serial ids.
 func (r testRegistry) RevokedBefore() time.Time { return time.Time{} }
-func (r testRegistry) MintSerial() bool         { return false }
+func (r testRegistry) MintSerial() bool         { return true }
 
 // OfPrincipal lists no connection: the test cluster bounds none.
 func (r testRegistry) OfPrincipal(string, int) []ConnActivity { return nil }
@@ -93,7 +119,11 @@ func (r testRegistry) CanServe(id string) error {
 
 type testRelay struct{ c *testCluster }
 
+// ForwardResponse hands the answer to forward; without it no node takes it.
 func (r testRelay) ForwardResponse(ctx context.Context, connID string, body []byte) (bool, error) {
+	if r.c.forward == nil {
+		return false, nil
+	}
 	return r.c.forward(ctx, connID, body)
 }
 
@@ -109,10 +139,21 @@ type lagging struct{ after time.Duration }
 func (l lagging) Error() string             { return fmt.Sprintf("replication from n2 lapsed %s ago", l.after) }
 func (l lagging) RetryAfter() time.Duration { return l.after }
 
+// TestNewRefusesAFrontWithoutACluster: a front always joins a cluster (a
+// lone node is a one-node cluster), so a Config without one is refused,
+// saying so, before anything is built.
+func TestNewRefusesAFrontWithoutACluster(t *testing.T) {
+	e := newEnv(t, nil)
+	_, err := New(Config{Node: "n2", Backend: e.srv.cfg.Backend, SessionKey: testKey, Logger: quietLogger()})
+	if err == nil || !strings.Contains(err.Error(), "no cluster") {
+		t.Fatalf("New without a cluster: %v, want a refusal naming the missing cluster", err)
+	}
+}
+
 // TestAttachGivesTheClusterTheFront: New attaches the front to the cluster
 // exactly once, before it serves, in the same step that wires the registry.
 func TestAttachGivesTheClusterTheFront(t *testing.T) {
-	cl := &testCluster{conns: NewMemoryConns()}
+	cl := &testCluster{}
 	e := newEnv(t, func(c *Config, _ *session.Registry) { c.Cluster = cl })
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
@@ -129,7 +170,7 @@ func TestAttachGivesTheClusterTheFront(t *testing.T) {
 func TestCanServeRefusalAnswers503WithRetryAfter(t *testing.T) {
 	var mu sync.Mutex
 	var refusal error
-	cl := &testCluster{conns: NewMemoryConns(), canServe: func(string) error {
+	cl := &testCluster{canServe: func(string) error {
 		mu.Lock()
 		defer mu.Unlock()
 		return refusal

@@ -28,13 +28,9 @@ type Server struct {
 	ids    *seal.SessionIDs
 	states *seal.States
 	conns  *connTable
-	// registry and relay are the cluster's side of the seam (Cluster.Attach);
-	// nil on a lone node.
+	// registry and relay are the cluster's side of the seam (Cluster.Attach).
 	registry Connections
 	relay    Relay
-	// connInfo keeps what each connection declared: the registry, or on a
-	// lone node a map of this node's own.
-	connInfo ConnRegistry
 	init     *initGate
 	parked   *parking
 	asks     *clientRequests
@@ -100,17 +96,11 @@ func New(cfg Config) (*Server, error) {
 	// The one step that joins the front to the cluster: the cluster gets
 	// the front, the front gets the registry and the relay. It comes last,
 	// once the front is built, and before it serves or watches anything.
-	if cfg.Cluster != nil {
-		s.registry, s.relay = cfg.Cluster.Attach(s)
-	}
-	s.connInfo = NewMemoryConns()
-	if s.registry != nil {
-		s.connInfo = s.registry
-		// Set before any use: the ids are not shared yet.
-		ids.SetCluster(s.registry)
-		states.SetSpender(s.registry)
-		s.init.conns.attach(s.registry, s)
-	}
+	s.registry, s.relay = cfg.Cluster.Attach(s)
+	// Set before any use: the ids are not shared yet.
+	ids.SetCluster(s.registry)
+	states.SetSpender(s.registry)
+	s.init.conns.attach(s.registry, s)
 	s.conns = newConnTable(s.registry, cfg.IdleTTL)
 	s.stopWatch = cfg.Backend.Watch(s.onEvent)
 	return s, nil

@@ -125,7 +125,7 @@ func (s *Server) serveSSEMessage(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if _, here := s.streams.get(sid); !here && claims.Node != s.cfg.Node && s.relay != nil {
+	if _, here := s.streams.get(sid); !here && claims.Node != s.cfg.Node {
 		// The stream lives on the node that minted the id; a load
 		// balancer sent the POST here. Hand it over rather than refuse it.
 		code, err := s.relay.ForwardSSE(r.Context(), claims.Node, sid, body)
@@ -154,7 +154,7 @@ func (s *Server) serveSSEMessage(w http.ResponseWriter, r *http.Request) {
 	x := &exchange{env: env, body: body, id: id, conn: sid, versions: legacyVersions(),
 		out: &streamOutbox{s: s, conn: sid, stream: stream}}
 	x.c = authz.Context{ConnID: sid, Transport: authz.TransportSSE, Node: s.cfg.Node, Principal: s.principal(id, sid, false)}
-	x.client, _ = s.connInfo.Get(sid)
+	x.client, _ = s.registry.Get(sid)
 	x.version = x.client.ProtocolVersion
 	if e := sseEraError(env); e != nil {
 		w.WriteHeader(http.StatusAccepted)

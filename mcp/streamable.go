@@ -97,7 +97,7 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request, id identity) 
 		s.takeClientAnswer(w, r, x.conn, env, body)
 		return
 	case !env.IsRequest():
-		if env.Method == string(mcp.MethodNotificationCancelled) && x.conn != "" && s.relay != nil {
+		if env.Method == string(mcp.MethodNotificationCancelled) && x.conn != "" {
 			// The call it cancels may run on another node (a load
 			// balancer sent that POST elsewhere): let every node try.
 			go s.relay.ForwardCancel(context.WithoutCancel(r.Context()), x.conn, body)
@@ -119,7 +119,7 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, x *exchange) 
 	x.c = authz.Context{ConnID: x.conn, Transport: authz.TransportStreamableHTTP, Node: s.cfg.Node,
 		Principal: s.principal(x.id, x.conn, x.modern)}
 	if !x.modern && !initialize {
-		x.client, _ = s.connInfo.Get(x.conn)
+		x.client, _ = s.registry.Get(x.conn)
 		x.version = x.client.ProtocolVersion
 		if v := r.Header.Get(headerProtocolVersion); v != "" {
 			x.version = v
@@ -304,7 +304,7 @@ func (s *Server) takeClientAnswer(w http.ResponseWriter, r *http.Request, conn s
 		return
 	}
 	node, local, tagged := parseRelayID(env.ID)
-	if tagged && node == s.cfg.Node || !tagged || s.relay == nil {
+	if tagged && node == s.cfg.Node || !tagged {
 		if !tagged || !s.asks.answer(conn, local, env) {
 			s.log.Debug("dropping an answer no request waits for", "conn", conn, "id", string(env.ID))
 		}
@@ -332,12 +332,10 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request, id identity) {
 	stream := newEventStream(w)
 	defer stream.end()
 	s.streams.holdGET(sid)
-	if s.registry != nil {
-		s.registry.StreamChanged(sid, true)
-	}
+	s.registry.StreamChanged(sid, true)
 	defer func() {
 		s.streams.releaseGET(sid)
-		if s.registry != nil && !s.streams.holdsGET(sid) {
+		if !s.streams.holdsGET(sid) {
 			s.registry.StreamChanged(sid, false)
 		}
 	}()
@@ -377,10 +375,8 @@ func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.ids.Terminate(sid)
-	if s.registry != nil {
-		// In force on every node before the client hears it succeeded.
-		s.registry.Delete(sid)
-	}
+	// In force on every node before the client hears it succeeded.
+	s.registry.Delete(sid)
 	s.forgetLocal(sid)
 	w.WriteHeader(http.StatusOK)
 }

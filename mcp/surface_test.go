@@ -187,7 +187,7 @@ func TestMetricsAreRegistered(t *testing.T) {
 			t.Errorf("%s = %v", name, got[name])
 		}
 	}
-	if _, err := New(Config{Node: "n", Backend: e.srv.cfg.Backend, SessionKey: testKey, Registerer: reg}); err == nil {
+	if _, err := New(Config{Node: "n", Backend: e.srv.cfg.Backend, SessionKey: testKey, Registerer: reg, Cluster: &testCluster{}}); err == nil {
 		t.Error("registering the metrics twice succeeded")
 	}
 }

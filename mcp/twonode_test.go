@@ -222,10 +222,8 @@ func TestElicitationAnswerForwardedToTheParkingNode(t *testing.T) {
 	var n1 *Server
 	var forwarded atomic.Int32
 	mk := func(node string, forward func(context.Context, string, []byte) (bool, error)) (*Server, string) {
-		cfg := Config{Node: node, Backend: backend, SessionKey: testKey, Logger: quietLogger(), Keepalive: time.Hour}
-		if forward != nil {
-			cfg.Cluster = &testCluster{forward: forward}
-		}
+		cfg := Config{Node: node, Backend: backend, SessionKey: testKey, Logger: quietLogger(), Keepalive: time.Hour,
+			Cluster: &testCluster{forward: forward}}
 		askClicks(t, 5*time.Second)(&cfg, reg)
 		srv, err := New(cfg)
 		if err != nil {
@@ -297,14 +295,13 @@ func TestConnRegistryCarriesCapabilitiesAcrossNodes(t *testing.T) {
 			backend := NewLocalBackend("n1", mgr)
 			var conns ConnRegistry
 			if shared {
-				conns = NewMemoryConns()
+				conns = newMemoryConns()
 			}
 			var envs []*testEnv
 			for _, node := range []string{"n1", "n2"} {
-				cfg := Config{Node: node, Backend: backend, SessionKey: testKey, Logger: quietLogger(), Keepalive: time.Hour}
-				if conns != nil {
-					cfg.Cluster = &testCluster{conns: conns}
-				}
+				// Without a shared registry each node is a cluster of its own.
+				cfg := Config{Node: node, Backend: backend, SessionKey: testKey, Logger: quietLogger(), Keepalive: time.Hour,
+					Cluster: &testCluster{conns: conns}}
 				askClicks(t, 5*time.Second)(&cfg, reg)
 				srv, err := New(cfg)
 				if err != nil {

@@ -1,6 +1,7 @@
 // Package mcptest drives an app through the real MCP transport: an
-// in-process node front (mcp.Server over loopback HTTP) and mcp-go's client,
-// so what a test exercises is what an agent hits.
+// in-process one-node swarm (a whole mcpswarm node on an in-memory
+// network) and mcp-go's client, so what a test exercises is what an agent
+// hits.
 //
 //	h := mcptest.Start(t, "login")
 //	h.TypeInto("username", "demo").
@@ -17,7 +18,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http/httptest"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -26,7 +27,9 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/mcpswarm/mcpswarm"
 	"github.com/mcpswarm/mcpswarm/authz"
+	"github.com/mcpswarm/mcpswarm/internal/memnet"
 	"github.com/mcpswarm/mcpswarm/mcp"
 	"github.com/mcpswarm/mcpswarm/session"
 	"github.com/mcpswarm/mcpswarm/session/apps"
@@ -61,7 +64,7 @@ type Harness struct {
 	t      testing.TB
 	id     string
 	client *client.Client
-	server *mcp.Server
+	node   *mcpswarm.Node
 	ctx    context.Context
 }
 
@@ -82,14 +85,14 @@ func WithApps(register func(*session.Registry) error) Option {
 	return func(o *options) { o.register = register }
 }
 
-// WithGuard replaces the development guard (allow all).
+// WithGuard replaces the development policy (allow all, --dev) with g; the
+// node's boot checks apply, so its authorizers must be SourceConfigured
+// (authz.NewGuard makes them so).
 func WithGuard(g authz.Guard) Option { return func(o *options) { o.guard = &g } }
 
-// sessionKey is a fixed test key: harness ids never leave the test.
-var sessionKey = []byte("mcptest-session-key-0123456789ab")
-
-// Start starts a node front with the demo apps, connects a client over
-// loopback Streamable HTTP (protocol 2025-11-25) and starts app.
+// Start starts a one-node swarm with the demo apps (and those WithApps
+// registers, all startable) in a temporary data dir, connects a client
+// over Streamable HTTP (protocol 2025-11-25) and starts app.
 func Start(t testing.TB, app string, opts ...Option) *Harness {
 	t.Helper()
 	o := options{id: "t"}
@@ -106,33 +109,45 @@ func Start(t testing.TB, app string, opts ...Option) *Harness {
 			t.Fatalf("mcptest: registering apps: %v", err)
 		}
 	}
-	mgr, err := session.NewManager(session.ManagerConfig{Registry: reg, Startable: reg.Names(), Logger: log})
-	if err != nil {
-		t.Fatalf("mcptest: %v", err)
+	cfg := mcpswarm.DefaultConfig()
+	cfg.Name = "mcptest"
+	cfg.DataDir = t.TempDir()
+	cfg.Startable = reg.Names()
+	cfg.Keepalive = time.Hour
+	cfg.ShutdownTimeout = 5 * time.Second
+	nw := memnet.New()
+	ep := nw.Node(cfg.Name)
+	cfg.GossipAddr = ep.GossipAddr
+	nodeOpts := []mcpswarm.Option{mcpswarm.WithNetwork(ep), mcpswarm.WithLogger(log)}
+	if o.register != nil {
+		nodeOpts = append(nodeOpts, mcpswarm.WithApps(o.register))
 	}
-	guard := authz.DevGuard()
 	if o.guard != nil {
-		guard = *o.guard
+		nodeOpts = append(nodeOpts, mcpswarm.WithGuard(*o.guard))
+	} else {
+		cfg.Dev = true
 	}
-	srv, err := mcp.New(mcp.Config{Node: "mcptest", Backend: mcp.NewLocalBackend("mcptest", mgr), Guard: guard,
-		SessionKey: sessionKey, Logger: log, Keepalive: time.Hour})
+	node, err := mcpswarm.NewNode(cfg, nodeOpts...)
 	if err != nil {
-		t.Fatalf("mcptest: %v", err)
+		t.Fatalf("mcptest: configuring the node: %v", err)
 	}
-	ts := httptest.NewServer(srv.Handler())
-	tr, err := transport.NewStreamableHTTP(ts.URL+"/mcp", transport.WithHTTPLogger(log))
+	if err := node.Start(context.Background()); err != nil {
+		t.Fatalf("mcptest: starting the node: %v", err)
+	}
+	tr, err := transport.NewStreamableHTTP("http://"+node.HTTPAddr()+"/mcp", transport.WithHTTPLogger(log),
+		transport.WithHTTPBasicClient(&http.Client{Transport: nw.HTTPTransport()}))
 	if err != nil {
 		t.Fatalf("mcptest: %v", err)
 	}
 	c := client.NewClient(tr, client.WithProtocolVersion(mcpgo.ProtocolVersion20251125))
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		_ = c.Close()
-		_ = srv.Shutdown(ctx)
-		ts.CloseClientConnections()
-		ts.Close()
-		_ = mgr.Close(ctx)
+		if err := node.Stop(ctx); err != nil {
+			t.Errorf("mcptest: stopping the node: %v", err)
+		}
+		nw.HTTPTransport().CloseIdleConnections()
 	})
 	ctx := context.Background()
 	if err := c.Start(ctx); err != nil {
@@ -143,7 +158,7 @@ func Start(t testing.TB, app string, opts ...Option) *Harness {
 	if _, err := c.Initialize(ctx, init); err != nil {
 		t.Fatalf("mcptest: initializing: %v", err)
 	}
-	h := &Harness{t: t, id: o.id, client: c, server: srv, ctx: ctx}
+	h := &Harness{t: t, id: o.id, client: c, node: node, ctx: ctx}
 	if r := h.call("swarm_start", map[string]any{"app": app, "id": o.id}); r.IsError {
 		t.Fatalf("mcptest: starting %s: %s", app, resultText(r))
 	}
@@ -153,8 +168,8 @@ func Start(t testing.TB, app string, opts ...Option) *Harness {
 // Client returns the MCP client (for calls the harness does not wrap).
 func (h *Harness) Client() *client.Client { return h.client }
 
-// Server returns the node front.
-func (h *Harness) Server() *mcp.Server { return h.server }
+// Node returns the node serving the app.
+func (h *Harness) Node() *mcpswarm.Node { return h.node }
 
 // SessionID returns the app session's id.
 func (h *Harness) SessionID() string { return h.id }

@@ -175,3 +175,7 @@ func (b *LocalBackend) Watch(fn func(Event)) (cancel func()) {
 }
 
 var _ Backend = (*LocalBackend)(nil)
+
+// LoneCluster returns the test double of a one-node cluster, for the
+// package's external tests (which cannot reach testCluster).
+func LoneCluster() Cluster { return &testCluster{} }
