@@ -6,7 +6,8 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"unicode/utf8"
+
+	"github.com/mcpswarm/mcpswarm/internal/jsonq"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -67,7 +68,7 @@ func AppendError(dst []byte, id any, code int, message string, data any) ([]byte
 	dst = append(dst, `,"error":{"code":`...)
 	dst = strconv.AppendInt(dst, int64(code), 10)
 	dst = append(dst, `,"message":`...)
-	dst = appendString(dst, message)
+	dst = jsonq.AppendString(dst, message)
 	if data != nil {
 		dst = append(dst, `,"data":`...)
 		if dst, err = appendMarshal(dst, data); err != nil {
@@ -86,7 +87,7 @@ func AppendError(dst []byte, id any, code int, message string, data any) ([]byte
 func AppendNotification(dst []byte, method string, params any) ([]byte, error) {
 	start := len(dst)
 	dst = append(dst, `{"jsonrpc":"2.0","method":`...)
-	dst = appendString(dst, method)
+	dst = jsonq.AppendString(dst, method)
 	if p, ok := params.(mcp.NotificationParams); ok && p.Meta == nil && p.AdditionalFields == nil {
 		params = nil // Notification.Params is omitzero
 	}
@@ -119,7 +120,7 @@ func AppendRequest(dst []byte, id any, method string, params any) ([]byte, error
 		}
 	}
 	dst = append(dst, `,"method":`...)
-	dst = appendString(dst, method)
+	dst = jsonq.AppendString(dst, method)
 	return append(dst, '}'), nil
 }
 
@@ -148,9 +149,9 @@ func appendCallToolResult(dst []byte, r *mcp.CallToolResult) ([]byte, error) {
 		}
 		if t, ok := c.(mcp.TextContent); ok && t.Annotations == nil && t.Meta == nil {
 			dst = append(dst, `{"type":`...)
-			dst = appendString(dst, t.Type)
+			dst = jsonq.AppendString(dst, t.Type)
 			dst = append(dst, `,"text":`...)
-			dst = appendString(dst, t.Text)
+			dst = jsonq.AppendString(dst, t.Text)
 			dst = append(dst, '}')
 		} else if dst, err = appendMarshal(dst, c); err != nil {
 			return dst, err
@@ -168,11 +169,11 @@ func appendCallToolResult(dst []byte, r *mcp.CallToolResult) ([]byte, error) {
 	}
 	if r.RequestState != "" {
 		dst = append(dst, `,"requestState":`...)
-		dst = appendString(dst, r.RequestState)
+		dst = jsonq.AppendString(dst, r.RequestState)
 	}
 	if r.ResultType != "" {
 		dst = append(dst, `,"resultType":`...)
-		dst = appendString(dst, string(r.ResultType))
+		dst = jsonq.AppendString(dst, string(r.ResultType))
 	}
 	var structured any
 	if len(r.RawStructuredContent) > 0 {
@@ -197,7 +198,7 @@ func appendID(dst []byte, id any) ([]byte, error) {
 	case nil:
 		return append(dst, "null"...), nil
 	case string:
-		return appendString(dst, v), nil
+		return jsonq.AppendString(dst, v), nil
 	case float64:
 		if !math.IsInf(v, 0) && !math.IsNaN(v) {
 			return appendFloat(dst, v), nil
@@ -261,57 +262,4 @@ func appendFloat(dst []byte, f float64) []byte {
 		dst = dst[:n-1]
 	}
 	return dst
-}
-
-// appendString appends s as encoding/json writes a string: quoted,
-// HTML characters (<, >, &) and control characters escaped, U+2028 and
-// U+2029 escaped, each byte of invalid UTF-8 replaced by \ufffd.
-func appendString(dst []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if c := s[i]; c < utf8.RuneSelf {
-			if c >= ' ' && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '\\', '"':
-				dst = append(dst, '\\', c)
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hex[r&0xF])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
 }
