@@ -38,7 +38,9 @@ type beat struct {
 }
 
 func newBeat(clock clockwork.Clock, every time.Duration) *beat {
-	return &beat{clock: clock, every: every}
+	// A period under a millisecond (a test's nanosecond lease) would tick
+	// back to back.
+	return &beat{clock: clock, every: max(every, time.Millisecond)}
 }
 
 // next returns a channel closed at the next tick. Every caller before that
