@@ -200,7 +200,7 @@ func (c *Cluster) registries() []*Registry {
 // AddService, on s. Install UnaryInterceptor and StreamInterceptor (or
 // ServerOptions) on s as well.
 func (c *Cluster) Register(s grpc.ServiceRegistrar) {
-	peerv1.RegisterPeerServiceServer(s, &peerServer{c: c})
+	peerv1.RegisterPeerServiceServer(s, &peerServer{c: c, readsRefs: ownCapabilities(c.cfg).Has(CapStreamRefs)})
 	c.svcMu.Lock()
 	services := slices.Clone(c.services)
 	c.svcMu.Unlock()

@@ -12,7 +12,9 @@
 // milliseconds, through a bounded queue per peer: a slow peer loses batches,
 // never blocks writes, and repairs by catch-up. Heartbeats on the stream
 // carry the sender's position, so a receiver notices a gap within one
-// heartbeat. A stream declares each origin and registry once and then names
+// heartbeat. A node's streams heartbeat together, on one timer ticking at
+// the multiples of the period (beat.go): a swarm at rest wakes once a
+// period for all its heartbeats, not once per stream. A stream declares each origin and registry once and then names
 // them by small refs (crdtpb.StreamEncoder, StreamDecoder); a bad ref cuts
 // the stream. Every AntiEntropy period a node exchanges digests with one
 // random peer and pulls what it lacks: deltas from the origin's bounded log

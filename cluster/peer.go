@@ -277,8 +277,11 @@ func (r *replicator) stream(l *link) (bool, error) {
 		return false, err
 	}
 	established := false
-	hb := cfg.Clock.NewTicker(heartbeatEvery(cfg))
-	defer hb.Stop()
+	// The node's one heartbeat clock (beat.go). The stream keeps the
+	// channel of the tick it waits for until it has handled that tick, so
+	// a tick that came while it was busy is handled once it is free, as a
+	// ticker's buffered tick was.
+	tick := r.beat.next()
 	for {
 		// Queued batches go before heartbeats.
 		select {
@@ -299,7 +302,8 @@ func (r *replicator) stream(l *link) (bool, error) {
 			if err := sendReq(b, b.req); err != nil {
 				return established, err
 			}
-		case <-hb.Chan():
+		case <-tick:
+			tick = r.beat.next()
 			if slices.ContainsFunc(inflight, func(b *batch) bool { return b.position }) {
 				// The last heartbeat is unanswered: another one would only
 				// stretch how long writers wait out this peer's lease.

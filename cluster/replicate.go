@@ -34,6 +34,7 @@ type replicator struct {
 	ackCh chan struct{} // closed at the next acknowledgement (acked.go)
 
 	leases *leases // lease.go
+	beat   *beat   // the streams' one heartbeat clock (beat.go)
 
 	linksMu sync.Mutex
 	links   map[string]*link // by member name; written by the loop only
@@ -60,6 +61,7 @@ func newReplicator(c *Cluster) *replicator {
 		c: c, log: c.log,
 		wake:    make(chan struct{}, 1),
 		leases:  newLeases(),
+		beat:    newBeat(c.cfg.Clock, heartbeatEvery(c.cfg)),
 		flushed: map[string]uint64{},
 		events:  make(chan func(), 256),
 		links:   map[string]*link{},
@@ -98,6 +100,7 @@ func (r *replicator) post(ctx context.Context, fn func()) {
 // nil while no batch is being collected.
 func (r *replicator) run(ctx context.Context) {
 	r.ctx = ctx
+	defer r.beat.stop() // after the streams ended (deferred calls run last first)
 	defer r.wg.Wait()
 	batch := time.NewTimer(time.Hour)
 	batch.Stop()

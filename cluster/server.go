@@ -88,6 +88,9 @@ func PeerName(ctx context.Context) string { return callerName(ctx) }
 type peerServer struct {
 	peerv1.UnimplementedPeerServiceServer
 	c *Cluster
+	// readsRefs: this node advertises CapStreamRefs. Worked out once: the
+	// configuration does not change, and every batch and heartbeat asks.
+	readsRefs bool
 }
 
 // authorize returns the authenticated caller, checking the credential itself
@@ -193,7 +196,7 @@ func (s *peerServer) handleBatch(caller string, streamSender *crdt.Origin, refs 
 		sender, *streamSender = o, o
 	}
 	s.c.metrics.bytesRecv.Add(float64(proto.Size(req)))
-	if !ownCapabilities(s.c.cfg).Has(CapStreamRefs) && usesRefs(req) {
+	if !s.readsRefs && usesRefs(req) {
 		// A node configured as protocol 1 behaves like one: it cannot read
 		// refs, so a sender that ignored its capabilities is refused.
 		s.c.repl.reject("bad stream reference", caller, errors.New("stream refs from a peer that was told this node reads none"))

@@ -21,12 +21,14 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mcpswarm/mcpswarm/bench/internal/hostinfo"
 	"github.com/mcpswarm/mcpswarm/bench/internal/procwait"
 )
 
 // knobs are the run's settings.
 type knobs struct {
 	bin      string
+	timers   string // loopback or lan
 	n        int
 	sessions int           // per node, all of one principal
 	settle   time.Duration // after the last session started, before measuring
@@ -38,6 +40,7 @@ type knobs struct {
 func main() {
 	var k knobs
 	flag.StringVar(&k.bin, "mcpswarm", "../bin/mcpswarm", "the mcpswarm binary (built by `make build`)")
+	flag.StringVar(&k.timers, "timers", "loopback", "timer set: loopback (gossip on 127.0.0.1: cluster.LocalConfig) or lan (gossip on this machine's own address with the Kubernetes manifest's flags: cluster.DefaultConfig)")
 	flag.IntVar(&k.n, "n", 3, "nodes to start (1 to 64)")
 	flag.IntVar(&k.sessions, "sessions", 5, "counter sessions to start on each node, all of one principal")
 	flag.DurationVar(&k.settle, "settle", 30*time.Second, "wait after the sessions started, before measuring")
@@ -62,6 +65,8 @@ func main() {
 
 func (k knobs) validate() error {
 	switch {
+	case k.timers != "loopback" && k.timers != "lan":
+		return fmt.Errorf("-timers %q: want loopback or lan", k.timers)
 	case k.n < 1 || k.n > 64:
 		return fmt.Errorf("-n %d: want 1 to 64 nodes", k.n)
 	case k.sessions < 0 || k.sessions > 100:
@@ -80,6 +85,7 @@ func run(ctx context.Context, k knobs) error {
 		return fmt.Errorf("creating the data directory: %w", err)
 	}
 	defer os.RemoveAll(dir)
+	loadBefore := hostinfo.LoadAvg()
 	start := time.Now()
 	c, err := startCluster(ctx, k, dir)
 	if err != nil {
@@ -101,6 +107,6 @@ func run(ctx context.Context, k knobs) error {
 	if err != nil {
 		return err
 	}
-	report(os.Stdout, k, rows)
+	report(os.Stdout, k, loadBefore, rows)
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/mcpswarm/mcpswarm/bench/internal/mcpconn"
 	"github.com/mcpswarm/mcpswarm/bench/internal/swarmproc"
+	"github.com/mcpswarm/mcpswarm/deploy"
 )
 
 // token is the one principal's bearer token in the generated policy.
@@ -17,10 +18,21 @@ const token = "idle-bench-token"
 type cluster struct{ *swarmproc.Cluster }
 
 // startCluster starts k.n nodes on fresh loopback ports, one at a time,
-// with their key and policy in dir.
+// with their key and policy in dir; with the LAN timers their gossip binds
+// this machine's own address and they get the manifest's flags.
 func startCluster(ctx context.Context, k knobs, dir string) (*cluster, error) {
-	c, err := swarmproc.Start(ctx, swarmproc.Spec{Bin: k.bin, Dir: dir, Prefix: "idle", N: k.n, Token: token,
-		LogDir: k.logDir, ProfileFirst: k.profile != ""})
+	spec := swarmproc.Spec{Bin: k.bin, Dir: dir, Prefix: "idle", N: k.n, Token: token,
+		LogDir: k.logDir, ProfileFirst: k.profile != ""}
+	if k.timers == "lan" {
+		var err error
+		if spec.GossipHost, err = swarmproc.OffLoopback(); err != nil {
+			return nil, err
+		}
+		if spec.Args, err = deploy.ManifestTimers(); err != nil {
+			return nil, err
+		}
+	}
+	c, err := swarmproc.Start(ctx, spec)
 	if err != nil {
 		return nil, err
 	}

@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"slices"
@@ -100,7 +99,7 @@ func run(ctx context.Context, k knobs, timers string, n int) (res result, err er
 		// The approvals' tool: a counter session's inc button, asked about.
 		Ask: []string{"ask*.inc.click"}}
 	if timers == "lan" {
-		if spec.GossipHost, err = offLoopback(); err != nil {
+		if spec.GossipHost, err = swarmproc.OffLoopback(); err != nil {
 			return res, err
 		}
 		flags, err := deploy.ManifestTimers()
@@ -477,22 +476,6 @@ func (r *runner) kill(ctx context.Context, res *result) error {
 		}
 	}
 	return nil
-}
-
-// offLoopback is an IPv4 address of this machine off loopback: gossip
-// bound there runs the LAN timers while its packets never leave the
-// machine.
-func offLoopback() (string, error) {
-	addrs, err := net.InterfaceAddrs()
-	if err != nil {
-		return "", fmt.Errorf("listing this machine's addresses: %w", err)
-	}
-	for _, a := range addrs {
-		if ip, ok := a.(*net.IPNet); ok && !ip.IP.IsLoopback() && ip.IP.To4() != nil {
-			return ip.IP.String(), nil
-		}
-	}
-	return "", fmt.Errorf("this machine has no IPv4 address off loopback for the LAN timers")
 }
 
 func median(v []float64) float64 {

@@ -1,5 +1,5 @@
 // Package procstat reads what a process costs from /proc: its CPU time
-// (utime+stime) and its resident set.
+// (utime+stime), its resident set and how often its threads sleep.
 package procstat
 
 import (
@@ -46,4 +46,33 @@ func RSSKB(pid int) (int64, error) {
 		}
 	}
 	return 0, fmt.Errorf("reading RSS: no VmRSS in /proc/%d/status", pid)
+}
+
+// Sleeps is how many times pid's threads went to sleep waiting for
+// something (voluntary_ctxt_switches, summed over /proc/PID/task): each is
+// a later wake-up, so its rate over a rest is how often the process wakes.
+// Threads that exited are not counted; a process at rest keeps its
+// threads.
+func Sleeps(pid int) (int64, error) {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return 0, fmt.Errorf("listing threads: %w", err)
+	}
+	var n int64
+	for _, t := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/status", pid, t.Name()))
+		if err != nil {
+			continue // the thread exited meanwhile
+		}
+		for line := range strings.SplitSeq(string(b), "\n") {
+			if rest, ok := strings.CutPrefix(line, "voluntary_ctxt_switches:"); ok {
+				v, err := strconv.ParseInt(strings.TrimSpace(rest), 10, 64)
+				if err != nil {
+					return 0, fmt.Errorf("reading /proc/%d/task/%s/status: %w", pid, t.Name(), err)
+				}
+				n += v
+			}
+		}
+	}
+	return n, nil
 }

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -207,4 +208,20 @@ func Metrics(ctx context.Context, hc *http.Client, n *procnode.Node) (map[string
 		}
 	}
 	return out, nil
+}
+
+// OffLoopback is an IPv4 address of this machine off loopback: gossip
+// bound there (Spec.GossipHost) runs the LAN timers while its packets never
+// leave the machine.
+func OffLoopback() (string, error) {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return "", fmt.Errorf("listing this machine's addresses: %w", err)
+	}
+	for _, a := range addrs {
+		if ip, ok := a.(*net.IPNet); ok && !ip.IP.IsLoopback() && ip.IP.To4() != nil {
+			return ip.IP.String(), nil
+		}
+	}
+	return "", fmt.Errorf("this machine has no IPv4 address off loopback for the LAN timers")
 }
