@@ -79,13 +79,12 @@ func (r *replicator) dial(m Member) (*link, error) {
 		grpc.WithTransportCredentials(tc),
 		grpc.WithPerRPCCredentials(peerCreds{name: cfg.Name, cred: credential(r.c.keys.peer, cfg.Name), secure: cfg.TLS != nil}),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(cfg.MaxMessageBytes), grpc.MaxCallSendMsgSize(cfg.MaxMessageBytes)),
-		grpc.WithInitialWindowSize(peerStreamWindow),
-		grpc.WithInitialConnWindowSize(peerConnWindow),
 		grpc.WithConnectParams(grpc.ConnectParams{
 			Backoff:           backoff.Config{BaseDelay: cfg.RetryMin, Multiplier: 1.6, Jitter: 0.2, MaxDelay: cfg.RetryMax},
 			MinConnectTimeout: cfg.CatchUpTimeout,
 		}),
 	}
+	opts = append(opts, PeerTransportDialOptions()...)
 	if cfg.Dialer != nil {
 		opts = append(opts, grpc.WithContextDialer(cfg.Dialer))
 	}
@@ -572,10 +571,39 @@ const (
 	peerConnWindow   = 4 << 20
 )
 
-func serverOptions(c *Cluster) []grpc.ServerOption {
+// peerReadBuffer is each peer connection end's read buffer. gRPC's
+// default, 32 KiB, is held by every connection for its whole life, and a
+// node holds two ends per peer (it dials every peer and every peer dials
+// it): at 64 nodes, 4 MiB of a node's heap for buffers that small pushes
+// and heartbeats (a few hundred bytes) never fill. Reads of a larger frame
+// go straight into the frame's own buffer once this one is empty, so
+// catch-ups lose nothing to a small one. Writes take a buffer from a
+// shared pool only while they flush, so they cost no memory at rest.
+const peerReadBuffer = 4 << 10
+
+// PeerTransportDialOptions are the transport options (flow-control windows,
+// read buffer) of this node's connections to its peers: what a peer link
+// costs in memory depends on them (internal/scale measures it).
+func PeerTransportDialOptions() []grpc.DialOption {
+	return []grpc.DialOption{
+		grpc.WithInitialWindowSize(peerStreamWindow),
+		grpc.WithInitialConnWindowSize(peerConnWindow),
+		grpc.WithReadBufferSize(peerReadBuffer),
+	}
+}
+
+// PeerTransportServerOptions are PeerTransportDialOptions' counterparts
+// for the connections peers open to this node, part of ServerOptions.
+func PeerTransportServerOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{
 		grpc.InitialWindowSize(peerStreamWindow),
 		grpc.InitialConnWindowSize(peerConnWindow),
+		grpc.ReadBufferSize(peerReadBuffer),
+	}
+}
+
+func serverOptions(c *Cluster) []grpc.ServerOption {
+	return append(PeerTransportServerOptions(),
 		grpc.MaxRecvMsgSize(c.cfg.MaxMessageBytes),
 		grpc.MaxSendMsgSize(c.cfg.MaxMessageBytes),
 		grpc.ChainUnaryInterceptor(c.UnaryInterceptor()),
@@ -584,7 +612,7 @@ func serverOptions(c *Cluster) []grpc.ServerOption {
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
 		grpc.StatsHandler(refusalLogger{c}),
 		grpc.NumStreamWorkers(peerStreamWorkers),
-	}
+	)
 }
 
 // peerStreamWorkers is how many goroutines the peer server keeps to run
