@@ -79,7 +79,7 @@ func (r report) markdown(charts []string) string {
 	fmt.Fprintf(&b, "Run %s by `make bench-scale` (`bench/scale`, `internal/scale`)%s on %d cores; machine load average at each start: %s.\n\n",
 		r.Started.Format("2006-01-02 15:04 UTC"), map[bool]string{true: ", -quick", false: ""}[r.Quick], first.Cores, loads(r.Results))
 	fmt.Fprintf(&b, "Each N runs in its own process: N swarm nodes (cluster, swarm, session manager, gRPC server) on `internal/memnet`, "+
-		"memberlist on the loopback timers (`cluster.LocalConfig`), the cluster's own timers on a fake clock that follows wall time, "+
+		"memberlist on the loopback timers (`cluster.LocalConfig`), the cluster's own timers on a clock that follows wall time (the runtime's timers) and pauses, "+
 		"stopped where a figure needs them still. Fixed load per node: %d counter sessions, %d connection records, %.1f clicks/s, "+
 		"%.1f initialize+DELETE/s, %d approval client(s).\n\n", first.Load.Sessions, first.Load.Conns, first.Load.Clicks, first.Load.Churn, first.Load.Approvers)
 	b.WriteString(r.table())
