@@ -230,15 +230,11 @@ func (r *replicator) stream(l *link) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("opening replicate stream: %w", err)
 	}
-	acks := make(chan ackMsg, cfg.PeerQueue+4)
+	acks := newAckBox()
 	go func() {
 		for {
 			resp, err := st.Recv()
-			select {
-			case acks <- ackMsg{resp, err}:
-			case <-ctx.Done():
-				return
-			}
+			acks.put(ackMsg{resp, err})
 			if err != nil {
 				return
 			}
@@ -307,27 +303,29 @@ func (r *replicator) stream(l *link) (bool, error) {
 			if err := sendReq(r.positionBatch()); err != nil {
 				return established, err
 			}
-		case a := <-acks:
-			if a.err != nil {
-				return established, fmt.Errorf("receiving from %s: %w", l.name, a.err)
+		case <-acks.ready:
+			for _, a := range acks.take() {
+				if a.err != nil {
+					return established, fmt.Errorf("receiving from %s: %w", l.name, a.err)
+				}
+				r.c.metrics.bytesRecv.Add(float64(proto.Size(a.resp)))
+				if !established {
+					established = true
+					l.result(nil)
+					r.leases.linkedTo(l.origin)
+				}
+				if len(inflight) == 0 {
+					return established, fmt.Errorf("unexpected acknowledgement from %s", l.name)
+				}
+				b := inflight[0]
+				inflight = inflight[1:]
+				if len(inflight) == 0 {
+					watchdog.Stop()
+				} else {
+					watchdog.Reset(cfg.StreamIdle)
+				}
+				r.acked(l, b, a.resp)
 			}
-			r.c.metrics.bytesRecv.Add(float64(proto.Size(a.resp)))
-			if !established {
-				established = true
-				l.result(nil)
-				r.leases.linkedTo(l.origin)
-			}
-			if len(inflight) == 0 {
-				return established, fmt.Errorf("unexpected acknowledgement from %s", l.name)
-			}
-			b := inflight[0]
-			inflight = inflight[1:]
-			if len(inflight) == 0 {
-				watchdog.Stop()
-			} else {
-				watchdog.Reset(cfg.StreamIdle)
-			}
-			r.acked(l, b, a.resp)
 		}
 	}
 }
