@@ -76,17 +76,11 @@ func (r *replicator) acknowledged() {
 }
 
 // lagging lists the live peers whose link has not acknowledged registry
-// reg up to seq.
+// reg up to seq, sorted by name.
 func (r *replicator) lagging(reg string, seq uint64) []string {
 	var out []string
-	for _, m := range r.c.Members() {
-		if m.Self || (m.State != StateAlive && m.State != StateDraining) {
-			continue
-		}
-		r.linksMu.Lock()
-		l := r.links[m.Name]
-		r.linksMu.Unlock()
-		if l == nil || l.origin != m.Origin || l.ackedSeq(reg) < seq {
+	for _, m := range r.c.view.unsorted() {
+		if r.behind(m, reg, seq) {
 			out = append(out, m.Name)
 		}
 	}
@@ -94,22 +88,55 @@ func (r *replicator) lagging(reg string, seq uint64) []string {
 	return out
 }
 
+// behind reports whether m is a live peer that has not acknowledged
+// registry reg up to seq.
+func (r *replicator) behind(m Member, reg string, seq uint64) bool {
+	if m.Self || (m.State != StateAlive && m.State != StateDraining) {
+		return false
+	}
+	r.linksMu.Lock()
+	l := r.links[m.Name]
+	r.linksMu.Unlock()
+	return l == nil || l.origin != m.Origin || l.ackedSeq(reg) < seq
+}
+
+// stillBehind drops from the front of names, peers that lagging listed,
+// those no longer behind, and stops at the first still behind: a waiter
+// woken by an acknowledgement needs to know only whether it may stop, so
+// it reads one peer per wake-up, not all of them (with N−1
+// acknowledgements per write, reading every member each time made a
+// write's wait O(N²)), and each peer once it is at the front.
+func (r *replicator) stillBehind(names []string, reg string, seq uint64) []string {
+	for len(names) > 0 {
+		if m, ok := r.c.view.get(names[0]); ok && r.behind(m, reg, seq) {
+			break
+		}
+		names = names[1:]
+	}
+	return names
+}
+
 func (r *replicator) awaitAcked(ctx context.Context, reg string, seq uint64) error {
 	tick := time.NewTicker(membershipRecheck)
 	defer tick.Stop()
+	behind := r.lagging(reg, seq)
 	for {
 		wake := r.ackSignal()
-		behind := r.lagging(reg, seq)
-		if len(behind) == 0 {
-			return nil
+		if behind = r.stillBehind(behind, reg, seq); len(behind) == 0 {
+			// Everyone awaited has it: a whole recount counts the peers
+			// that joined meanwhile.
+			if behind = r.lagging(reg, seq); len(behind) == 0 {
+				return nil
+			}
 		}
 		select {
 		case <-wake:
 		case <-tick.C:
-			// Membership may have moved (a peer died or its link was
+			// Membership may have moved (a peer joined or its link was
 			// re-dialled): re-count.
+			behind = r.lagging(reg, seq)
 		case <-ctx.Done():
-			return &LaggingError{Registry: reg, Seq: seq, Peers: behind, Cause: ctx.Err()}
+			return &LaggingError{Registry: reg, Seq: seq, Peers: r.lagging(reg, seq), Cause: ctx.Err()}
 		}
 	}
 }

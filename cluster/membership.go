@@ -371,14 +371,20 @@ func (v *view) get(name string) (Member, bool) {
 	return *m, true
 }
 
-// list returns every member sorted by name.
-func (v *view) list() []Member {
+// unsorted returns every member, in no order.
+func (v *view) unsorted() []Member {
 	v.mu.Lock()
+	defer v.mu.Unlock()
 	out := make([]Member, 0, len(v.members))
 	for _, m := range v.members {
 		out = append(out, *m)
 	}
-	v.mu.Unlock()
+	return out
+}
+
+// list returns every member sorted by name.
+func (v *view) list() []Member {
+	out := v.unsorted()
 	slices.SortFunc(out, func(a, b Member) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }

@@ -79,13 +79,12 @@ func (r *replicator) dial(m Member) (*link, error) {
 		grpc.WithTransportCredentials(tc),
 		grpc.WithPerRPCCredentials(peerCreds{name: cfg.Name, cred: credential(r.c.keys.peer, cfg.Name), secure: cfg.TLS != nil}),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(cfg.MaxMessageBytes), grpc.MaxCallSendMsgSize(cfg.MaxMessageBytes)),
-		grpc.WithInitialWindowSize(peerStreamWindow),
-		grpc.WithInitialConnWindowSize(peerConnWindow),
 		grpc.WithConnectParams(grpc.ConnectParams{
 			Backoff:           backoff.Config{BaseDelay: cfg.RetryMin, Multiplier: 1.6, Jitter: 0.2, MaxDelay: cfg.RetryMax},
 			MinConnectTimeout: cfg.CatchUpTimeout,
 		}),
 	}
+	opts = append(opts, PeerTransportDialOptions()...)
 	if cfg.Dialer != nil {
 		opts = append(opts, grpc.WithContextDialer(cfg.Dialer))
 	}
@@ -231,15 +230,11 @@ func (r *replicator) stream(l *link) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("opening replicate stream: %w", err)
 	}
-	acks := make(chan ackMsg, cfg.PeerQueue+4)
+	acks := newAckBox()
 	go func() {
 		for {
 			resp, err := st.Recv()
-			select {
-			case acks <- ackMsg{resp, err}:
-			case <-ctx.Done():
-				return
-			}
+			acks.put(ackMsg{resp, err})
 			if err != nil {
 				return
 			}
@@ -312,27 +307,29 @@ func (r *replicator) stream(l *link) (bool, error) {
 			if err := sendReq(r.positionBatch()); err != nil {
 				return established, err
 			}
-		case a := <-acks:
-			if a.err != nil {
-				return established, fmt.Errorf("receiving from %s: %w", l.name, a.err)
+		case <-acks.ready:
+			for _, a := range acks.take() {
+				if a.err != nil {
+					return established, fmt.Errorf("receiving from %s: %w", l.name, a.err)
+				}
+				r.c.metrics.bytesRecv.Add(float64(proto.Size(a.resp)))
+				if !established {
+					established = true
+					l.result(nil)
+					r.leases.linkedTo(l.origin)
+				}
+				if len(inflight) == 0 {
+					return established, fmt.Errorf("unexpected acknowledgement from %s", l.name)
+				}
+				b := inflight[0]
+				inflight = inflight[1:]
+				if len(inflight) == 0 {
+					watchdog.Stop()
+				} else {
+					watchdog.Reset(cfg.StreamIdle)
+				}
+				r.acked(l, b, a.resp)
 			}
-			r.c.metrics.bytesRecv.Add(float64(proto.Size(a.resp)))
-			if !established {
-				established = true
-				l.result(nil)
-				r.leases.linkedTo(l.origin)
-			}
-			if len(inflight) == 0 {
-				return established, fmt.Errorf("unexpected acknowledgement from %s", l.name)
-			}
-			b := inflight[0]
-			inflight = inflight[1:]
-			if len(inflight) == 0 {
-				watchdog.Stop()
-			} else {
-				watchdog.Reset(cfg.StreamIdle)
-			}
-			r.acked(l, b, a.resp)
 		}
 	}
 }
@@ -576,10 +573,39 @@ const (
 	peerConnWindow   = 4 << 20
 )
 
-func serverOptions(c *Cluster) []grpc.ServerOption {
+// peerReadBuffer is each peer connection end's read buffer. gRPC's
+// default, 32 KiB, is held by every connection for its whole life, and a
+// node holds two ends per peer (it dials every peer and every peer dials
+// it): at 64 nodes, 4 MiB of a node's heap for buffers that small pushes
+// and heartbeats (a few hundred bytes) never fill. Reads of a larger frame
+// go straight into the frame's own buffer once this one is empty, so
+// catch-ups lose nothing to a small one. Writes take a buffer from a
+// shared pool only while they flush, so they cost no memory at rest.
+const peerReadBuffer = 4 << 10
+
+// PeerTransportDialOptions are the transport options (flow-control windows,
+// read buffer) of this node's connections to its peers: what a peer link
+// costs in memory depends on them (internal/scale measures it).
+func PeerTransportDialOptions() []grpc.DialOption {
+	return []grpc.DialOption{
+		grpc.WithInitialWindowSize(peerStreamWindow),
+		grpc.WithInitialConnWindowSize(peerConnWindow),
+		grpc.WithReadBufferSize(peerReadBuffer),
+	}
+}
+
+// PeerTransportServerOptions are PeerTransportDialOptions' counterparts
+// for the connections peers open to this node, part of ServerOptions.
+func PeerTransportServerOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{
 		grpc.InitialWindowSize(peerStreamWindow),
 		grpc.InitialConnWindowSize(peerConnWindow),
+		grpc.ReadBufferSize(peerReadBuffer),
+	}
+}
+
+func serverOptions(c *Cluster) []grpc.ServerOption {
+	return append(PeerTransportServerOptions(),
 		grpc.MaxRecvMsgSize(c.cfg.MaxMessageBytes),
 		grpc.MaxSendMsgSize(c.cfg.MaxMessageBytes),
 		grpc.ChainUnaryInterceptor(c.UnaryInterceptor()),
@@ -588,7 +614,7 @@ func serverOptions(c *Cluster) []grpc.ServerOption {
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
 		grpc.StatsHandler(refusalLogger{c}),
 		grpc.NumStreamWorkers(peerStreamWorkers),
-	}
+	)
 }
 
 // peerStreamWorkers is how many goroutines the peer server keeps to run

@@ -67,3 +67,35 @@ func (q *serialQueue[T]) cond() *sync.Cond {
 	}
 	return q.done
 }
+
+// ackBox hands a stream's acknowledgements from its reader to its loop.
+// The reader never blocks on it (the loop may be blocked sending, and the
+// peer answers only what it reads), and it holds only the acknowledgements
+// not yet taken: a channel that could never block held PeerQueue+4 slots,
+// 6 KiB on every stream to every peer at rest.
+type ackBox struct {
+	mu    sync.Mutex
+	items []ackMsg
+	ready chan struct{} // cap 1: items is non-empty
+}
+
+func newAckBox() *ackBox { return &ackBox{ready: make(chan struct{}, 1)} }
+
+func (b *ackBox) put(a ackMsg) {
+	b.mu.Lock()
+	b.items = append(b.items, a)
+	b.mu.Unlock()
+	select {
+	case b.ready <- struct{}{}:
+	default:
+	}
+}
+
+// take returns the acknowledgements put since the last take, in order.
+func (b *ackBox) take() []ackMsg {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	items := b.items
+	b.items = nil
+	return items
+}

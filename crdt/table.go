@@ -39,6 +39,7 @@ type table struct {
 
 const (
 	blockSize  = 64 << 10
+	minBlock   = 512
 	largeEntry = 8 << 10
 	largeBit   = 1 << 31
 	maxBlocks  = 1 << 15 // block index and 16-bit offset fit below largeBit
@@ -93,7 +94,7 @@ func (t *table) store(key string, value []byte, seq uint64) uint32 {
 		return ref
 	}
 	if !t.roomInLastBlock(size) {
-		t.blocks = append(t.blocks, make([]byte, 0, blockSize))
+		t.blocks = append(t.blocks, make([]byte, 0, t.nextBlock(size)))
 	}
 	bi := len(t.blocks) - 1
 	blk := t.blocks[bi]
@@ -101,6 +102,17 @@ func (t *table) store(key string, value []byte, seq uint64) uint32 {
 	t.blocks[bi] = appendEntry(blk, key, value, seq)
 	t.live += size
 	return ref
+}
+
+// nextBlock is the capacity of a new block for an entry of size bytes:
+// half the live bytes (at least minBlock), up to blockSize. The arena grows
+// geometrically, so its slack stays under half the live bytes, and a small
+// partition written to after an idle tidy (which fills its last block to
+// the brim) takes a small block, not 64 KiB: with one partition per origin
+// that was N × 64 KiB allocated, cleared and held on every node by a write
+// from each of N origins.
+func (t *table) nextBlock(size int) int {
+	return min(max(size, minBlock, t.live/2), blockSize)
 }
 
 func (t *table) roomInLastBlock(size int) bool {

@@ -58,13 +58,13 @@ func (r report) residual(res scale.Result) float64 {
 
 func (r report) table() string {
 	var b strings.Builder
-	fmt.Fprintln(&b, "| N | bytes / write (per peer) | msgs / write (per peer) | reach p50 / p99 at rest | reach p50 / p99 under load | join catch-up | dead hidden | approvals/s (entries held per approval) | heap / node: records + peer links + rest | CPU / node under load; at rest (timers frozen) | msgs/s / node at rest: gRPC, gossip |")
-	fmt.Fprintln(&b, "|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(&b, "| N | bytes / write (per peer) | msgs / write (per peer) | a write alone: CPU; reach p50 / p99 | reach p50 / p99 at rest | reach p50 / p99 under load | join catch-up | dead hidden | approvals/s (entries held per approval) | heap / node: records + peer links + rest | CPU / node under load; at rest (timers frozen) | msgs/s / node at rest: gRPC, gossip |")
+	fmt.Fprintln(&b, "|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, res := range r.Results {
 		peers := float64(res.N - 1)
-		fmt.Fprintf(&b, "| %d | %.0f (%.0f) | %.0f (%.1f) | %s / %s | %s / %s | %s | %s | %.0f%s (%s) | %.2f MiB: %.2f + %.2f + %.2f | %.1f %%; %.2f %% (%.2f %%) | %.0f, %.0f |\n",
+		fmt.Fprintf(&b, "| %d | %.0f (%.0f) | %.0f (%.1f) | %s; %s / %s | %s / %s | %s / %s | %s | %s | %.0f%s (%s) | %.2f MiB: %.2f + %.2f + %.2f | %.1f %%; %.2f %% (%.2f %%) | %.0f, %.0f |\n",
 			res.N, res.WriteBytes, res.WriteBytes/peers, res.WriteMsgs, res.WriteMsgs/peers,
-			ms(res.RestReachP50), ms(res.RestReachP99), ms(res.ReachP50), reachP99(res), ms(res.CatchUp), ms(res.Hidden), res.Approvals, refused(res.Refused), perApproval(res),
+			ms(res.WriteCPU), ms(res.AloneP50), ms(res.AloneP99), ms(res.RestReachP50), ms(res.RestReachP99), ms(res.ReachP50), reachP99(res), ms(res.CatchUp), ms(res.Hidden), res.Approvals, refused(res.Refused), perApproval(res),
 			mib(res.HeapPerNode), mib(r.records(res)), mib(r.links(res)), mib(r.residual(res)),
 			100*res.LoadCPU, 100*res.RestCPU, 100*res.RestCPUFrozen, res.RestGRPC, res.RestGossip)
 	}
@@ -79,12 +79,13 @@ func (r report) markdown(charts []string) string {
 	fmt.Fprintf(&b, "Run %s by `make bench-scale` (`bench/scale`, `internal/scale`)%s on %d cores; machine load average at each start: %s.\n\n",
 		r.Started.Format("2006-01-02 15:04 UTC"), map[bool]string{true: ", -quick", false: ""}[r.Quick], first.Cores, loads(r.Results))
 	fmt.Fprintf(&b, "Each N runs in its own process: N swarm nodes (cluster, swarm, session manager, gRPC server) on `internal/memnet`, "+
-		"memberlist on the loopback timers (`cluster.LocalConfig`), the cluster's own timers on a fake clock that follows wall time, "+
+		"memberlist on the loopback timers (`cluster.LocalConfig`), the cluster's own timers on a clock that follows wall time (the runtime's timers) and pauses, "+
 		"stopped where a figure needs them still. Fixed load per node: %d counter sessions, %d connection records, %.1f clicks/s, "+
 		"%.1f initialize+DELETE/s, %d approval client(s).\n\n", first.Load.Sessions, first.Load.Conns, first.Load.Clicks, first.Load.Churn, first.Load.Approvers)
 	b.WriteString(r.table())
 	b.WriteString(`
 - **bytes, msgs / write**: gRPC bytes and transport writes the whole swarm sent per connection-record write (push, acknowledgements), the cluster's clock frozen so no heartbeat or anti-entropy runs; per peer in brackets.
+- **a write alone**: the same writes, one at a time, the cluster's clock frozen: the process's CPU time per write (every node's part of it, less the frozen swarm's own CPU at rest) and how long each took to reach every node: the fan-out's cost with nothing else on the cores.
 - **reach**: from a connection-record write on a random node (every 50 ms) until every node has it (Put answers only then), with nothing else running (at rest) and under the load (run last, after the kill: N−1 nodes); "lagging" counts (write, node) pairs answered without that node after the 2 s acknowledgement bound, the node refusing the connection until caught up, as the consistency contract allows.
 - **join catch-up**: from the last node's Start until it holds every other node's sessions and connection records and is in sync.
 - **dead hidden**: from a kill (no leave, gRPC port closed) until no node shows the dead node's sessions as available.
@@ -163,6 +164,7 @@ func (r report) charts(dir string) ([]string, error) {
 			{"transport writes", func(s scale.Result) float64 { return s.WriteMsgs / float64(s.N-1) }},
 		}, 0},
 		{"scale-reach.svg", "A write reaches every node (target at N = 64: p99 ≤ 250 ms)", "ms", []series{
+			{"p99 alone (clock frozen)", func(s scale.Result) float64 { return msf(s.AloneP99) }},
 			{"p50 at rest", func(s scale.Result) float64 { return msf(s.RestReachP50) }},
 			{"p99 at rest", func(s scale.Result) float64 { return msf(s.RestReachP99) }},
 			{"p50 under load", func(s scale.Result) float64 { return msf(s.ReachP50) }},

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/mcpswarm/mcpswarm/cluster"
 	"github.com/mcpswarm/mcpswarm/internal/memnet"
 	"github.com/mcpswarm/mcpswarm/session"
 	"github.com/mcpswarm/mcpswarm/session/apps"
@@ -57,7 +58,7 @@ func loadAverage() float64 {
 }
 
 // linkCost is the heap one gRPC connection between two nodes costs, both
-// ends (the dialer's client transport and the peer's server transport),
+// ends, with the cluster's transport options (the dialer's client transport and the peer's server transport),
 // once a call has crossed it: what every node pays per peer, beside the
 // in-memory buffers a kernel would hold.
 func linkCost(ctx context.Context, k int) (float64, error) {
@@ -66,7 +67,7 @@ func linkCost(ctx context.Context, k int) (float64, error) {
 	}
 	net := memnet.NewBuffered(pipeBuffer, "a", "b")
 	a, b := net.Node("a"), net.Node("b")
-	srv := grpc.NewServer()
+	srv := grpc.NewServer(cluster.PeerTransportServerOptions()...)
 	healthpb.RegisterHealthServer(srv, health.NewServer())
 	bl, err := b.ListenGRPC()
 	if err != nil {
@@ -82,8 +83,9 @@ func linkCost(ctx context.Context, k int) (float64, error) {
 		}
 	}()
 	for range k {
-		cc, err := grpc.NewClient("passthrough:///"+b.GRPCAddr, grpc.WithContextDialer(a.Dial),
+		opts := append(cluster.PeerTransportDialOptions(), grpc.WithContextDialer(a.Dial),
 			grpc.WithTransportCredentials(insecure.NewCredentials()))
+		cc, err := grpc.NewClient("passthrough:///"+b.GRPCAddr, opts...)
 		if err != nil {
 			return 0, err
 		}

@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/memberlist"
-	"github.com/jonboulle/clockwork"
 	"google.golang.org/grpc"
 
 	"github.com/mcpswarm/mcpswarm/authz"
@@ -48,12 +47,10 @@ type node struct {
 // fleet is the swarm under test and its clocks.
 type fleet struct {
 	net *memnet.Network
-	// clocks are the nodes' fake clocks, by index, moved together by the
-	// pacer. One clock per node, not one for the swarm: a FakeClock keeps
-	// its timers in a sorted slice, which it sorts again on every timer
-	// reset, and a node resets its peers' timers on every message, so a
-	// shared clock would cost the harness O(N² log N) per message.
-	clocks []*clockwork.FakeClock
+	// clocks are the nodes' clocks, by index, paused and resumed together
+	// by the pacer. One clock per node: a node resets a timer on every
+	// message, and the nodes would contend for one clock's lock.
+	clocks []*pausableClock
 	pace   *pacer
 	names  []string
 	log    *slog.Logger // nil: discard
@@ -67,10 +64,9 @@ func newFleet(n int, log *slog.Logger) *fleet {
 	for i := 1; i <= n; i++ {
 		names = append(names, fmt.Sprintf("n%d", i))
 	}
-	start := time.Now()
-	clocks := make([]*clockwork.FakeClock, n)
+	clocks := make([]*pausableClock, n)
 	for i := range clocks {
-		clocks[i] = clockwork.NewFakeClockAt(start)
+		clocks[i] = newPausableClock()
 	}
 	return &fleet{net: memnet.NewBuffered(pipeBuffer, names...), clocks: clocks, pace: newPacer(clocks), names: names, log: log}
 }
@@ -284,58 +280,30 @@ func clickTool(nd *node, id string) (string, error) {
 	return "", errors.New("the counter offers no button tool")
 }
 
-// pacer moves the fake clocks along with wall time while running, in
-// steps of pacerStep, so heartbeats, leases and anti-entropy run at their
-// configured rates; stopped, the cluster's timers stand still. The clocks
-// move by the same amounts, so their rates agree, as the leases assume.
+// pacer runs the nodes' clocks together (they follow wall time) or
+// stops them all: stopped, the cluster's timers (heartbeats, leases,
+// anti-entropy) stand still.
 type pacer struct {
-	clocks []*clockwork.FakeClock
+	clocks []*pausableClock
 	mu     sync.Mutex
-	quit   chan struct{}
-	done   chan struct{}
 }
 
-const pacerStep = 10 * time.Millisecond
+func newPacer(clocks []*pausableClock) *pacer { return &pacer{clocks: clocks} }
 
-func newPacer(clocks []*clockwork.FakeClock) *pacer { return &pacer{clocks: clocks} }
-
-// run starts moving the clock (no-op when it moves already).
+// run starts the clocks (no-op when they run already).
 func (p *pacer) run() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.quit != nil {
-		return
+	for _, c := range p.clocks {
+		c.resume()
 	}
-	p.quit, p.done = make(chan struct{}), make(chan struct{})
-	go func(quit, done chan struct{}) {
-		defer close(done)
-		t := time.NewTicker(pacerStep)
-		defer t.Stop()
-		last := time.Now()
-		for {
-			select {
-			case <-quit:
-				return
-			case now := <-t.C:
-				// Wall time that passed, not the step: a starved
-				// process must not slow the cluster's clock down.
-				for _, c := range p.clocks {
-					c.Advance(now.Sub(last))
-				}
-				last = now
-			}
-		}
-	}(p.quit, p.done)
 }
 
-// stop freezes the clock.
+// stop stops the clocks.
 func (p *pacer) stop() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.quit == nil {
-		return
+	for _, c := range p.clocks {
+		c.pause()
 	}
-	close(p.quit)
-	<-p.done
-	p.quit = nil
 }
