@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -26,9 +27,9 @@ type conn struct {
 	subID any
 	// home marks a connection initialized on this node.
 	home bool
-	// seen is when this node last served the connection, for the idle
-	// prune.
-	seen time.Time
+	// seen is when this node last served the connection (unix ns), for
+	// the idle prune; written without the table's lock.
+	seen atomic.Int64
 }
 
 // connTable tracks this node's registered connections and their resource
@@ -70,16 +71,24 @@ const minPrune = 1024
 // has grown past pruneAt, it forgets the connections idle for longer than
 // the idle window that hold no stream here, and returns their ids.
 func (t *connTable) touch(id string, now time.Time) (forgotten []string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if c, ok := t.conns[id]; ok {
-		c.seen = now
+	// Every request touches: only a prune takes the write lock.
+	t.mu.RLock()
+	c, ok := t.conns[id]
+	prune := len(t.conns) >= t.pruneAt
+	t.mu.RUnlock()
+	if ok {
+		c.seen.Store(now.UnixNano())
 	}
-	if len(t.conns) < t.pruneAt {
+	if !prune {
 		return nil
 	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.conns) < t.pruneAt {
+		return nil // another request pruned meanwhile
+	}
 	for k, c := range t.conns {
-		if c.out == nil && c.listen == nil && now.Sub(c.seen) > t.idle {
+		if c.out == nil && c.listen == nil && now.UnixNano()-c.seen.Load() > int64(t.idle) {
 			t.drop(k)
 			forgotten = append(forgotten, k)
 		}
@@ -130,7 +139,8 @@ func without(cs []*conn, c *conn) []*conn {
 func (t *connTable) add(id string, p authz.Principal, home bool, out sink) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	c := &conn{id: id, principal: p, home: home, out: out, seen: time.Now()}
+	c := &conn{id: id, principal: p, home: home, out: out}
+	c.seen.Store(time.Now().UnixNano())
 	if old, ok := t.conns[id]; ok {
 		c.subs, c.home = old.subs, old.home || home // subs made on the first subscription: most connections never subscribe
 		if out == nil {
@@ -178,7 +188,8 @@ func (t *connTable) subscribe(id string, p authz.Principal, uri string, on bool)
 	if !ok {
 		// Subscribed from a node where the connection is not registered:
 		// remember it so a later GET stream here gets the updates.
-		c = &conn{id: id, principal: p, seen: time.Now()}
+		c = &conn{id: id, principal: p}
+		c.seen.Store(time.Now().UnixNano())
 		t.put(id, c)
 	}
 	if on {

@@ -162,7 +162,7 @@ func TestIdleConnectionsArePrunedAsTheTableGrows(t *testing.T) {
 		t.Fatalf("a table below the prune size forgot %d connections", len(early))
 	}
 	tbl.add("old-last", p, true, nil)
-	tbl.conns["old-last"].seen = start
+	tbl.conns["old-last"].seen.Store(start.UnixNano())
 	forgotten := tbl.touch("recent", later)
 	if len(forgotten) != minPrune-2 {
 		t.Fatalf("forgot %d connections, want the %d idle ones", len(forgotten), minPrune-2)

@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"context"
-	"net/http"
 
 	"github.com/mcpswarm/mcpswarm/authz"
 )
@@ -22,37 +21,15 @@ type identity struct {
 	authed    bool
 }
 
-// request is what the front learnt about one HTTP request, kept in one
-// context value that each layer fills in place.
-type request struct {
-	id identity
-}
-
 func withIdentity(ctx context.Context, id identity) context.Context {
-	return context.WithValue(ctx, identityKey{}, &request{id: id})
+	return context.WithValue(ctx, identityKey{}, id)
 }
 
-// requestFrom returns the request state in ctx, or nil.
-func requestFrom(ctx context.Context) *request {
-	r, _ := ctx.Value(identityKey{}).(*request)
-	return r
-}
-
+// identityFrom returns what the front's middleware learnt of the request
+// in ctx (the zero identity without it).
 func identityFrom(ctx context.Context) (identity, bool) {
-	if r := requestFrom(ctx); r != nil {
-		return r.id, true
-	}
-	return identity{}, false
-}
-
-// ownRequest returns r and its request state, giving r a state of its own
-// when it has none (a handler reached without the front's middleware).
-func ownRequest(r *http.Request) (*http.Request, *request) {
-	if rq := requestFrom(r.Context()); rq != nil {
-		return r, rq
-	}
-	rq := &request{}
-	return r.WithContext(context.WithValue(r.Context(), identityKey{}, rq)), rq
+	id, ok := ctx.Value(identityKey{}).(identity)
+	return id, ok
 }
 
 // boundSubject is the principal a session id minted or validated for this

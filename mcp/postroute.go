@@ -1,36 +1,59 @@
 package mcp
 
-import "sync"
+import (
+	"hash/maphash"
+	"sync"
+)
 
 // postRoutes delivers backend notifications (tools and resource changes)
 // for a Streamable HTTP connection with no stream on this node through
 // one of its running POSTs here, or keeps them for its next POST here.
+// Every POST of a connection begins and ends here: the table is split in
+// shards by connection, so calls of different connections do not queue on
+// one lock.
 type postRoutes struct {
+	seed   maphash.Seed
+	shards [routeShards]routeShard
+}
+
+const routeShards = 16
+
+type routeShard struct {
 	mu      sync.Mutex
 	posts   map[string][]*eventStream
 	pending map[string][][]byte
 }
 
 func newPostRoutes() *postRoutes {
-	return &postRoutes{posts: map[string][]*eventStream{}, pending: map[string][][]byte{}}
+	r := &postRoutes{seed: maphash.MakeSeed()}
+	for i := range r.shards {
+		r.shards[i] = routeShard{posts: map[string][]*eventStream{}, pending: map[string][][]byte{}}
+	}
+	return r
+}
+
+func (r *postRoutes) shard(sid string) *routeShard {
+	return &r.shards[maphash.String(r.seed, sid)%routeShards]
 }
 
 // begin registers a POST of connection sid, which takes what waits for it.
 func (r *postRoutes) begin(sid string, p *eventStream) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.posts[sid] = append(r.posts[sid], p)
-	for _, n := range r.pending[sid] {
+	sh := r.shard(sid)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	sh.posts[sid] = append(sh.posts[sid], p)
+	for _, n := range sh.pending[sid] {
 		p.enqueue(n)
 	}
-	delete(r.pending, sid)
+	delete(sh.pending, sid)
 }
 
 // end unregisters a POST whose answer is about to be written.
 func (r *postRoutes) end(sid string, p *eventStream) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	ps := r.posts[sid]
+	sh := r.shard(sid)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	ps := sh.posts[sid]
 	for i, q := range ps {
 		if q == p {
 			ps = append(ps[:i:i], ps[i+1:]...)
@@ -38,9 +61,9 @@ func (r *postRoutes) end(sid string, p *eventStream) {
 		}
 	}
 	if len(ps) == 0 {
-		delete(r.posts, sid)
+		delete(sh.posts, sid)
 	} else {
-		r.posts[sid] = ps
+		sh.posts[sid] = ps
 	}
 }
 
@@ -48,9 +71,10 @@ func (r *postRoutes) end(sid string, p *eventStream) {
 // for the next one (dropped when maxQueued already wait). taken is false
 // when neither applies.
 func (r *postRoutes) route(sid string, msg []byte, hold bool) (taken, dropped bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	ps := r.posts[sid]
+	sh := r.shard(sid)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	ps := sh.posts[sid]
 	for i := len(ps) - 1; i >= 0; i-- {
 		if ps[i].enqueue(msg) {
 			return true, false
@@ -59,18 +83,19 @@ func (r *postRoutes) route(sid string, msg []byte, hold bool) (taken, dropped bo
 	if !hold {
 		return false, false
 	}
-	if len(r.pending[sid]) >= maxQueued {
+	if len(sh.pending[sid]) >= maxQueued {
 		return true, true
 	}
-	r.pending[sid] = append(r.pending[sid], msg)
+	sh.pending[sid] = append(sh.pending[sid], msg)
 	return true, false
 }
 
 // forget drops what waits for an ended connection.
 func (r *postRoutes) forget(sid string) {
-	r.mu.Lock()
-	delete(r.pending, sid)
-	r.mu.Unlock()
+	sh := r.shard(sid)
+	sh.mu.Lock()
+	delete(sh.pending, sid)
+	sh.mu.Unlock()
 }
 
 // deliver queues msg for connection c: on its stream here, else through

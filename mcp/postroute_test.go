@@ -8,9 +8,10 @@ import (
 
 // pendingFor reports how many notifications wait for sid's next POST.
 func (r *postRoutes) pendingFor(sid string) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.pending[sid])
+	sh := r.shard(sid)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	return len(sh.pending[sid])
 }
 
 func note(method string) []byte {

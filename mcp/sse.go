@@ -84,8 +84,8 @@ func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
-	_, rq := ownRequest(r)
-	rq.id.transport = authz.TransportSSE
+	id, _ := identityFrom(r.Context())
+	id.transport = authz.TransportSSE
 	sid := s.ids.Mint(boundSubject(r.Context()))
 	stream := newEventStream(w)
 	// The connection's calls end with its stream, and only so many run.
@@ -93,7 +93,7 @@ func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request) {
 	defer stream.end()
 	s.streams.put(sid, stream)
 	defer s.streams.remove(sid)
-	s.conns.add(sid, s.principal(rq.id, sid, false), true, stream)
+	s.conns.add(sid, s.principal(id, sid, false), true, stream)
 	defer s.forgetLocal(sid)
 	if err := stream.event("endpoint", []byte("/message?sessionId="+url.QueryEscape(sid))); err != nil {
 		return
@@ -106,8 +106,6 @@ func (s *Server) serveSSEMessage(w http.ResponseWriter, r *http.Request) {
 		writeRPCError(w, http.StatusMethodNotAllowed, &rpcError{Code: codeInvalidRequest, Message: "method not allowed"})
 		return
 	}
-	r, rq := ownRequest(r)
-	rq.id.transport = authz.TransportSSE
 	sid := r.URL.Query().Get("sessionId")
 	claims, err := s.ids.Open(sid, boundSubject(r.Context()))
 	if err != nil {
@@ -151,6 +149,7 @@ func (s *Server) serveSSEMessage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id, _ := identityFrom(r.Context())
+	id.transport = authz.TransportSSE
 	x := &exchange{env: env, body: body, id: id, conn: sid, versions: legacyVersions(),
 		out: &streamOutbox{s: s, conn: sid, stream: stream}}
 	x.c = authz.Context{ConnID: sid, Transport: authz.TransportSSE, Node: s.cfg.Node, Principal: s.principal(id, sid, false)}

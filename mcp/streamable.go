@@ -29,13 +29,13 @@ func (s *Server) serveStreamable(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.drain.leave()
-	r, rq := ownRequest(r)
-	rq.id.transport = authz.TransportStreamableHTTP
+	id, _ := identityFrom(r.Context())
+	id.transport = authz.TransportStreamableHTTP
 	switch r.Method {
 	case http.MethodPost:
-		s.servePost(w, r, rq.id)
+		s.servePost(w, r, id)
 	case http.MethodGet:
-		s.serveGet(w, r, rq.id)
+		s.serveGet(w, r, id)
 	case http.MethodDelete:
 		s.serveDelete(w, r)
 	default:

@@ -113,17 +113,13 @@ func sameTool(a, b session.Tool) bool {
 		a.ReadOnly == b.ReadOnly && a.Sensitive == b.Sensitive && a.Destructive == b.Destructive
 }
 
+// get returns t's cached tool, building it when t is new or changed.
 func (c *toolCache) get(t session.Tool, handler func(session.Tool) ToolHandler) Tool {
-	return c.entry(t, handler).st
-}
-
-// entry returns t's cached entry, building it when t is new or changed.
-func (c *toolCache) entry(t session.Tool, handler func(session.Tool) ToolHandler) cachedTool {
 	c.mu.RLock()
 	e, ok := c.m[t.Session][t.Name]
 	c.mu.RUnlock()
 	if ok && sameTool(e.def, t) {
-		return e
+		return e.st
 	}
 	st := Tool{Tool: mcpTool(t), Handler: handler(t)}
 	e = cachedTool{def: t, st: st}
@@ -141,7 +137,7 @@ func (c *toolCache) entry(t session.Tool, handler func(session.Tool) ToolHandler
 	}
 	byName[t.Name] = e
 	c.mu.Unlock()
-	return e
+	return st
 }
 
 // forgetSession drops the cached tools of session id.

@@ -71,7 +71,7 @@ type SessionIDs struct {
 	epoch    uint64
 	seq      uint32
 
-	mu sync.Mutex
+	mu sync.RWMutex
 	// terminated holds hashes of the ids DELETEd here (seeded per node:
 	// node-local, so no one can aim a collision), oldest first in order:
 	// at most maxTerminated, 8 bytes each rather than the ~105-byte id,
@@ -246,9 +246,9 @@ func (s *SessionIDs) Open(id, principal string) (SessionClaims, error) {
 	if err != nil {
 		return SessionClaims{}, err
 	}
-	s.mu.Lock()
+	s.mu.RLock()
 	maxAge := s.maxAge
-	s.mu.Unlock()
+	s.mu.RUnlock()
 	if maxAge > 0 && s.now().Sub(c.Issued) > maxAge {
 		return SessionClaims{}, ErrSessionIDExpired
 	}
@@ -334,13 +334,13 @@ func parseClaims(p []byte, version byte) (SessionClaims, error) {
 // Terminated reports whether id was ended by a DELETE on this node, or, when
 // the front is part of a cluster (Connections.Revoked), anywhere in the cluster.
 func (s *SessionIDs) Terminated(id string) bool {
-	s.mu.Lock()
+	s.mu.RLock()
 	cluster := s.cluster
 	ok := false
 	if len(s.terminated) > 0 {
 		_, ok = s.terminated[s.hashOf(id)]
 	}
-	s.mu.Unlock()
+	s.mu.RUnlock()
 	return ok || (cluster != nil && cluster.Revoked(id))
 }
 
