@@ -307,7 +307,7 @@ func (n *Node) buildFront(ctx context.Context) (err error) {
 		Cluster: sw,
 	}
 	if n.cfg.Conformance {
-		mc.Extend = fixture.Register
+		mc.Extend = fixture.RegisterShared(sessionKey)
 		mc.Completer = fixture.Completer{}
 	}
 	front, err := mcp.New(mc)
