@@ -8,14 +8,13 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
-// A long-lived connection must not grow the node per call. mcp-go, with an
-// event store configured (the front configures a no-op one, for ordering),
-// records every POST it answers as an SSE stream as a resumable stream that
-// holds the POST's response writer — and through it the request, its
-// headers and the front's POST stream — until the connection ends. Once a
-// connection had one notification, mcp-go answered every later POST as
-// SSE, so an agent calling for hours on one connection grew its node by
-// ~4 KB a call.
+// A long-lived connection must not grow the node per call. Two ways it
+// did: mcp-go's server, with an event store configured, kept every POST it
+// answered as SSE as a resumable stream until the connection ended (~4 KB
+// a call); and the front's own dispatcher, flushing an SSE answer apart
+// from the body's end, made a client that stops reading at its answer
+// drop the connection, so each call left a closed connection behind for
+// the server's deadlines to collect.
 func TestLongLivedConnectionKeepsNothingPerCall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("measures the heap over 16,000 calls")
@@ -47,7 +46,7 @@ func TestLongLivedConnectionKeepsNothingPerCall(t *testing.T) {
 	}
 	// withCounter starts a node and, through one connection, a counter
 	// session id: the start sends tools/list_changed on the call's own
-	// stream, so mcp-go has seen a notification for the connection.
+	// stream, so the connection has had a notification.
 	withCounter := func(t *testing.T, id string) *conn {
 		t.Helper()
 		c := connect(t, newSwarmEnv(t).start("node1"), connOpts{token: aliceToken})
