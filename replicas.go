@@ -227,10 +227,16 @@ func (r *replicas) knownDown(node string, why error) bool {
 // must return before the session can stop.
 func (r *replicas) demote(id string) {
 	r.mu.Lock()
-	mgr := r.mgr
+	mgr, sw := r.mgr, r.sw
 	r.mu.Unlock()
 	if mgr == nil {
 		return
+	}
+	// Until the new owner's record reaches this node, a call answers a
+	// retryable "taken over", not "not running", which would send the
+	// client off to start a new session.
+	if info, ok := mgr.Get(id); ok && sw != nil {
+		sw.Superseded(id, info.Principal)
 	}
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
