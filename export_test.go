@@ -58,3 +58,7 @@ func HoldsEntriesOf(n *Node, reg, origin string) bool {
 	}
 	return false
 }
+
+// Demote stops n's copy of session id as a standby's refusal of its write
+// (a later epoch) does.
+func Demote(n *Node, id string) { n.replicas.demote(id) }
