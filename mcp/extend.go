@@ -4,7 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -121,27 +122,34 @@ func (e *Extension) prompt(name string) (Prompt, bool) {
 	return p, ok
 }
 
-// lists returns the extension's resources, templates and prompts, sorted by
-// name.
-func (e *Extension) lists() ([]mcp.Resource, []mcp.ResourceTemplate, []mcp.Prompt) {
+// lists returns the extension's tools, resources, templates and prompts,
+// each sorted by name.
+func (e *Extension) lists() ([]mcp.Tool, []mcp.Resource, []mcp.ResourceTemplate, []mcp.Prompt) {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
+	tools := make([]mcp.Tool, 0, len(e.tools))
+	for _, t := range e.tools {
+		tools = append(tools, t.Tool)
+	}
 	res := make([]mcp.Resource, 0, len(e.resources))
 	for _, r := range e.resources {
 		res = append(res, r.Resource)
 	}
-	sort.Slice(res, func(i, j int) bool { return res[i].Name < res[j].Name })
 	tpl := make([]mcp.ResourceTemplate, 0, len(e.templates))
 	for _, t := range e.templates {
 		tpl = append(tpl, t.Template)
 	}
-	sort.Slice(tpl, func(i, j int) bool { return tpl[i].Name < tpl[j].Name })
 	ps := make([]mcp.Prompt, 0, len(e.prompts))
 	for _, p := range e.prompts {
 		ps = append(ps, p.Prompt)
 	}
-	sort.Slice(ps, func(i, j int) bool { return ps[i].Name < ps[j].Name })
-	return res, tpl, ps
+	return byName(tools), byName(res), byName(tpl), byName(ps)
+}
+
+// byName sorts items by name, as lists are paginated.
+func byName[T mcp.Named](items []T) []T {
+	slices.SortFunc(items, func(a, b T) int { return strings.Compare(a.GetName(), b.GetName()) })
+	return items
 }
 
 // Client is the calling client as a handler sees it: what it declared, and
@@ -155,24 +163,14 @@ func ClientFrom(ctx context.Context) (Client, bool) {
 	return Client{x}, x != nil
 }
 
-// ProtocolVersion is the request's protocol version.
-func (c Client) ProtocolVersion() string { return c.x.version }
-
-// Modern reports a 2026-07-28 (stateless) request.
-func (c Client) Modern() bool { return c.x.modern }
-
-// Info is the client's implementation as it declared it.
-func (c Client) Info() mcp.Implementation { return c.x.client.ClientInfo }
-
 // Capabilities are the capabilities the client declared.
 func (c Client) Capabilities() mcp.ClientCapabilities { return c.x.client.Capabilities }
 
-// LogLevel is the least severe level the client wants log messages of
-// ("" for none).
-func (c Client) LogLevel() mcp.LoggingLevel { return c.x.logLevel() }
-
-// SessionID is the connection's id ("" for a 2026-07-28 request).
-func (c Client) SessionID() string { return c.x.conn }
+// Wants reports whether the client's log level admits a message at level.
+func (c Client) Wants(level mcp.LoggingLevel) bool {
+	min := c.x.logLevel()
+	return min != "" && level.ShouldSendTo(min)
+}
 
 // Notify sends a notification on the request's own stream.
 func (c Client) Notify(method string, params map[string]any) error {
@@ -183,7 +181,7 @@ func (c Client) Notify(method string, params map[string]any) error {
 
 // Log sends a log message when the client's level admits it.
 func (c Client) Log(level mcp.LoggingLevel, logger string, data any) error {
-	if min := c.x.logLevel(); min == "" || !level.ShouldSendTo(min) {
+	if !c.Wants(level) {
 		return nil
 	}
 	return c.Notify(string(mcp.MethodNotificationMessage), map[string]any{"level": level, "logger": logger, "data": data})
@@ -192,19 +190,34 @@ func (c Client) Log(level mcp.LoggingLevel, logger string, data any) error {
 // Elicit asks the client for input and waits for its answer.
 func (c Client) Elicit(ctx context.Context, p mcp.ElicitationParams) (*mcp.ElicitationResult, error) {
 	var res mcp.ElicitationResult
-	return &res, c.ask(ctx, string(mcp.MethodElicitationCreate), p, &res)
+	if err := c.ask(ctx, string(mcp.MethodElicitationCreate), p, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
 }
 
 // Sample asks the client's model for a message and waits for it.
 func (c Client) Sample(ctx context.Context, p mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
 	var res mcp.CreateMessageResult
-	return &res, c.ask(ctx, string(mcp.MethodSamplingCreateMessage), p, &res)
+	if err := c.ask(ctx, string(mcp.MethodSamplingCreateMessage), p, &res); err != nil {
+		return nil, err
+	}
+	// Content decodes as a map: make it the typed content it names.
+	content, err := mcp.ParseSamplingContent(res.Content)
+	if err != nil {
+		return nil, fmt.Errorf("reading the client's answer to %s: %w", mcp.MethodSamplingCreateMessage, err)
+	}
+	res.Content = content
+	return &res, nil
 }
 
 // Roots asks the client for its roots.
 func (c Client) Roots(ctx context.Context) (*mcp.ListRootsResult, error) {
 	var res mcp.ListRootsResult
-	return &res, c.ask(ctx, string(mcp.MethodListRoots), struct{}{}, &res)
+	if err := c.ask(ctx, string(mcp.MethodListRoots), struct{}{}, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
 }
 
 func (c Client) ask(ctx context.Context, method string, params, into any) error {

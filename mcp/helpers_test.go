@@ -142,6 +142,7 @@ func (n *notes) waitFor(t testing.TB, method string, want int) {
 type clientOpts struct {
 	headers   map[string]string
 	elicit    client.ElicitationHandler
+	sample    client.SamplingHandler
 	listen    bool
 	modern    bool
 	sessionID string
@@ -171,6 +172,9 @@ func (e *testEnv) connect(t testing.TB, o clientOpts) (*client.Client, *notes) {
 	}
 	if o.elicit != nil {
 		copts = append(copts, client.WithElicitationHandler(o.elicit))
+	}
+	if o.sample != nil {
+		copts = append(copts, client.WithSamplingHandler(o.sample))
 	}
 	if o.sessionID != "" {
 		copts = append(copts, client.WithSession())

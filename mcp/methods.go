@@ -108,18 +108,17 @@ func (s *Server) serveToolsList(ctx context.Context, x *exchange) (any, *rpcErro
 		return nil, e
 	}
 	view := s.listView(ctx, x.c, offersUI(ctx, x.env.Params))
-	tools := make([]mcp.Tool, 0, len(view)+len(s.ext.toolNames()))
+	ext, _, _, _ := s.ext.lists()
+	tools := make([]mcp.Tool, 0, len(view)+len(ext))
 	for _, t := range view {
 		tools = append(tools, t.Tool)
 	}
-	for _, name := range s.ext.toolNames() {
-		if _, shadowed := view[name]; !shadowed {
-			t, _ := s.ext.tool(name)
-			tools = append(tools, t.Tool)
+	for _, t := range ext {
+		if _, shadowed := view[t.Name]; !shadowed {
+			tools = append(tools, t)
 		}
 	}
-	sort.Slice(tools, func(i, j int) bool { return tools[i].Name < tools[j].Name })
-	page, e := paginate(tools, p.Cursor)
+	page, e := paginate(byName(tools), p.Cursor)
 	if e != nil {
 		return nil, e
 	}
@@ -194,14 +193,12 @@ func (s *Server) serveResourcesList(ctx context.Context, x *exchange) (any, *rpc
 	if offersUI(ctx, x.env.Params) {
 		own[apps.URI] = appServerResource()
 	}
-	ext, _, _ := s.ext.lists()
+	_, ext, _, _ := s.ext.lists()
 	all := make([]mcp.Resource, 0, len(own)+len(ext))
 	for _, r := range own {
 		all = append(all, r.Resource)
 	}
-	all = append(all, ext...)
-	sort.Slice(all, func(i, j int) bool { return all[i].Name < all[j].Name })
-	page, e := paginate(all, p.Cursor)
+	page, e := paginate(byName(append(all, ext...)), p.Cursor)
 	if e != nil {
 		return nil, e
 	}
@@ -213,7 +210,7 @@ func (s *Server) serveTemplatesList(_ context.Context, x *exchange) (any, *rpcEr
 	if e := decode(x, &p); e != nil {
 		return nil, e
 	}
-	_, all, _ := s.ext.lists()
+	_, _, all, _ := s.ext.lists()
 	page, e := paginate(all, p.Cursor)
 	if e != nil {
 		return nil, e
@@ -273,7 +270,7 @@ func (s *Server) servePromptsList(_ context.Context, x *exchange) (any, *rpcErro
 	if e := decode(x, &p); e != nil {
 		return nil, e
 	}
-	_, _, all := s.ext.lists()
+	_, _, _, all := s.ext.lists()
 	page, e := paginate(all, p.Cursor)
 	if e != nil {
 		return nil, e

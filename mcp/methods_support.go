@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"sync"
 
@@ -19,18 +18,6 @@ import (
 // maxInputRounds bounds how often one call may ask a session-based client
 // for input.
 const maxInputRounds = 10
-
-// toolNames lists the extension's tools, sorted.
-func (e *Extension) toolNames() []string {
-	e.mu.RLock()
-	defer e.mu.RUnlock()
-	out := make([]string, 0, len(e.tools))
-	for n := range e.tools {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
-}
 
 // findResource resolves a resources/read: the session app's page (for a
 // client offered it), a resource of that exact URI, or the first template

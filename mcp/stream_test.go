@@ -3,6 +3,7 @@ package mcp
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptrace"
 	"strings"
@@ -120,4 +121,40 @@ func TestALegacySSEConnectionBoundsItsCallsInFlight(t *testing.T) {
 		t.Fatalf("a call after one ended: %d %s", status, body)
 	}
 	// The rest end with the stream, when the test closes it.
+}
+
+// cannedModel answers every sampling request with one text.
+type cannedModel struct{ text string }
+
+func (m cannedModel) CreateMessage(context.Context, mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	return &mcp.CreateMessageResult{SamplingMessage: mcp.SamplingMessage{Role: mcp.RoleAssistant, Content: mcp.NewTextContent(m.text)},
+		Model: "canned", StopReason: "endTurn"}, nil
+}
+
+// A handler that samples through ClientFrom gets the client's answer with
+// its content typed (mcp.TextContent), as mcp-go's server handed it on, not
+// the generic map JSON decodes it to; the request goes out on the call's
+// own stream and the answer comes back by its relay id.
+func TestAHandlerSamplesTheCallingClient(t *testing.T) {
+	e := newEnv(t, func(c *Config, _ *session.Registry) {
+		c.Extend = func(x *Extension) {
+			x.AddTool(mcp.NewTool("ask_model"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				client, _ := ClientFrom(ctx)
+				res, err := client.Sample(ctx, mcp.CreateMessageParams{MaxTokens: 10,
+					Messages: []mcp.SamplingMessage{{Role: mcp.RoleUser, Content: mcp.NewTextContent("capital of France?")}}})
+				if err != nil {
+					return nil, err
+				}
+				text, ok := res.Content.(mcp.TextContent)
+				if !ok {
+					return mcp.NewToolResultError(fmt.Sprintf("content of type %T", res.Content)), nil
+				}
+				return mcp.NewToolResultText(text.Text), nil
+			})
+		}
+	})
+	c, _ := e.connect(t, clientOpts{sample: cannedModel{"Paris"}})
+	if r := callTool(t, c, "ask_model", nil); r.IsError || text(r) != "Paris" {
+		t.Fatalf("the tool answered %q (error %v); want the model's typed text", text(r), r.IsError)
+	}
 }

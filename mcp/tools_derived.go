@@ -251,7 +251,7 @@ func (s *Server) sessionLog(ctx context.Context, level mcp.LoggingLevel, format 
 	if !ok {
 		return
 	}
-	if min := client.LogLevel(); min == "" || !level.ShouldSendTo(min) {
+	if !client.Wants(level) {
 		return
 	}
 	if err := client.Log(level, "mcpswarm", fmt.Sprintf(format, args...)); err != nil {

@@ -48,7 +48,7 @@ func (s *Swarm) resolve(c authz.Context, id string) (located, error) {
 			return loc, fmt.Errorf("%w: node %s (session %s); nothing ran: retry later", ErrOwnerUnavailable, rec.Node, id)
 		}
 		if s.takenOver(c, id) {
-			return loc, fmt.Errorf("session %s: another node took it over and its record has not reached this node yet; nothing ran: retry", id)
+			return loc, errTakenOver(id)
 		}
 		return loc, fmt.Errorf("session %s: %w", id, session.ErrNotRunning)
 	}
@@ -96,6 +96,12 @@ func (s *Swarm) supersededLately(id string) (superseded, bool) {
 		return superseded{}, false
 	}
 	return t, ok
+}
+
+// errTakenOver answers a call for a session demoted here whose new
+// owner's record has not arrived: retryable, since nothing ran.
+func errTakenOver(id string) error {
+	return fmt.Errorf("session %s: another node took it over and its record has not reached this node yet; nothing ran: retry", id)
 }
 
 // takenOver reports whether c's session id was superseded here lately

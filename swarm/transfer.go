@@ -236,7 +236,7 @@ func viaOwner[T any](ctx context.Context, s *Swarm, c authz.Context, id string, 
 			if node == s.self && errors.Is(err, session.ErrNotRunning) && s.takenOver(c, id) {
 				// Demoted here a moment ago (its record still names this
 				// node): the new owner serves it once its record arrives.
-				return v, fmt.Errorf("session %s: another node took it over and its record has not reached this node yet; nothing ran: retry", id)
+				return v, errTakenOver(id)
 			}
 			return v, err
 		}
