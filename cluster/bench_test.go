@@ -264,3 +264,29 @@ func BenchmarkPeerCredentialCheck(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkInSync measures the freshness check every request makes
+// (CanServe) on a member of three, from every core at once: "memo" is the
+// usual case, an in-sync verdict answered from its memo; "computed" makes
+// every call recompute it (leases' lock, a copy of the member list), as
+// every call did before the memo.
+func BenchmarkInSync(b *testing.B) {
+	nodes := startBenchCluster(b, 3)
+	c := nodes[0].c
+	eventually(b, 30*time.Second, c.InSync)
+	for _, mode := range []string{"memo", "computed"} {
+		b.Run(mode, func(b *testing.B) {
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if mode == "computed" {
+						c.syncGen.Add(1)
+					}
+					if err := c.InSync(); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+}

@@ -71,6 +71,11 @@ type Cluster struct {
 	regMu sync.Mutex
 	regs  map[string]*Registry
 
+	// syncGen counts the membership and lease changes that can end an
+	// in-sync verdict; syncMemo is InSync's last such verdict (lease.go).
+	syncGen  atomic.Uint64
+	syncMemo atomic.Pointer[syncVerdict]
+
 	mu         sync.Mutex
 	state      int // 0 new, 1 started, 2 stopped
 	ml         *memberlist.Memberlist
@@ -125,7 +130,7 @@ func New(cfg Config) (*Cluster, error) {
 		regs:   map[string]*Registry{},
 	}
 	meta := nodeMeta{GRPCAddr: cfg.GRPCAddr, Epoch: epoch, Version: cfg.Version, Caps: ownCapabilities(cfg)}
-	c.view = newView(cfg.Name, meta, c.log, met)
+	c.view = newView(cfg.Name, meta, c.log, met, &c.syncGen)
 	if _, err := meta.encode(); err != nil {
 		_ = store.Close()
 		return nil, fmt.Errorf("cluster: invalid configuration: %w", err)

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -75,10 +76,13 @@ type leases struct {
 	// lost too until heard (remember). A name is struck off when a member
 	// of that name is heard from again or leaves.
 	lost map[string]bool
+	// gen counts the changes that can turn InSync's verdict from in sync
+	// to behind (shared with the view, see syncMemo).
+	gen *atomic.Uint64
 }
 
-func newLeases() *leases {
-	return &leases{heard: map[crdt.Origin]time.Time{}, gone: map[crdt.Origin]time.Time{}, linked: map[crdt.Origin]bool{}, hidden: map[crdt.Origin]bool{}, sent: map[string]time.Time{}, synced: map[crdt.Origin]time.Time{}, lost: map[string]bool{}}
+func newLeases(gen *atomic.Uint64) *leases {
+	return &leases{gen: gen, heard: map[crdt.Origin]time.Time{}, gone: map[crdt.Origin]time.Time{}, linked: map[crdt.Origin]bool{}, hidden: map[crdt.Origin]bool{}, sent: map[string]time.Time{}, synced: map[crdt.Origin]time.Time{}, lost: map[string]bool{}}
 }
 
 // lose records that the view forgets dead member o: if it was required
@@ -95,6 +99,7 @@ func (l *leases) lose(o crdt.Origin, lease time.Duration) {
 		return // its process is gone: it runs nothing
 	}
 	l.lost[o.Name] = true
+	l.gen.Add(1)
 }
 
 // Lost returns the members that count against the majority though the view
@@ -114,6 +119,7 @@ func (l *leases) remember(names []string) {
 	for _, n := range names {
 		l.lost[n] = true
 	}
+	l.gen.Add(1)
 	l.mu.Unlock()
 }
 
@@ -146,6 +152,7 @@ func (l *leases) syncedWith(o crdt.Origin, at time.Time) {
 func (l *leases) linkedTo(o crdt.Origin) {
 	l.mu.Lock()
 	l.linked[o] = true
+	l.gen.Add(1)
 	l.mu.Unlock()
 }
 
@@ -159,6 +166,7 @@ func (l *leases) setHidden(o crdt.Origin, hidden bool) {
 		delete(l.hidden, o)
 	} else if l.linked[o] {
 		l.hidden[o] = true
+		l.gen.Add(1)
 	}
 	l.mu.Unlock()
 }
@@ -170,6 +178,7 @@ func (l *leases) refused(o crdt.Origin, at time.Time) {
 	if _, ok := l.heard[o]; ok {
 		if _, already := l.gone[o]; !already {
 			l.gone[o] = at
+			l.gen.Add(1)
 		}
 	}
 	l.mu.Unlock()
@@ -190,6 +199,12 @@ func (l *leases) lapse(o crdt.Origin, lease time.Duration) (time.Time, bool) {
 
 func (l *leases) heardFrom(o crdt.Origin, at time.Time) {
 	l.mu.Lock()
+	if _, ok := l.heard[o]; !ok {
+		// Only a first hearing can make a member required (with
+		// linkedTo); a later one moves its lease forward, which keeps an
+		// in-sync verdict true longer than its memo says.
+		l.gen.Add(1)
+	}
 	delete(l.gone, o)
 	delete(l.lost, o.Name)
 	l.heard[o] = at
@@ -263,13 +278,23 @@ func heartbeatEvery(cfg Config) time.Duration { return min(cfg.StreamIdle, cfg.L
 // sync.
 func (c *Cluster) InSync() error {
 	now := c.cfg.Clock.Now()
+	// Every request asks (CanServe): an in-sync verdict holds, unchanged,
+	// until the first required member's lease runs out or something that
+	// could make a member required, stale or lost changes (gen), so it is
+	// answered from the memo without the leases' lock or a copy of the
+	// member list.
+	gen := c.syncGen.Load()
+	if m := c.syncMemo.Load(); m != nil && m.gen == gen && now.Before(m.until) {
+		return nil
+	}
 	l := c.repl.leases
 	members := c.Members()
 	known := make(map[crdt.Origin]bool, len(members))
 	var stale, gone []string
 	var fresh []crdt.Origin
 	var since time.Duration
-	var lostLast time.Time // when the lease on the last gone member lapsed
+	var lostLast time.Time        // when the lease on the last gone member lapsed
+	until := now.Add(c.cfg.Lease) // when the first fresh member's lease runs out
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, m := range members {
@@ -312,6 +337,9 @@ func (c *Cluster) InSync() error {
 				}
 			} else {
 				fresh = append(fresh, m.Origin)
+				if t := at.Add(c.cfg.Lease); t.Before(until) {
+					until = t
+				}
 			}
 		case StateDead:
 			gone = append(gone, m.Name)
@@ -338,6 +366,7 @@ func (c *Cluster) InSync() error {
 		return &BehindError{Members: append(gone, lost...), Retry: retry}
 	}
 	if len(gone) == 0 {
+		c.syncMemo.Store(&syncVerdict{gen: gen, until: until})
 		return nil // the lost were lost longer than the grace ago
 	}
 	// The gone members' last writes reached the members that acknowledged
@@ -349,6 +378,13 @@ func (c *Cluster) InSync() error {
 		}
 	}
 	return nil
+}
+
+// syncVerdict is InSync's memo of an in-sync verdict: it holds until
+// until, while the cluster's syncGen is still gen.
+type syncVerdict struct {
+	gen   uint64
+	until time.Time
 }
 
 // awaitLapse waits until every peer that has not acknowledged registry reg

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/memberlist"
@@ -152,9 +153,11 @@ type view struct {
 	watchers watch.Set[Member]
 	out      serialQueue[Member]
 	changed  chan struct{} // cap 1: wakes the replication loop
+	// gen counts member changes, for InSync's memo (the cluster's syncGen).
+	gen *atomic.Uint64
 }
 
-func newView(self string, meta nodeMeta, log *slog.Logger, met *metrics) *view {
+func newView(self string, meta nodeMeta, log *slog.Logger, met *metrics, gen *atomic.Uint64) *view {
 	return &view{
 		log: log, met: met, self: self, meta: meta,
 		members:  map[string]*Member{},
@@ -162,6 +165,7 @@ func newView(self string, meta nodeMeta, log *slog.Logger, met *metrics) *view {
 		draining: map[string]bool{},
 		leaving:  map[string]bool{},
 		changed:  make(chan struct{}, 1),
+		gen:      gen,
 	}
 }
 
@@ -264,6 +268,7 @@ func (v *view) publishLocked(m Member, old *Member) {
 		}
 	}
 	v.log.Info("member "+m.State.String(), slog.String("member", m.Origin.String()), slog.String("from", from), slog.String("grpc", m.GRPCAddr))
+	v.gen.Add(1)
 	v.countLocked()
 	v.out.add(m)
 	select {
@@ -330,6 +335,7 @@ func (v *view) forget(o crdt.Origin) {
 		delete(v.failing, o.Name)
 		delete(v.draining, o.Name)
 		delete(v.leaving, o.Name)
+		v.gen.Add(1)
 		v.countLocked()
 	}
 	v.mu.Unlock()

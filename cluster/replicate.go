@@ -60,7 +60,7 @@ func newReplicator(c *Cluster) *replicator {
 	return &replicator{
 		c: c, log: c.log,
 		wake:    make(chan struct{}, 1),
-		leases:  newLeases(),
+		leases:  newLeases(&c.syncGen),
 		beat:    newBeat(c.cfg.Clock, heartbeatEvery(c.cfg)),
 		flushed: map[string]uint64{},
 		events:  make(chan func(), 256),
