@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/mcpswarm/mcpswarm/internal/memnet"
 )
 
@@ -167,4 +168,95 @@ func TestSilentDeathCatchesUpAtOnce(t *testing.T) {
 	// Healed, so no probe of the silent node outlives the test.
 	nw.Cut("n2", false)
 	awaitMembers(t, nodes, 20*time.Second)
+}
+
+// TestWriteWaitsForTheLeaseOnTheClusterClock: the lease arithmetic runs on
+// the cluster's clock, so it is tested to the tick. A write a cut-off peer
+// missed is not answered while that peer may still hold a lease on the
+// writer (until lease plus margin after the writer's last message to it),
+// and is answered once the clock passes that instant; the peer then
+// refuses. memberlist has no clock hook and keeps wall time on the
+// in-memory network: the cut is noticed on wall time, every lease instant
+// is the fake clock's, advanced by the test.
+func TestWriteWaitsForTheLeaseOnTheClusterClock(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for memberlist to notice a cut, on wall time")
+	}
+	clock := clockwork.NewFakeClockAt(time.Unix(1_800_000_000, 0))
+	nodes := startCluster(t, 3, func(c *Config) { c.Clock = clock; c.DeadGrace = time.Minute })
+	n0, n2 := nodes[0], nodes[2]
+	reg := n0.regs["sessions"]
+	for _, n := range nodes {
+		if err := n.regs["sessions"].Put("warm-"+n.name, []byte("up")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Acknowledged by every peer (awaitAcked: AwaitPeers would then wait
+	// for lapses on a clock that does not move).
+	eventually(t, 10*time.Second, func() error {
+		for _, n := range nodes {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			err := n.c.repl.awaitAcked(ctx, "sessions", n.regs["sessions"].seq(n.c.Origin()))
+			cancel()
+			if err != nil {
+				return fmt.Errorf("%s: %w", n.name, err)
+			}
+			if err := n.c.InSync(); err != nil {
+				return fmt.Errorf("%s: %w", n.name, err)
+			}
+		}
+		return nil
+	})
+
+	start := clock.Now()
+	n2.net.Cut(n2.name, true)
+	if err := reg.Put("conn", []byte("revoked")); err != nil {
+		t.Fatal(err)
+	}
+	answered := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		answered <- reg.AwaitPeers(ctx)
+	}()
+	// The writer stops waiting for n2's acknowledgement once memberlist
+	// (wall time) no longer counts n2 alive; from then on it waits for
+	// the lease alone, on the fake clock, which has not moved.
+	eventually(t, 20*time.Second, func() error {
+		if m, _ := n0.c.Member("n2"); m.State == StateAlive {
+			return fmt.Errorf("n0 still counts n2 alive")
+		}
+		return nil
+	})
+	lapse := n0.cfg.Lease + leaseMargin
+	clock.Advance(lapse - time.Millisecond)
+	select {
+	case err := <-answered:
+		t.Fatalf("the write was answered (%v) %v after the cut on the cluster clock, before n2's lease of %v could lapse", err, clock.Since(start), lapse)
+	default:
+	}
+	// Past the instant (later still if a heartbeat to n2 went out after
+	// the cut and renewed what n2 may believe): the write is answered.
+	var err error
+	eventually(t, 20*time.Second, func() error {
+		select {
+		case err = <-answered:
+			return nil
+		default:
+			clock.Advance(50 * time.Millisecond)
+			return fmt.Errorf("not answered %v after the cut on the cluster clock", clock.Since(start))
+		}
+	})
+	var lag *LaggingError
+	if err != nil && !errors.As(err, &lag) {
+		t.Fatalf("AwaitPeers = %v, want nil or a LaggingError naming n2", err)
+	}
+	if _, ok := n2.regs["sessions"].Get(n0.c.Origin(), "conn"); ok {
+		t.Fatal("n2 got the write across the partition")
+	}
+	var behind *BehindError
+	if err := n2.c.InSync(); !errors.As(err, &behind) {
+		t.Fatalf("n2.InSync() = %v once the write was answered, want a BehindError", err)
+	}
+	t.Logf("answered %v after the cut on the cluster clock (lease %v + margin %v)", clock.Since(start), n0.cfg.Lease, leaseMargin)
 }
