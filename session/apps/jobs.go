@@ -19,7 +19,7 @@ import (
 // node or recovered after its owner's loss has only the jobs that ended.
 type Jobs struct {
 	// MaxSeconds bounds a job's duration, the options of the duration list
-	// (default 10, DefaultJobSeconds; the node's jobs-max-seconds).
+	// (default 5, DefaultJobSeconds; the node's jobs-max-seconds).
 	MaxSeconds int
 	// Step is the time between two progress reports (default 250 ms, four
 	// steps a second); tests shorten it.
@@ -28,8 +28,10 @@ type Jobs struct {
 
 // Bounds of the jobs demo.
 const (
-	// DefaultJobSeconds is the longest job by default.
-	DefaultJobSeconds = 10
+	// DefaultJobSeconds is the longest job by default: well within the
+	// 10 s a node gives a call it forwards to another node's session when
+	// the caller set no deadline (a task's TTL is its deadline).
+	DefaultJobSeconds = 5
 	// JobsKept is how many finished jobs the model keeps, the newest.
 	JobsKept = 20
 	// jobStepsPerSecond is how many steps (progress reports) a second of
