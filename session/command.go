@@ -82,7 +82,7 @@ func (a *actor) startCommand(ctx context.Context, cmd Command, what string) (*ru
 	if a.stopping {
 		a.qmu.Unlock()
 		cancel()
-		return nil, fmt.Errorf("session `%s` stopped before the command of %s could start; the update that asked for it was applied: %w", a.info.ID, what, ErrNotRunning)
+		return nil, fmt.Errorf("session `%s` stopped before the command of %s could start; the update that asked for it was applied: %w", a.info.ID, what, ErrCommandLost)
 	}
 	if a.cmds == nil {
 		a.cmds = map[*running]struct{}{}
@@ -160,7 +160,7 @@ func (a *actor) enqueueCompletion(r *request) error {
 // lostCommand is the error of a call whose command's message the session
 // can no longer apply.
 func (a *actor) lostCommand(what string) error {
-	return fmt.Errorf("session `%s` stopped or moved to another node while the command of %s was running; its result was not applied and the session keeps the state of its last applied update: %w", a.info.ID, what, ErrNotRunning)
+	return fmt.Errorf("session `%s` stopped or moved to another node while the command of %s was running; its result was not applied and the session keeps the state of its last applied update, which includes the update that started the command: %w", a.info.ID, what, ErrCommandLost)
 }
 
 // cancelCommands cancels every command in flight. Callers hold qmu.

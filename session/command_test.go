@@ -324,7 +324,7 @@ func TestACommandInFlightIsNotHandedOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := <-answer
-	if !errors.Is(a.err, ErrNotRunning) || !strings.Contains(a.err.Error(), "its result was not applied") {
+	if !errors.Is(a.err, ErrCommandLost) || errors.Is(a.err, ErrNotRunning) || !strings.Contains(a.err.Error(), "its result was not applied") {
 		t.Fatalf("call of a detached session's command = %+v", a)
 	}
 	var wm workerModel

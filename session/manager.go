@@ -429,8 +429,9 @@ func (m *Manager) Tools(id string) ([]Tool, error) {
 // Update has run. A write whose update starts a command (WithCommand)
 // answers once the command's message has been applied, with that update's
 // result; meanwhile the session serves other calls. Tool-level failures
-// are a Result with IsError; the error return is ErrNotRunning (also when
-// the session stopped or moved while the call's command ran), ErrBusy,
+// are a Result with IsError; the error return is ErrNotRunning,
+// ErrCommandLost (the session stopped or moved while the call's command
+// ran: the update that started it was applied), ErrBusy,
 // ErrTimeout (the update may still apply), ErrCircuitOpen or the
 // context's error.
 func (m *Manager) Call(ctx context.Context, id, tool string, args map[string]any) (Result, error) {
