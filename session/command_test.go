@@ -367,3 +367,64 @@ func (eager) Init() (Model, error) {
 }
 func (eager) Update(m Model, _ Msg) (Model, error) { return m, nil }
 func (eager) View(Model) Node                      { return Text{ID: "t", Text: "x"} }
+
+// slowInit loads its first model until released or cancelled, reporting
+// progress.
+type slowInit struct {
+	release chan struct{}
+	began   chan struct{}
+}
+
+func (s slowInit) InitContext(ctx context.Context) (Model, error) {
+	ProgressFrom(ctx)(1, 2, "loading")
+	s.began <- struct{}{}
+	select {
+	case <-s.release:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("loading: %w", ctx.Err())
+	}
+	ProgressFrom(ctx)(2, 2, "loaded")
+	return 42, nil
+}
+func (slowInit) Init() (Model, error)                 { return 0, nil }
+func (slowInit) Update(m Model, _ Msg) (Model, error) { return m, nil }
+func (slowInit) View(Model) Node                      { return Text{ID: "t", Text: "x"} }
+
+// TestASlowInitGetsTheStartsContext: InitContext runs with the start's
+// context, reporting its progress, and a cancelled start starts nothing.
+func TestASlowInitGetsTheStartsContext(t *testing.T) {
+	app := slowInit{release: make(chan struct{}), began: make(chan struct{}, 2)}
+	r := NewRegistry()
+	if err := r.Register("slow", "loads for a while", func() App { return app }); err != nil {
+		t.Fatal(err)
+	}
+	m, err := NewManager(ManagerConfig{Registry: r, Startable: []string{"slow"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close(context.Background())
+
+	var progress []string
+	ctx := WithProgress(context.Background(), func(p, total float64, msg string) {
+		progress = append(progress, fmt.Sprintf("%g/%g %s", p, total, msg))
+	})
+	go func() { <-app.began; app.release <- struct{}{} }()
+	if _, err := m.Start(ctx, "a", "slow", "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := m.Model("a"); string(b) != "42" {
+		t.Errorf("model = %s, want InitContext's 42", b)
+	}
+	if want := []string{"1/2 loading", "2/2 loaded"}; !slices.Equal(progress, want) {
+		t.Errorf("progress = %v, want %v", progress, want)
+	}
+
+	cctx, cancel := context.WithCancel(context.Background())
+	go func() { <-app.began; cancel() }()
+	if _, err := m.Start(cctx, "b", "slow", "alice"); !errors.Is(err, context.Canceled) {
+		t.Errorf("a start cancelled during InitContext = %v, want context.Canceled", err)
+	}
+	if _, ok := m.Get("b"); ok {
+		t.Error("a cancelled start left a session")
+	}
+}

@@ -205,7 +205,7 @@ func (m *Manager) start(ctx context.Context, id, app, principal string, snap *Sn
 	if err := m.admit(id, principal); err != nil {
 		return Info{}, err
 	}
-	a, err := m.newActor(id, app, principal, factory, snap)
+	a, err := m.newActor(ctx, id, app, principal, factory, snap)
 	if err != nil {
 		return Info{}, fmt.Errorf("starting session %s: %w", id, err)
 	}
@@ -263,7 +263,7 @@ func (m *Manager) admitLocked(id, principal string) error {
 	return nil
 }
 
-func (m *Manager) newActor(id, app, principal string, factory func() App, snap *Snapshot) (a *actor, err error) {
+func (m *Manager) newActor(ctx context.Context, id, app, principal string, factory func() App, snap *Snapshot) (a *actor, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("initialising app %s: panic: %v", app, p)
@@ -291,7 +291,7 @@ func (m *Manager) newActor(id, app, principal string, factory func() App, snap *
 				a.tools.add([]Tool{t})
 			}
 		}
-	} else if model, err = impl.Init(); err != nil {
+	} else if model, err = initModel(ctx, impl); err != nil {
 		return nil, fmt.Errorf("initialising app %s: %w", app, err)
 	} else if _, ok := model.(withCommand); ok {
 		return nil, fmt.Errorf("initialising app %s: Init returned a command; start commands from Update", app)
@@ -306,6 +306,15 @@ func (m *Manager) newActor(id, app, principal string, factory func() App, snap *
 	}
 	a.publish(st)
 	return a, nil
+}
+
+// initModel is the first model of a session app starts: InitContext when
+// the app has it, else Init.
+func initModel(ctx context.Context, app App) (Model, error) {
+	if ci, ok := app.(ContextIniter); ok {
+		return ci.InitContext(ctx)
+	}
+	return app.Init()
 }
 
 // Stop stops session id and deletes its snapshot.
