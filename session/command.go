@@ -21,8 +21,10 @@ import (
 // A command in flight is not part of the model: a snapshot holds the model
 // of the last applied update, so a session handed to another node (or
 // recovered after its owner's loss) runs no command, and the call waiting
-// for it fails with an error saying so. An app that must not lose track of
-// its work records it in the model only when the command's message arrives.
+// for it fails with ErrCommandLost, saying so (never ErrNotRunning, which
+// would invite a retry of the update that started it). An app that must
+// not lose track of its work records it in the model only when the
+// command's message arrives.
 type Command func(ctx context.Context) Msg
 
 // WithCommand is what an Update returns to set the model to m and start c
@@ -203,7 +205,9 @@ func (m *Manager) awaitCommand(ctx context.Context, a *actor, run *running) (Res
 	}
 }
 
-// waitCommands waits for every command goroutine to return (Close).
+// waitCommands waits for every command goroutine to return (Close). When
+// ctx ends first, the goroutine waiting on their behalf stays until the
+// last of them returns: a command that ignores its context outlives Close.
 func (m *Manager) waitCommands(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() {
