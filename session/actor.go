@@ -433,7 +433,7 @@ func (a *actor) handle(r *request) (rep reply, evs []Event) {
 	if r.msg != nil {
 		// A command's message is applied even when its call gave up: the
 		// app learns how the work it started ended.
-		rep, evs = a.apply(r.ctx, r.msg, r.what, r.what, true)
+		rep, evs = a.apply(r.ctx, r.msg, r.what, "", true)
 		if !rep.res.IsError && rep.cmd == nil {
 			rep.res.Text = r.what + ": its command finished and its message was applied"
 		}
@@ -443,7 +443,7 @@ func (a *actor) handle(r *request) (rep reply, evs []Event) {
 		return reply{res: errorResult(fmt.Errorf("call abandoned before it ran: %w", err))}, nil
 	}
 	if r.key != nil {
-		return a.apply(r.ctx, KeyPress{Key: *r.key, Focus: a.focus}, "key", "key", false)
+		return a.apply(r.ctx, KeyPress{Key: *r.key, Focus: a.focus}, "key", "", false)
 	}
 	t, ok := a.tools.get(r.tool) // only this goroutine writes tools
 	if !ok {
@@ -459,7 +459,7 @@ func (a *actor) handle(r *request) (rep reply, evs []Event) {
 	if !t.Sensitive {
 		return reply{res: valueResult(out.Value)}, nil
 	}
-	rep, evs = a.apply(r.ctx, out.Msg, t.Action, fmt.Sprintf("%s on widget `%s`", t.Action, t.Widget), false)
+	rep, evs = a.apply(r.ctx, out.Msg, t.Action, t.Widget, false)
 	if !rep.res.IsError {
 		rep.res.Text = fmt.Sprintf("%s applied to widget `%s`", t.Action, t.Widget)
 		a.mu.Lock()
@@ -475,10 +475,11 @@ func (a *actor) handle(r *request) (rep reply, evs []Event) {
 // it returns are announced after the answer. An error or panic in the app,
 // or a failed save, leaves the session's model unchanged. A command the
 // update asks for (WithCommand) starts once its state is published, and
-// the reply carries it (label names the call in its messages); past the
-// session's bound the update is refused, model unchanged. completion marks
-// a command's message, whose update runs even when its call gave up.
-func (a *actor) apply(ctx context.Context, msg Msg, what, label string, completion bool) (reply, []Event) {
+// the reply carries it; past the session's bound the update is refused,
+// model unchanged. widget names the widget of a tool call ("" for a key or
+// a completion). completion marks a command's message, whose update runs
+// even when its call gave up.
+func (a *actor) apply(ctx context.Context, msg Msg, what, widget string, completion bool) (reply, []Event) {
 	uctx := ctx
 	if completion {
 		uctx = context.WithoutCancel(ctx)
@@ -487,7 +488,13 @@ func (a *actor) apply(ctx context.Context, msg Msg, what, label string, completi
 	if err != nil {
 		return reply{res: errorResult(fmt.Errorf("%s: %w", what, err)), fault: true}, nil
 	}
+	var label string // names the call in its command's messages
 	if cmd != nil {
+		// Built only here: a plain call does not pay for it.
+		label = what
+		if widget != "" {
+			label = what + " on widget `" + widget + "`"
+		}
 		if err := a.roomForCommand(label); err != nil {
 			return reply{res: errorResult(err)}, nil
 		}
