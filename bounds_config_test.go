@@ -25,11 +25,11 @@ import (
 func TestWidgetLimitsFromTheConfigTakeEffect(t *testing.T) {
 	e := newSwarmEnv(t)
 	e.tweak = func(c *mcpswarm.Config) {
-		c.Widgets = mcpswarm.WidgetLimits{TextBytes: 64, TodoItems: 2, TodoTitleBytes: 10, Files: 6}
+		c.Widgets = mcpswarm.WidgetLimits{TextBytes: 64, TodoItems: 2, TodoTitleBytes: 10, Files: 6, Commands: 1, JobSeconds: 2}
 	}
 	n := e.start("node1")
 	c := connect(t, n, connOpts{token: aliceToken})
-	for _, app := range []string{"todo", "files"} {
+	for _, app := range []string{"todo", "files", "jobs"} {
 		if res := c.call("swarm_start", map[string]any{"app": app, "id": app}); res.IsError {
 			t.Fatalf("starting %s: %s", app, textOf(res))
 		}
@@ -59,6 +59,10 @@ func TestWidgetLimitsFromTheConfigTakeEffect(t *testing.T) {
 	// The demo tree starts with 5 files: one more fits, the next does not.
 	ok("files.actions.select", map[string]any{"item": "New file"})
 	refused("files.actions.select", map[string]any{"item": "New file"}, "files-max")
+	// The jobs demo offers durations up to jobs-max-seconds only.
+	if res := c.call("jobs.seconds.get_options", nil); textOf(res) != `{"options":["1 s","2 s"]}` {
+		t.Errorf("job durations with jobs-max-seconds 2: %s", textOf(res))
+	}
 }
 
 // A nonsense bound is refused at start with the flag to fix.
@@ -71,6 +75,8 @@ func TestNonsenseBoundsAreRefusedAtStart(t *testing.T) {
 		{"todo-max-items", func(c *mcpswarm.Config) { c.Widgets.TodoItems = -1 }},
 		{"todo-title-bytes", func(c *mcpswarm.Config) { c.Widgets.TodoTitleBytes = 2 << 20 }},
 		{"files-max", func(c *mcpswarm.Config) { c.Widgets.Files = 0 }},
+		{"session-commands", func(c *mcpswarm.Config) { c.Widgets.Commands = 0 }},
+		{"jobs-max-seconds", func(c *mcpswarm.Config) { c.Widgets.JobSeconds = 3601 }},
 		{"grpc-max-message-bytes", func(c *mcpswarm.Config) { c.GRPC.MaxMessageBytes = 1000 }},
 		{"grpc-max-streams", func(c *mcpswarm.Config) { c.GRPC.MaxStreams = 0 }},
 		{"grpc-open-streams", func(c *mcpswarm.Config) { c.GRPC.OpenStreams = 0 }},

@@ -19,6 +19,11 @@ type WidgetLimits struct {
 	TodoItems, TodoTitleBytes int
 	// Files bounds the files demo's tree.
 	Files int
+	// Commands bounds the commands (work an app's update starts outside
+	// the session) one session runs at once.
+	Commands int
+	// JobSeconds bounds a job of the jobs demo.
+	JobSeconds int
 }
 
 // DefaultWidgetLimits returns the defaults documented on each flag.
@@ -28,6 +33,8 @@ func DefaultWidgetLimits() WidgetLimits {
 		TodoItems:      apps.DefaultTodoItems,
 		TodoTitleBytes: apps.DefaultTodoTitleBytes,
 		Files:          apps.DefaultMaxFiles,
+		Commands:       session.DefaultMaxCommands,
+		JobSeconds:     apps.DefaultJobSeconds,
 	}
 }
 
@@ -41,6 +48,8 @@ func (l WidgetLimits) validate() error {
 		{"todo-max-items", l.TodoItems, 1, 10_000},
 		{"todo-title-bytes", l.TodoTitleBytes, 1, 1 << 20},
 		{"files-max", l.Files, 1, 10_000},
+		{"session-commands", l.Commands, 1, 1024},
+		{"jobs-max-seconds", l.JobSeconds, 1, 3600},
 	} {
 		if b.v < b.min || b.v > b.max {
 			return fieldErr(b.flag, "must be from %d to %d, got %d", b.min, b.max, b.v)
@@ -51,7 +60,7 @@ func (l WidgetLimits) validate() error {
 
 // appBounds are the demo apps' bounds from l.
 func (l WidgetLimits) appBounds() apps.Bounds {
-	return apps.Bounds{TodoItems: l.TodoItems, TodoTitleBytes: l.TodoTitleBytes, Files: l.Files}
+	return apps.Bounds{TodoItems: l.TodoItems, TodoTitleBytes: l.TodoTitleBytes, Files: l.Files, JobSeconds: l.JobSeconds}
 }
 
 // GRPCLimits bound what a connection can hold of the gRPC listener (peer

@@ -226,6 +226,7 @@ func (n *Node) startSessions(ctx context.Context) (err error) {
 		mc.MaxStateBytes = l.SessionStateBytes
 	}
 	mc.MaxTextBytes = n.cfg.Widgets.TextBytes
+	mc.MaxCommands = n.cfg.Widgets.Commands
 	m, err := session.NewManager(mc)
 	if err != nil {
 		_ = snaps.close()

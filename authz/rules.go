@@ -43,6 +43,9 @@ type rule struct {
 	transports []Transport
 	kind       Kind
 	text       template // the ask prompt or deny reason
+	// task marks the matched tools as task-supporting (tools rules only;
+	// "" when the rule says nothing).
+	task TaskSupport
 }
 
 // template is an ask prompt or deny reason split at its placeholders, so
@@ -166,6 +169,32 @@ func (p *Policy) Decide(_ context.Context, tool string, _ map[string]any, c Cont
 	return Deny("no policy rule allows "+tool, p.noMatchRule())
 }
 
+// TaskSupport is the task mark of the first tools rule that matches tool
+// for c and carries one (whatever that rule's action; a deny rule carries
+// none), or "" when no rule marks it. The mark is separate from the
+// decision on purpose: a broad allow rule early in the file (admins, stdio)
+// must not hide a later rule that marks a slow tool, and whether the call is
+// allowed at all is still Decide's answer.
+func (p *Policy) TaskSupport(tool string, c Context) TaskSupport {
+	if !p.hasTools {
+		return ""
+	}
+	var roles []string
+	for i := range p.tools {
+		ru := &p.tools[i]
+		if ru.task == "" {
+			continue
+		}
+		if roles == nil {
+			roles = mergeRoles(c.Principal.Roles, p.roles[c.Principal.Subject])
+		}
+		if ru.matches(tool, c, roles) {
+			return ru.task
+		}
+	}
+	return ""
+}
+
 // DecideRead applies the reads rules in order; the first that matches decides
 // and no match denies. Without a reads section it is the framework default.
 func (p *Policy) DecideRead(_ context.Context, method string, _ any, c Context) Decision {
@@ -213,7 +242,7 @@ func (r *nodeReader) rule(n *yaml.Node, s surface, section string) (rule, error)
 		return rule{}, r.errf(n, "%s must be a mapping with match and one of %s, not %s", what, strings.Join(actions, ", "), kindName(n))
 	}
 	ru := rule{ref: fmt.Sprintf("%s:%d", r.file, n.Line)}
-	var action *field
+	var action, task *field
 	seen := map[string]int{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
@@ -236,6 +265,10 @@ func (r *nodeReader) rule(n *yaml.Node, s surface, section string) (rule, error)
 			action = &field{key: key, keyN: k, value: v}
 		case key == "ask" && s == surfaceReads:
 			return rule{}, r.errf(k, "ask is not available in reads rules (a read cannot be approved interactively); use allow or deny")
+		case key == "task" && s == surfaceTools:
+			task = &field{key: key, keyN: k, value: v}
+		case key == "task":
+			return rule{}, r.errf(k, "task is not available in reads rules (only a tool call can run as a task)")
 		default:
 			return rule{}, r.errf(k, "unknown action or key %q in %s (want match and one of %s)", key, what, strings.Join(actions, ", "))
 		}
@@ -270,6 +303,20 @@ func (r *nodeReader) rule(n *yaml.Node, s surface, section string) (rule, error)
 		if action.key == "deny" {
 			ru.kind = KindDeny
 		}
+	}
+	if task != nil {
+		if ru.kind == KindDeny {
+			return rule{}, r.errf(task.keyN, "task on a deny rule means nothing (a denied call never runs); put it on an allow or ask rule")
+		}
+		v, err := r.str(task.value, "task")
+		if err != nil {
+			return rule{}, err
+		}
+		ts := TaskSupport(v)
+		if !ts.Valid() {
+			return rule{}, r.errf(task.value, "task must be optional, required or forbidden, not %q", v)
+		}
+		ru.task = ts
 	}
 	return ru, nil
 }

@@ -34,6 +34,9 @@ func mcpTool(t session.Tool) mcp.Tool {
 	if t.Sensitive {
 		out.Meta = mcp.NewMetaFromMap(map[string]any{MetaSensitive: true})
 	}
+	if t.Task { // its action starts a command: work that outlives the call
+		out.Execution = &mcp.ToolExecution{TaskSupport: mcp.TaskSupportOptional}
+	}
 	return out
 }
 
@@ -110,7 +113,7 @@ type cachedTool struct {
 func sameTool(a, b session.Tool) bool {
 	return a.Name == b.Name && a.Session == b.Session && a.Widget == b.Widget && a.Action == b.Action &&
 		a.Kind == b.Kind && a.Description == b.Description && bytes.Equal(a.InputSchema, b.InputSchema) &&
-		a.ReadOnly == b.ReadOnly && a.Sensitive == b.Sensitive && a.Destructive == b.Destructive
+		a.ReadOnly == b.ReadOnly && a.Sensitive == b.Sensitive && a.Destructive == b.Destructive && a.Task == b.Task
 }
 
 // get returns t's cached tool, building it when t is new or changed.

@@ -20,10 +20,14 @@ import (
 // actor never blocks on a caller that gave up. Requests are pooled with
 // their channel and timer (Manager.newRequest).
 type request struct {
-	ctx   context.Context
-	tool  string
-	args  map[string]any
-	key   *Key
+	ctx  context.Context
+	tool string
+	args map[string]any
+	key  *Key
+	// msg is a command's message to apply (a completion, see
+	// runCommand); what labels the call that started the command.
+	msg   Msg
+	what  string
 	reply chan reply
 	timer *time.Timer // bounds the caller's wait (CallTimeout)
 }
@@ -33,6 +37,9 @@ type reply struct {
 	err error // the session stopped before handling the request
 	// fault marks an outcome that counts against the tool's circuit breaker.
 	fault bool
+	// cmd is the command the update started: the call's answer is the
+	// one it delivers.
+	cmd *running
 }
 
 // rendered is everything derived from one model.
@@ -63,6 +70,8 @@ type actor struct {
 	// newActor until begin, so nothing runs before the first save.
 	draining bool
 	stopping bool // Stop or Close asked: no new calls; the queue is refused
+	// cmds are the commands in flight (at most mgr.cfg.MaxCommands).
+	cmds map[*running]struct{}
 
 	mu        sync.RWMutex // guards the published state below
 	model     Model
@@ -332,6 +341,7 @@ func (a *actor) stop(keep bool) {
 	a.qmu.Lock()
 	a.stopping = true
 	a.deleteOnExit = !keep
+	a.cancelCommands()
 	if a.draining { // the goroutine running the queue finishes the stop
 		a.qmu.Unlock()
 		return
@@ -347,6 +357,10 @@ func (a *actor) stop(keep bool) {
 // update.
 func (a *actor) exit(waiting []*request) {
 	for _, r := range waiting {
+		if r.msg != nil {
+			r.reply <- reply{err: a.lostCommand(r.what)}
+			continue
+		}
 		r.reply <- reply{err: fmt.Errorf("session `%s` stopped: %w", a.info.ID, ErrNotRunning)}
 	}
 	if a.deleteOnExit {
@@ -416,11 +430,20 @@ func (a *actor) handle(r *request) (rep reply, evs []Event) {
 			rep, evs = reply{res: errorResult(fmt.Errorf("%s: widget panicked: %v", r.tool, p)), fault: true}, nil
 		}
 	}()
+	if r.msg != nil {
+		// A command's message is applied even when its call gave up: the
+		// app learns how the work it started ended.
+		rep, evs = a.apply(r.ctx, r.msg, r.what, "", true)
+		if !rep.res.IsError && rep.cmd == nil {
+			rep.res.Text = r.what + ": its command finished and its message was applied"
+		}
+		return rep, evs
+	}
 	if err := r.ctx.Err(); err != nil {
 		return reply{res: errorResult(fmt.Errorf("call abandoned before it ran: %w", err))}, nil
 	}
 	if r.key != nil {
-		return a.apply(r.ctx, KeyPress{Key: *r.key, Focus: a.focus}, "key")
+		return a.apply(r.ctx, KeyPress{Key: *r.key, Focus: a.focus}, "key", "", false)
 	}
 	t, ok := a.tools.get(r.tool) // only this goroutine writes tools
 	if !ok {
@@ -436,7 +459,7 @@ func (a *actor) handle(r *request) (rep reply, evs []Event) {
 	if !t.Sensitive {
 		return reply{res: valueResult(out.Value)}, nil
 	}
-	rep, evs = a.apply(r.ctx, out.Msg, t.Action)
+	rep, evs = a.apply(r.ctx, out.Msg, t.Action, t.Widget, false)
 	if !rep.res.IsError {
 		rep.res.Text = fmt.Sprintf("%s applied to widget `%s`", t.Action, t.Widget)
 		a.mu.Lock()
@@ -450,11 +473,31 @@ func (a *actor) handle(r *request) (rep reply, evs []Event) {
 // in order: the new snapshot is checked against MaxStateBytes and saved as durably as the Store promises,
 // and only then is the state published and the call answered; the events
 // it returns are announced after the answer. An error or panic in the app,
-// or a failed save, leaves the session's model unchanged.
-func (a *actor) apply(ctx context.Context, msg Msg, what string) (reply, []Event) {
-	m, err := a.update(ctx, msg)
+// or a failed save, leaves the session's model unchanged. A command the
+// update asks for (WithCommand) starts once its state is published, and
+// the reply carries it; past the session's bound the update is refused,
+// model unchanged. widget names the widget of a tool call ("" for a key or
+// a completion). completion marks a command's message, whose update runs
+// even when its call gave up.
+func (a *actor) apply(ctx context.Context, msg Msg, what, widget string, completion bool) (reply, []Event) {
+	uctx := ctx
+	if completion {
+		uctx = context.WithoutCancel(ctx)
+	}
+	m, cmd, err := a.update(uctx, msg)
 	if err != nil {
 		return reply{res: errorResult(fmt.Errorf("%s: %w", what, err)), fault: true}, nil
+	}
+	var label string // names the call in its command's messages
+	if cmd != nil {
+		// Built only here: a plain call does not pay for it.
+		label = what
+		if widget != "" {
+			label = what + " on widget `" + widget + "`"
+		}
+		if err := a.roomForCommand(label); err != nil {
+			return reply{res: errorResult(err)}, nil
+		}
 	}
 	r, err := a.render(m)
 	if err != nil {
@@ -480,13 +523,21 @@ func (a *actor) apply(ctx context.Context, msg Msg, what string) (reply, []Event
 		}
 		return reply{res: errorResult(fmt.Errorf("%s: the new state could not be saved, so it was not applied (%w); the previous state was saved back: retrying is safe", what, err)), fault: fault}, nil
 	}
-	return reply{}, a.publish(st)
+	evs := a.publish(st)
+	if cmd == nil {
+		return reply{}, evs
+	}
+	run, err := a.startCommand(ctx, cmd, label)
+	if err != nil {
+		return reply{res: errorResult(err)}, evs
+	}
+	return reply{cmd: run}, evs
 }
 
-func (a *actor) update(ctx context.Context, msg Msg) (m Model, err error) {
+func (a *actor) update(ctx context.Context, msg Msg) (m Model, cmd Command, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("update panicked: %v", p)
+			m, cmd, err = nil, nil, fmt.Errorf("update panicked: %v", p)
 			a.mgr.log.Error("update panicked", "session", a.info.ID, "app", a.info.App, "panic", fmt.Sprint(p))
 		}
 	}()
@@ -499,9 +550,12 @@ func (a *actor) update(ctx context.Context, msg Msg) (m Model, err error) {
 		m, err = a.app.Update(cur, msg)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("update: %w", err)
+		return nil, nil, fmt.Errorf("update: %w", err)
 	}
-	return m, nil
+	if m, cmd, err = unwrapCommand(m); err != nil {
+		return nil, nil, fmt.Errorf("update: %w", err)
+	}
+	return m, cmd, nil
 }
 
 // snapshot returns the session's snapshot.

@@ -32,6 +32,17 @@ type ContextUpdater interface {
 	UpdateContext(ctx context.Context, m Model, msg Msg) (Model, error)
 }
 
+// ContextIniter is optionally implemented by an App whose Init takes long
+// (it loads data, say). When a session starts, InitContext is called
+// instead of Init with the start's context: it is cancelled when the start
+// is, and ProgressFrom(ctx) reports the start's progress (swarm_start run
+// as a task). A restored or adopted session decodes its snapshot's model
+// instead; such an app should implement ModelDecoder too, since decoding
+// otherwise runs Init to learn the model's type.
+type ContextIniter interface {
+	InitContext(ctx context.Context) (Model, error)
+}
+
 // ResourceProvider is optionally implemented by an App to expose named
 // projections of its model as resources.
 type ResourceProvider interface {

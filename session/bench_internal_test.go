@@ -47,7 +47,7 @@ func benchManager(b *testing.B) *Manager {
 func BenchmarkHandleInline(b *testing.B) {
 	m := benchManager(b)
 	factory, _ := m.cfg.Registry.Lookup("counter")
-	a, err := m.newActor("c", "counter", "p", factory, nil)
+	a, err := m.newActor(context.Background(), "c", "counter", "p", factory, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -24,13 +24,18 @@ type Tool struct {
 	Sensitive bool `json:"sensitive"`
 	// Destructive marks writes that destroy data (destructiveHint).
 	Destructive bool `json:"destructive"`
+	// Task marks a write that starts a command (Action.StartsCommand): its
+	// call may take long, so it may run as an MCP task (taskSupport
+	// optional).
+	Task bool `json:"task,omitempty"`
 }
 
 // Equal reports whether two tool definitions are identical.
 func (t Tool) Equal(o Tool) bool {
 	return t.Name == o.Name && t.Session == o.Session && t.Widget == o.Widget && t.Action == o.Action &&
 		t.Kind == o.Kind && t.Description == o.Description && bytes.Equal(t.InputSchema, o.InputSchema) &&
-		t.ReadOnly == o.ReadOnly && t.Sensitive == o.Sensitive && t.Destructive == o.Destructive
+		t.ReadOnly == o.ReadOnly && t.Sensitive == o.Sensitive && t.Destructive == o.Destructive &&
+		t.Task == o.Task
 }
 
 // Warning reports a widget or action that derived no tool, and why.
@@ -182,6 +187,7 @@ func deriveNode(session string, n Node, st *deriveState, d *Derivation) {
 			Name: name, Session: session, Widget: id, Action: a.Name, Kind: kind,
 			Description: Sanitize(a.Description), InputSchema: schema,
 			ReadOnly: !a.Write, Sensitive: a.Write, Destructive: a.Write && a.Destructive,
+			Task: a.Write && a.StartsCommand,
 		})
 	}
 }

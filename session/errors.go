@@ -33,6 +33,13 @@ var (
 	// error for Start, Adopt and Restore) when a session's snapshot would
 	// exceed ManagerConfig.MaxStateBytes.
 	ErrStateTooLarge = errors.New("session: state too large")
+	// ErrCommandLost is returned by Manager.Call and SendKey when the
+	// session stopped or moved to another node while the command the
+	// call's update started was running: that update was applied, the
+	// command's message was not. It is deliberately not ErrNotRunning,
+	// which tells a caller that nothing ran and a retry is safe: retrying
+	// would apply the update that started the command again.
+	ErrCommandLost = errors.New("session: command lost")
 	// ErrUnknownResource is returned by Manager.ReadResource for a name the
 	// session does not offer.
 	ErrUnknownResource = errors.New("session: unknown resource")

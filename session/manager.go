@@ -58,6 +58,16 @@ type ManagerConfig struct {
 	// with a tool error before the session sees it. The node sets it from
 	// its widget-text-bytes setting.
 	MaxTextBytes int
+	// MaxCommands bounds the commands (WithCommand) one session runs at
+	// once (default 4, DefaultMaxCommands): an update asking for one more
+	// is refused and the session keeps its model. The node sets it from
+	// its session-commands setting.
+	MaxCommands int
+	// CommandTimeout bounds how long a command runs before its context is
+	// cancelled (default 10 minutes, DefaultCommandTimeout). CallTimeout
+	// bounds only the update that starts it: the call then waits for the
+	// command's message to be applied.
+	CommandTimeout time.Duration
 	// MaxTools caps each session's sticky tool set (default 4,096); tools
 	// past it are not offered and a warning is logged once.
 	MaxTools int
@@ -83,6 +93,8 @@ type Manager struct {
 	workers workers
 	// reqs pools requests (*request) with their reply channel and timer.
 	reqs sync.Pool
+	// cmds counts the command goroutines, which Close waits for.
+	cmds sync.WaitGroup
 }
 
 // NewManager validates cfg and returns a Manager with no sessions.
@@ -108,13 +120,19 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	if cfg.MaxStateBytes == 0 {
 		cfg.MaxStateBytes = DefaultMaxStateBytes
 	}
+	if cfg.MaxCommands == 0 {
+		cfg.MaxCommands = DefaultMaxCommands
+	}
+	if cfg.CommandTimeout == 0 {
+		cfg.CommandTimeout = DefaultCommandTimeout
+	}
 	if cfg.BreakerFaults == 0 {
 		cfg.BreakerFaults = 5
 	}
 	if cfg.BreakerTimeout == 0 {
 		cfg.BreakerTimeout = 30 * time.Second
 	}
-	if cfg.MaxPerPrincipal < 0 || cfg.MaxSessions < 0 || cfg.CallTimeout < 0 || cfg.Mailbox < 0 || cfg.BreakerFaults < 0 || cfg.BreakerTimeout < 0 || cfg.MaxTools < 0 || cfg.MaxStateBytes < 0 || cfg.MaxTextBytes < 0 {
+	if cfg.MaxPerPrincipal < 0 || cfg.MaxSessions < 0 || cfg.CallTimeout < 0 || cfg.Mailbox < 0 || cfg.BreakerFaults < 0 || cfg.BreakerTimeout < 0 || cfg.MaxTools < 0 || cfg.MaxStateBytes < 0 || cfg.MaxTextBytes < 0 || cfg.MaxCommands < 0 || cfg.CommandTimeout < 0 {
 		return nil, errors.New("creating session manager: limits, timeouts and sizes must not be negative")
 	}
 	if cfg.Logger == nil {
@@ -187,7 +205,7 @@ func (m *Manager) start(ctx context.Context, id, app, principal string, snap *Sn
 	if err := m.admit(id, principal); err != nil {
 		return Info{}, err
 	}
-	a, err := m.newActor(id, app, principal, factory, snap)
+	a, err := m.newActor(ctx, id, app, principal, factory, snap)
 	if err != nil {
 		return Info{}, fmt.Errorf("starting session %s: %w", id, err)
 	}
@@ -245,7 +263,7 @@ func (m *Manager) admitLocked(id, principal string) error {
 	return nil
 }
 
-func (m *Manager) newActor(id, app, principal string, factory func() App, snap *Snapshot) (a *actor, err error) {
+func (m *Manager) newActor(ctx context.Context, id, app, principal string, factory func() App, snap *Snapshot) (a *actor, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("initialising app %s: panic: %v", app, p)
@@ -273,8 +291,10 @@ func (m *Manager) newActor(id, app, principal string, factory func() App, snap *
 				a.tools.add([]Tool{t})
 			}
 		}
-	} else if model, err = impl.Init(); err != nil {
+	} else if model, err = initModel(ctx, impl); err != nil {
 		return nil, fmt.Errorf("initialising app %s: %w", app, err)
+	} else if _, ok := model.(withCommand); ok {
+		return nil, fmt.Errorf("initialising app %s: Init returned a command; start commands from Update", app)
 	}
 	r, err := a.render(model)
 	if err != nil {
@@ -286,6 +306,15 @@ func (m *Manager) newActor(id, app, principal string, factory func() App, snap *
 	}
 	a.publish(st)
 	return a, nil
+}
+
+// initModel is the first model of a session app starts: InitContext when
+// the app has it, else Init.
+func initModel(ctx context.Context, app App) (Model, error) {
+	if ci, ok := app.(ContextIniter); ok {
+		return ci.InitContext(ctx)
+	}
+	return app.Init()
 }
 
 // Stop stops session id and deletes its snapshot.
@@ -406,9 +435,14 @@ func (m *Manager) Tools(id string) ([]Tool, error) {
 
 // Call runs a derived tool (its full name) with args and answers once the
 // session has handled it: a read from the current view, a write after
-// Update has run. Tool-level failures are a Result with IsError; the error
-// return is ErrNotRunning, ErrBusy, ErrTimeout (the update may still
-// apply), ErrCircuitOpen or the context's error.
+// Update has run. A write whose update starts a command (WithCommand)
+// answers once the command's message has been applied, with that update's
+// result; meanwhile the session serves other calls. Tool-level failures
+// are a Result with IsError; the error return is ErrNotRunning,
+// ErrCommandLost (the session stopped or moved while the call's command
+// ran: the update that started it was applied), ErrBusy,
+// ErrTimeout (the update may still apply), ErrCircuitOpen or the
+// context's error.
 func (m *Manager) Call(ctx context.Context, id, tool string, args map[string]any) (Result, error) {
 	a, err := m.running(id)
 	if err != nil {
@@ -491,6 +525,9 @@ func (m *Manager) send(ctx context.Context, a *actor, r *request) (Result, bool,
 	case rep := <-r.reply:
 		r.timer.Stop()
 		m.recycle(r)
+		if rep.cmd != nil {
+			return m.awaitCommand(ctx, a, rep.cmd)
+		}
 		return rep.res, rep.fault, rep.err
 	case <-r.timer.C:
 		return Result{}, true, fmt.Errorf("no answer within %s; the update may still apply, check the session's state before retrying: %w", m.cfg.CallTimeout, ErrTimeout)
@@ -501,6 +538,9 @@ func (m *Manager) send(ctx context.Context, a *actor, r *request) (Result, bool,
 		r.timer.Stop()
 		select {
 		case rep := <-r.reply: // answered just before the session stopped
+			if rep.cmd != nil {
+				return m.awaitCommand(ctx, a, rep.cmd)
+			}
 			return rep.res, rep.fault, rep.err
 		default:
 			return Result{}, false, fmt.Errorf("session `%s` stopped: %w", a.info.ID, ErrNotRunning)
@@ -512,7 +552,7 @@ func (m *Manager) send(ctx context.Context, a *actor, r *request) (Result, bool,
 // (a stopped timer's channel holds nothing since Go 1.23) and its reply
 // channel empty.
 func (m *Manager) recycle(r *request) {
-	r.ctx, r.tool, r.args, r.key = nil, "", nil, nil
+	r.ctx, r.tool, r.args, r.key, r.msg, r.what = nil, "", nil, nil, nil, ""
 	m.reqs.Put(r)
 }
 
@@ -528,7 +568,7 @@ func (m *Manager) Model(id string) (json.RawMessage, error) {
 }
 
 // Close stops every session, keeping their snapshots for Restore, and
-// refuses new ones.
+// refuses new ones. It cancels their commands and waits for them to return.
 func (m *Manager) Close(ctx context.Context) error {
 	m.mu.Lock()
 	m.closed = true
@@ -550,6 +590,9 @@ func (m *Manager) Close(ctx context.Context) error {
 		case <-ctx.Done():
 			return fmt.Errorf("closing session manager: %w", ctx.Err())
 		}
+	}
+	if err := m.waitCommands(ctx); err != nil {
+		return fmt.Errorf("closing session manager: %w", err)
 	}
 	return nil
 }

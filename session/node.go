@@ -61,6 +61,10 @@ type Action struct {
 	Write bool
 	// Destructive marks a write that destroys data (destructiveHint).
 	Destructive bool
+	// StartsCommand marks a write whose update starts a command
+	// (WithCommand), work that outlives the update: its tool is offered
+	// as one that may run as a task (Tool.Task).
+	StartsCommand bool
 }
 
 // Outcome is what Perform returns: Msg for a write (delivered to Update),

@@ -7,6 +7,9 @@ type Button struct {
 	OnClick  Msg
 	Disabled bool
 	Exclude  bool
+	// StartsCommand declares that the update of OnClick starts a command
+	// (WithCommand): the click's tool is offered as a task-capable one.
+	StartsCommand bool
 }
 
 // Kind implements Node.
@@ -22,6 +25,9 @@ func (b Button) Excluded() bool { return b.Exclude }
 func (b Button) Actions() []Action {
 	if b.Disabled {
 		return nil
+	}
+	if b.StartsCommand {
+		return []Action{{Name: "click", Description: "Click a button that starts work which may take a while; the call answers when the work has finished.", Schema: noArgs(), Write: true, StartsCommand: true}}
 	}
 	return []Action{{Name: "click", Description: "Click a button.", Schema: noArgs(), Write: true}}
 }
@@ -39,6 +45,9 @@ func (b Button) Perform(action string, _ map[string]any) (Outcome, error) {
 
 // Describe implements Describer.
 func (b Button) Describe() map[string]any {
+	if b.StartsCommand {
+		return map[string]any{"label": b.Label, "disabled": b.Disabled, "starts_command": true}
+	}
 	return map[string]any{"label": b.Label, "disabled": b.Disabled}
 }
 

@@ -50,6 +50,8 @@ func serveFlags(cfg *mcpswarm.Config, logFormat, logLevel, configFile *string) *
 	fs.IntVar(&cfg.Widgets.TodoItems, "todo-max-items", cfg.Widgets.TodoItems, "items a todo demo session may hold")
 	fs.IntVar(&cfg.Widgets.TodoTitleBytes, "todo-title-bytes", cfg.Widgets.TodoTitleBytes, "longest title of a todo item, in bytes")
 	fs.IntVar(&cfg.Widgets.Files, "files-max", cfg.Widgets.Files, "files a files demo session may hold")
+	fs.IntVar(&cfg.Widgets.Commands, "session-commands", cfg.Widgets.Commands, "commands (work an app's update starts, such as a job of the jobs demo) one session may run at once; an update asking for more is refused")
+	fs.IntVar(&cfg.Widgets.JobSeconds, "jobs-max-seconds", cfg.Widgets.JobSeconds, "longest job of the jobs demo, in seconds")
 	fs.IntVar(&cfg.GRPC.MaxMessageBytes, "grpc-max-message-bytes", cfg.GRPC.MaxMessageBytes, "largest gRPC message between peers, in bytes (the same on every node)")
 	fs.IntVar(&cfg.GRPC.MaxStreams, "grpc-max-streams", cfg.GRPC.MaxStreams, "concurrent gRPC streams per connection")
 	fs.IntVar(&cfg.GRPC.OpenStreams, "grpc-open-streams", cfg.GRPC.OpenStreams, "concurrent unauthenticated gRPC streams (health, reflection) in all")

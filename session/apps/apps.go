@@ -15,11 +15,13 @@ type Bounds struct {
 	TodoItems, TodoTitleBytes int
 	// Files bounds a file tree.
 	Files int
+	// JobSeconds bounds a job of the jobs demo.
+	JobSeconds int
 }
 
 // DefaultBounds returns the demo apps' default bounds.
 func DefaultBounds() Bounds {
-	return Bounds{TodoItems: DefaultTodoItems, TodoTitleBytes: DefaultTodoTitleBytes, Files: DefaultMaxFiles}
+	return Bounds{TodoItems: DefaultTodoItems, TodoTitleBytes: DefaultTodoTitleBytes, Files: DefaultMaxFiles, JobSeconds: DefaultJobSeconds}
 }
 
 // demos lists the demo apps in registration order.
@@ -38,6 +40,7 @@ func demos(b Bounds) []struct {
 		{"files", "A file browser over an in-memory tree with a content viewer.", func() session.App { return Files{MaxFiles: b.Files} }},
 		{"player", "A media player with a scrubber, play/pause/seek and a level chart.", func() session.App { return Player{} }},
 		{"wizard", "A three-step sign-up wizard with tabs, a plan list, terms and a confirm dialog.", func() session.App { return Wizard{} }},
+		{"jobs", "Jobs that take seconds: pick a duration and run one; it reports progress and may run as a task.", func() session.App { return Jobs{MaxSeconds: b.JobSeconds} }},
 	}
 }
 

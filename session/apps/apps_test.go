@@ -12,7 +12,7 @@ import (
 // The default startable set is pinned: a new demo becomes startable only
 // through a reviewed change to this list.
 func TestDemoNamesPinned(t *testing.T) {
-	want := []string{"counter", "login", "todo", "table", "files", "player", "wizard"}
+	want := []string{"counter", "login", "todo", "table", "files", "player", "wizard", "jobs"}
 	if got := DemoNames(); !slices.Equal(got, want) {
 		t.Fatalf("DemoNames() = %v, want %v", got, want)
 	}

@@ -157,6 +157,9 @@ func runStep(m *session.Manager, cmd string) string {
 			if tl.Sensitive {
 				ann = "write"
 			}
+			if tl.Task {
+				ann += ", task"
+			}
 			fmt.Fprintf(&b, "%s (%s) %s\n", tl.Name, ann, tl.Description)
 		}
 		return strings.TrimRight(b.String(), "\n")
