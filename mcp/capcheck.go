@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mcpswarm/mcpswarm/mcp/task"
 	"github.com/mcpswarm/mcpswarm/mcp/wire"
 )
 
@@ -59,12 +60,20 @@ func missingCapabilities(params json.RawMessage, required []string) []string {
 }
 
 // checkCapabilities refuses a modern tools/call of a tool whose
-// MetaRequiresCapabilities the request does not declare; nil when it may run.
-func (s *Server) checkCapabilities(env wire.Envelope) *rpcError {
-	if env.Method != string(mcp.MethodToolsCall) {
+// MetaRequiresCapabilities the request does not declare, and a task
+// request or a tools/call of a tool that runs only as a task without the
+// tasks extension; nil when it may run.
+func (s *Server) checkCapabilities(x *exchange) *rpcError {
+	env := x.env
+	tool := s.serverTool(env)
+	switch {
+	case s.tasks != nil && task.NamesTask(env.Method) && !declaresTasks(x):
+		return missingTasksError(env.ID, env.Method+" needs the tasks extension")
+	case s.tasks != nil && tool != nil && tool.Execution != nil && tool.Execution.TaskSupport == mcp.TaskSupportRequired && !declaresTasks(x):
+		return missingTasksError(env.ID, fmt.Sprintf("tool %q runs only as a task", tool.Name))
+	case tool == nil:
 		return nil
 	}
-	tool := s.serverTool(env)
 	missing := missingCapabilities(env.Params, requiredCapabilities(tool))
 	if len(missing) == 0 {
 		return nil

@@ -10,6 +10,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcpswarm/mcpswarm/authz"
+	"github.com/mcpswarm/mcpswarm/mcp/task"
 	"github.com/mcpswarm/mcpswarm/mcp/wire"
 )
 
@@ -107,6 +108,12 @@ func lookupMethod(name string) (method, bool) {
 		return method{legacy: true, modern: true, read: true, serve: (*Server).servePromptsGet}, true
 	case mcp.MethodCompletionComplete:
 		return method{legacy: true, modern: true, read: true, serve: (*Server).serveComplete}, true
+	case mcp.MethodTasksGet, mcp.MethodTasksCancel:
+		return method{legacy: true, modern: true, serve: (*Server).serveTasks}, true
+	case task.MethodUpdate:
+		return method{modern: true, serve: (*Server).serveTasks}, true
+	case mcp.MethodTasksResult, mcp.MethodTasksList:
+		return method{legacy: true, serve: (*Server).serveTasks}, true
 	}
 	return method{}, false
 }

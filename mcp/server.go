@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcpswarm/mcpswarm/authz"
 	"github.com/mcpswarm/mcpswarm/mcp/seal"
+	"github.com/mcpswarm/mcpswarm/mcp/task"
 )
 
 // Server is the MCP front of one node: Streamable HTTP at /mcp, legacy
@@ -31,6 +32,7 @@ type Server struct {
 	// registry and relay are the cluster's side of the seam (Cluster.Attach).
 	registry Connections
 	relay    Relay
+	tasks    *task.Service // nil when the cluster keeps no task table
 	init     *initGate
 	parked   *parking
 	asks     *clientRequests
@@ -96,7 +98,10 @@ func New(cfg Config) (*Server, error) {
 	// The one step that joins the front to the cluster: the cluster gets
 	// the front, the front gets the registry and the relay. It comes last,
 	// once the front is built, and before it serves or watches anything.
-	s.registry, s.relay = cfg.Cluster.Attach(s)
+	var store task.Store
+	if s.registry, s.relay, store = cfg.Cluster.Attach(s); store != nil {
+		s.tasks = task.NewService(task.Config{Node: cfg.Node, Store: store, Limits: cfg.Tasks, Logger: cfg.Logger})
+	}
 	// Set before any use: the ids are not shared yet.
 	ids.SetCluster(s.registry)
 	states.SetSpender(s.registry)
@@ -136,6 +141,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.stopWatch()
 		s.appWaits.CloseAll()
 		s.parked.closeAll(outcomeShutdown)
+		if s.tasks != nil {
+			s.tasks.Close()
+		}
 		close(s.closing)
 		s.streams.closeAll()
 		if e := s.drain.close(ctx); e != nil {

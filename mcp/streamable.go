@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,6 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcpswarm/mcpswarm/authz"
+	"github.com/mcpswarm/mcpswarm/mcp/task"
 	"github.com/mcpswarm/mcpswarm/mcp/wire"
 )
 
@@ -217,7 +219,8 @@ func (s *Server) checkModern(r *http.Request, x *exchange) (*rpcError, int) {
 		return &rpcError{ID: env.ID, Code: mcp.UNSUPPORTED_PROTOCOL_VERSION, Message: e.Error(),
 			Data: mcp.UnsupportedProtocolVersionData{Supported: s.versions, Requested: x.version}}, http.StatusBadRequest
 	}
-	if err := mcp.ValidateStandardHeaders(r.Header.Get, x.version, mcp.MCPMethod(env.Method), env.Params); err != nil {
+	if err := cmp.Or(mcp.ValidateStandardHeaders(r.Header.Get, x.version, mcp.MCPMethod(env.Method), env.Params),
+		task.CheckNameHeader(r.Header.Get, env.Method, env.Params)); err != nil {
 		return protocolError(env, err), http.StatusBadRequest
 	}
 	if tool := s.serverTool(env); tool != nil {
@@ -234,7 +237,7 @@ func (s *Server) checkModern(r *http.Request, x *exchange) (*rpcError, int) {
 			return protocolError(env, err), http.StatusBadRequest
 		}
 	}
-	if e := s.checkCapabilities(env); e != nil {
+	if e := s.checkCapabilities(x); e != nil {
 		return e, http.StatusBadRequest
 	}
 	return nil, 0

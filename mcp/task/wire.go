@@ -160,3 +160,45 @@ func LegacyList(rs []Record, cursor string, size int) (*mcp.ListTasksResult, *Er
 	}
 	return out, nil
 }
+
+// LegacyCapability is the server's 2025-11-25 `tasks` capability: list,
+// cancel, and task-augmented tools/call.
+func LegacyCapability() *mcp.TasksCapability {
+	c := &mcp.TasksCapability{List: &struct{}{}, Cancel: &struct{}{}, Requests: &mcp.TaskRequestsCapability{}}
+	c.Requests.Tools = &struct {
+		Call *struct{} `json:"call,omitempty"`
+	}{Call: &struct{}{}}
+	return c
+}
+
+// NamesTask reports whether method carries a taskId that the 2026-07-28
+// Mcp-Name header must repeat (tasks/get, tasks/update, tasks/cancel).
+func NamesTask(method string) bool {
+	return method == MethodGet || method == MethodUpdate || method == MethodCancel
+}
+
+// CheckNameHeader checks a 2026-07-28 task request's Mcp-Name header (as
+// header returns it, "" when absent) against its params.taskId, as
+// SEP-2663 extends SEP-2243's rule to tasks: a missing or different name
+// is an mcp.HeaderMismatchError. Other methods pass.
+func CheckNameHeader(header func(string) string, method string, params json.RawMessage) error {
+	if !NamesTask(method) {
+		return nil
+	}
+	var p struct {
+		TaskID string `json:"taskId"`
+	}
+	_ = json.Unmarshal(params, &p)
+	v := header(mcp.HeaderName)
+	if v == "" {
+		return mcp.HeaderMismatchError{Header: mcp.HeaderName, Reason: fmt.Sprintf("missing required header for method %q", method)}
+	}
+	name, ok := mcp.DecodeHeaderValue(v)
+	if !ok {
+		return mcp.HeaderMismatchError{Header: mcp.HeaderName, Reason: "invalid Base64 encoding"}
+	}
+	if name != p.TaskID {
+		return mcp.HeaderMismatchError{Header: mcp.HeaderName, Reason: fmt.Sprintf("header value %q does not match body taskId %q", name, p.TaskID)}
+	}
+	return nil
+}
