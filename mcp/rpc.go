@@ -165,7 +165,7 @@ func (s *Server) serveRequest(ctx context.Context, x *exchange) (res any, e *rpc
 		}
 	}
 	id, _ := wire.DecodeID(x.env.ID)
-	ctx, done := s.calls.start(ctx, x.conn, id)
+	ctx, done := s.calls.Start(ctx, x.conn, id)
 	defer done()
 	ctx = withExchange(ctx, x)
 	if res, e = m.serve(s, ctx, x); e != nil {
@@ -181,7 +181,7 @@ func (s *Server) serveRequest(ctx context.Context, x *exchange) (res any, e *rpc
 // the call it names; the rest change nothing the front keeps.
 func (s *Server) serveNotification(_ context.Context, x *exchange) {
 	if x.env.Method == string(mcp.MethodNotificationCancelled) {
-		s.calls.cancel(x.conn, x.env.Params)
+		s.calls.Cancel(x.conn, x.env.Params)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcpswarm/mcpswarm/authz"
+	"github.com/mcpswarm/mcpswarm/mcp/inflight"
 	"github.com/mcpswarm/mcpswarm/mcp/seal"
 	"github.com/mcpswarm/mcpswarm/mcp/task"
 )
@@ -52,7 +53,7 @@ type Server struct {
 	ext      *Extension
 	handler  http.Handler
 	versions []string
-	calls    inflightCalls
+	calls    inflight.Calls
 	// pings numbers keepalive pings and listen streams.
 	pings atomic.Int64
 
@@ -60,7 +61,7 @@ type Server struct {
 	closeOnce sync.Once
 	// closing ends every held stream at Shutdown.
 	closing chan struct{}
-	drain   requestDrain
+	drain   inflight.Drain
 }
 
 // New builds a Server from cfg.
@@ -146,7 +147,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}
 		close(s.closing)
 		s.streams.closeAll()
-		if e := s.drain.close(ctx); e != nil {
+		if e := s.drain.Close(ctx); e != nil {
 			err = fmt.Errorf("waiting for the requests in flight: %w", e)
 		}
 	})

@@ -25,12 +25,12 @@ import (
 // _meta declares the client, and subscriptions/listen is its stream.
 
 func (s *Server) serveStreamable(w http.ResponseWriter, r *http.Request) {
-	if !s.drain.enter() {
+	if !s.drain.Enter() {
 		w.Header().Set("Retry-After", "1")
 		http.Error(w, "Service Unavailable: the node is shutting down", http.StatusServiceUnavailable)
 		return
 	}
-	defer s.drain.leave()
+	defer s.drain.Leave()
 	id, _ := identityFrom(r.Context())
 	id.transport = authz.TransportStreamableHTTP
 	switch r.Method {
@@ -306,7 +306,7 @@ func (s *Server) takeClientAnswer(w http.ResponseWriter, r *http.Request, conn s
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	node, local, tagged := parseRelayID(env.ID)
+	node, local, tagged := wire.ParseRelayID(env.ID)
 	if tagged && node == s.cfg.Node || !tagged {
 		if !tagged || !s.asks.answer(conn, local, env) {
 			s.log.Debug("dropping an answer no request waits for", "conn", conn, "id", string(env.ID))
@@ -357,7 +357,7 @@ func (s *Server) holdStream(ctx context.Context, stream *eventStream) {
 		select {
 		case <-tick.C:
 			n := s.pings.Add(1)
-			ping, _ := wire.AppendRequest(nil, relayID(s.cfg.Node, "p"+strconv.FormatInt(n, 10)), string(mcp.MethodPing), nil)
+			ping, _ := wire.AppendRequest(nil, wire.RelayID(s.cfg.Node, "p"+strconv.FormatInt(n, 10)), string(mcp.MethodPing), nil)
 			if err := stream.send(ping); err != nil {
 				return
 			}

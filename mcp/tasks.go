@@ -5,57 +5,32 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcpswarm/mcpswarm/mcp/task"
 )
 
-// Tasks (mcp/task has the rules and the service): which tools/call becomes
-// a task, the tasks/* methods, and the way back to the client of a
-// handler that runs as a task.
+// Tasks: mcp/task has the rules, the shapes and the service; here a
+// tools/call becomes a task, tasks/* are served, and a handler running as
+// a task gets its way back to the client.
 
-// taskGrace is how long a 2026-07-28 tools/call of a task-supporting tool
-// waits for its handler before it answers with a task instead.
-const taskGrace = 100 * time.Millisecond
-
-// callAsTask runs a tools/call as a task when its era and tool say so; ok
-// false leaves the call to the synchronous path.
+// callAsTask runs a tools/call as a task when its era and tool say so
+// (task.Decide); ok false leaves the call to the synchronous path.
 func (s *Server) callAsTask(ctx context.Context, x *exchange, tool Tool, req mcp.CallToolRequest) (res any, e *rpcError, ok bool) {
-	support := mcp.TaskSupportForbidden
-	if ex := tool.Tool.Execution; ex != nil && ex.TaskSupport != "" {
-		support = ex.TaskSupport
+	if s.tasks == nil {
+		return nil, nil, false
 	}
-	spec := task.Spec{Principal: x.c.Principal.Subject, Tool: req.Params.Name, Form: task.Extension}
-	switch {
-	case s.tasks == nil || support == mcp.TaskSupportForbidden && (x.modern || req.Params.Task == nil):
-		return nil, nil, false
-	case x.modern && !declaresTasks(x):
-		if support == mcp.TaskSupportRequired {
-			return nil, missingTasksError(nil, fmt.Sprintf("tool %q runs only as a task", req.Params.Name)), true
-		}
-		return nil, nil, false
-	case x.modern:
-		spec.Grace = taskGrace
-		spec.Sync = func(o task.Outcome) bool { return o.Input != nil || support == mcp.TaskSupportOptional }
-	case req.Params.Task == nil && support == mcp.TaskSupportRequired:
-		return nil, &rpcError{Code: codeMethodNotFound, Message: fmt.Sprintf("tool '%s' requires task augmentation", req.Params.Name)}, true
-	case req.Params.Task == nil:
-		return nil, nil, false
-	case support == mcp.TaskSupportForbidden:
-		return nil, &rpcError{Code: codeMethodNotFound, Message: fmt.Sprintf("tool '%s' does not support task augmentation", req.Params.Name)}, true
-	default:
-		spec.Form, spec.Conn = task.Legacy, x.conn
-		if ttl := req.Params.Task.TTL; ttl != nil {
-			spec.TTL = time.Duration(*ttl) * time.Millisecond
-		}
+	run, spec, refuse := task.Decide(tool.Tool, x.modern, declaresTasks(x), req.Params.Task)
+	if refuse != nil || !run {
+		return nil, taskRPCError(nil, refuse), refuse != nil
 	}
+	spec.Principal, spec.Tool, spec.Conn = x.c.Principal.Subject, req.Params.Name, x.conn
 	var (
 		last    *mcp.CallToolResult
 		lastErr error
 	)
-	run := func(tctx context.Context, round task.Round) task.Outcome {
+	st, err := s.tasks.Start(ctx, spec, func(tctx context.Context, round task.Round) task.Outcome {
 		r := req
 		if round.Responses != nil {
 			_ = json.Unmarshal(round.Responses, &r.Params.InputResponses)
@@ -64,15 +39,19 @@ func (s *Server) callAsTask(ctx context.Context, x *exchange, tool Tool, req mcp
 		tx := *x
 		tx.out = taskOutbox{s: s, ctx: tctx, legacy: !x.modern}
 		last, lastErr = recovered(withExchange(tctx, &tx), tool.Handler, r)
-		return s.taskOutcome(x, last, lastErr)
-	}
-	st, err := s.tasks.Start(ctx, spec, run)
+		var fail *task.Error
+		if lastErr != nil {
+			he := handlerError(x, lastErr)
+			fail = &task.Error{Code: he.Code, Message: he.Message}
+		}
+		return task.ToolOutcome(last, fail, spec.Form)
+	})
 	switch {
 	case errors.Is(err, task.ErrTooMany):
 		return nil, &rpcError{Code: codeInvalidRequest, Message: err.Error()}, true
 	case err != nil:
 		return nil, &rpcError{Code: codeInternal, Message: err.Error()}, true
-	case st.Outcome != nil && lastErr != nil:
+	case st.Outcome != nil && lastErr != nil: // answered directly, within the grace
 		return nil, handlerError(x, lastErr), true
 	case st.Outcome != nil:
 		return last, nil, true
@@ -82,30 +61,6 @@ func (s *Server) callAsTask(ctx context.Context, x *exchange, tool Tool, req mcp
 	return task.LegacyCreated(st.Task), nil, true
 }
 
-// taskOutcome is a handler's answer as a task's outcome.
-func (s *Server) taskOutcome(x *exchange, res *mcp.CallToolResult, err error) task.Outcome {
-	switch {
-	case err != nil:
-		e := handlerError(x, err)
-		return task.Outcome{Err: &task.Error{Code: e.Code, Message: e.Message}}
-	case res == nil:
-		return task.Outcome{Err: &task.Error{Code: codeInternal, Message: "the tool handler returned no result"}}
-	case res.NeedsInput() && !x.modern:
-		return task.Outcome{Err: &task.Error{Code: codeInternal, Message: "the tool needs input, which a 2025-11-25 task cannot ask its client for"}}
-	case res.NeedsInput():
-		input, _ := json.Marshal(res.InputRequests)
-		return task.Outcome{Input: input, State: res.RequestState}
-	}
-	if x.modern {
-		s.decorate(res, string(mcp.MethodToolsCall))
-	}
-	b, err := json.Marshal(res)
-	if err != nil {
-		return task.Outcome{Err: &task.Error{Code: codeInternal, Message: "encoding the result: " + err.Error()}}
-	}
-	return task.Outcome{Result: b, IsError: res.IsError}
-}
-
 // serveTasks serves tasks/get, tasks/update, tasks/cancel, tasks/result and
 // tasks/list as the caller's principal.
 func (s *Server) serveTasks(ctx context.Context, x *exchange) (any, *rpcError) {
@@ -113,10 +68,19 @@ func (s *Server) serveTasks(ctx context.Context, x *exchange) (any, *rpcError) {
 		return nil, &rpcError{Code: codeMethodNotFound, Message: "this node serves no tasks"}
 	}
 	res, e := s.tasks.Serve(ctx, x.c.Principal.Subject, x.env.Method, x.env.Params, x.modern)
-	if e != nil {
-		return nil, &rpcError{Code: e.Code, Message: e.Message, Data: e.Data}
+	return res, taskRPCError(nil, e)
+}
+
+// taskRPCError is e as the front's error answer to request id (nil for nil).
+func taskRPCError(id json.RawMessage, e *task.Error) *rpcError {
+	if e == nil {
+		return nil
 	}
-	return res, nil
+	out := &rpcError{ID: id, Code: e.Code, Message: e.Message}
+	if len(e.Data) > 0 {
+		out.Data = e.Data
+	}
+	return out
 }
 
 // declaresTasks reports whether a 2026-07-28 request's client declared the
@@ -126,17 +90,10 @@ func declaresTasks(x *exchange) bool {
 	return ok
 }
 
-// missingTasksError is -32021 naming the tasks extension.
-func missingTasksError(id json.RawMessage, why string) *rpcError {
-	return &rpcError{ID: id, Code: mcp.MISSING_REQUIRED_CLIENT_CAPABILITY,
-		Message: why + ": the request's _meta " + mcp.MetaKeyClientCapabilities + " does not declare the extension " + task.ExtensionName,
-		Data:    map[string]any{"requiredCapabilities": map[string]any{"extensions": map[string]any{task.ExtensionName: map[string]any{}}}}}
-}
-
 // taskOutbox is the way back to the client of a handler running as a
 // task: its request's stream is closed, so an ask parks the task as
-// input_required (answered by tasks/update) and a progress message
-// becomes the task's status message; other notifications are dropped.
+// input_required (answered by tasks/update), a progress message becomes
+// the task's status message, and other notifications are dropped.
 type taskOutbox struct {
 	s      *Server
 	ctx    context.Context

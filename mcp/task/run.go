@@ -16,9 +16,9 @@ type run struct {
 	// id and tool never change (rec does, under mu).
 	id, tool string
 	svc      *Service
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-	h      Handler
+	ctx      context.Context
+	cancel   context.CancelCauseFunc
+	h        Handler
 	// first carries the handler's first outcome to Start (which may
 	// answer it directly); parks tells Start the handler asked its client
 	// before the task existed; created closes once the record is created,

@@ -240,7 +240,11 @@ func TestAnExpiredTaskIsUnknown(t *testing.T) {
 	s, _ := newService(t, task.Limits{})
 	cause := make(chan error, 1)
 	st, err := s.Start(context.Background(), task.Spec{Principal: "alice", Form: task.Extension, TTL: 50 * time.Millisecond},
-		func(ctx context.Context, _ task.Round) task.Outcome { <-ctx.Done(); cause <- context.Cause(ctx); return task.Outcome{} })
+		func(ctx context.Context, _ task.Round) task.Outcome {
+			<-ctx.Done()
+			cause <- context.Cause(ctx)
+			return task.Outcome{}
+		})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +260,9 @@ func TestAnExpiredTaskIsUnknown(t *testing.T) {
 func TestLimitsRefuseWithTheirSetting(t *testing.T) {
 	s, _ := newService(t, task.Limits{PerPrincipal: 1, MaxResultBytes: 16, MaxTTL: time.Minute})
 	st, err := s.Start(context.Background(), task.Spec{Principal: "alice", Form: task.Extension, TTL: time.Hour},
-		func(context.Context, task.Round) task.Outcome { return task.Outcome{Result: result("far more than sixteen bytes")} })
+		func(context.Context, task.Round) task.Outcome {
+			return task.Outcome{Result: result("far more than sixteen bytes")}
+		})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -103,7 +103,9 @@ func LegacyCreated(r Record) *mcp.CreateTaskResult {
 func LegacyGet(r Record) *mcp.GetTaskResult { return &mcp.GetTaskResult{Task: LegacyTask(r)} }
 
 // LegacyCancelled is r as a 2025-11-25 tasks/cancel answer.
-func LegacyCancelled(r Record) *mcp.CancelTaskResult { return &mcp.CancelTaskResult{Task: LegacyTask(r)} }
+func LegacyCancelled(r Record) *mcp.CancelTaskResult {
+	return &mcp.CancelTaskResult{Task: LegacyTask(r)}
+}
 
 // LegacyResult is what a 2025-11-25 tasks/result answers for the terminal
 // r: exactly what the tools/call would have answered — the tool's result
