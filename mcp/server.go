@@ -100,14 +100,15 @@ func New(cfg Config) (*Server, error) {
 	// the front, the front gets the registry and the relay. It comes last,
 	// once the front is built, and before it serves or watches anything.
 	var store task.Store
-	if s.registry, s.relay, store = cfg.Cluster.Attach(s); store != nil {
-		s.tasks = task.NewService(task.Config{Node: cfg.Node, Store: store, Limits: cfg.Tasks, Logger: cfg.Logger})
-	}
+	s.registry, s.relay, store = cfg.Cluster.Attach(s)
 	// Set before any use: the ids are not shared yet.
 	ids.SetCluster(s.registry)
 	states.SetSpender(s.registry)
 	s.init.conns.attach(s.registry, s)
 	s.conns = newConnTable(s.registry, cfg.IdleTTL)
+	if store != nil { // watched from here on: pushes need s.conns
+		s.tasks = task.NewService(task.Config{Node: cfg.Node, Store: store, Limits: cfg.Tasks, Logger: cfg.Logger, OnChange: s.pushTask})
+	}
 	s.stopWatch = cfg.Backend.Watch(s.onEvent)
 	return s, nil
 }

@@ -83,6 +83,18 @@ func taskRPCError(id json.RawMessage, e *task.Error) *rpcError {
 	return out
 }
 
+// pushTask tells a task's principal its new state: a 2026-07-28 task on
+// the principal's listen streams here, a 2025-11-25 one on its creating
+// connection when this node notifies it.
+func (s *Server) pushTask(r task.Record) {
+	method, params := task.StatusNotification(r)
+	for _, c := range s.conns.match(method, "", principalOnly(r.Principal)) {
+		if c.listen != nil && r.Form == task.Extension || c.listen == nil && r.Form == task.Legacy && c.id == r.Conn {
+			s.notify(c, method, params)
+		}
+	}
+}
+
 // declaresTasks reports whether a 2026-07-28 request's client declared the
 // tasks extension in its _meta.
 func declaresTasks(x *exchange) bool {

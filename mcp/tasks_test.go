@@ -342,3 +342,60 @@ func TestAnotherPrincipalsHandleAnswersAsAnUnknownOne(t *testing.T) {
 		t.Errorf("alice's requests changed carol's task: %v", got["status"])
 	}
 }
+
+func TestTaskStatusIsPushedToItsPrincipal(t *testing.T) {
+	e := taskFront(t)
+	alice, an := e.connect(t, clientOpts{modern: true, headers: bearer("alice-token")})
+	carol, cn := e.connect(t, clientOpts{modern: true, headers: bearer("carol-token")})
+	const ack = "notifications/subscriptions/acknowledged"
+	for _, c := range []*client.Client{alice, carol} {
+		stop, err := c.ListenAsync(context.Background(), mcp.SubscriptionFilter{ToolsListChanged: true}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer stop()
+	}
+	an.waitFor(t, ack, 1)
+	cn.waitFor(t, ack, 1)
+	id := e.startTask(t, "alice-token", "t_slow")["taskId"].(string)
+	e.taskCall(t, "alice-token", "tasks/cancel", map[string]any{"taskId": id}, true, id)
+	deadline := time.Now().Add(10 * time.Second)
+	for !pushed(an.all(task.NotificationStatus), id, "cancelled") {
+		if time.Now().After(deadline) {
+			t.Fatalf("alice's listen stream got %v, no cancelled push", an.all(task.NotificationStatus))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := cn.count(task.NotificationStatus); n != 0 {
+		t.Fatalf("carol's listen stream got %d pushes of alice's task", n)
+	}
+
+	legacy, ln := e.connect(t, clientOpts{listen: true, headers: bearer("alice-token")})
+	for !e.srv.HoldsStream(legacy.GetSessionId()) { // the push goes there, not on the call's own POST
+		if time.Now().After(deadline) {
+			t.Fatal("the legacy client's GET stream was never held")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	resp := legacyRequest(t, legacy, "tools/call", map[string]any{"name": "t_quick", "task": map[string]any{}})
+	var created mcp.CreateTaskResult
+	if err := json.Unmarshal(resp.Result, &created); err != nil {
+		t.Fatal(err)
+	}
+	for !pushed(ln.all(task.LegacyNotificationStatus), created.Task.TaskId, "completed") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the creating connection got %v, no completed push", ln.all(task.LegacyNotificationStatus))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// pushed reports whether ns hold a push of task id at status.
+func pushed(ns []mcp.JSONRPCNotification, id, status string) bool {
+	for _, n := range ns {
+		if f := n.Params.AdditionalFields; f["taskId"] == id && f["status"] == status {
+			return true
+		}
+	}
+	return false
+}

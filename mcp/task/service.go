@@ -24,6 +24,7 @@ type Service struct {
 	limits Limits
 	log    *slog.Logger
 	now    func() time.Time
+	change func(Record)
 
 	mu      sync.Mutex
 	closed  bool
@@ -44,6 +45,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+	// OnChange, when set, is called with every record that changed on any
+	// node (the status pushes); it must not block.
+	OnChange func(Record)
 }
 
 // Errors of the service, besides ErrUnknown and ErrTooMany.
@@ -66,7 +70,7 @@ const maxRounds = 10
 
 // NewService returns the service of one node's front, watching cfg.Store.
 func NewService(cfg Config) *Service {
-	s := &Service{node: cfg.Node, store: cfg.Store, limits: cfg.Limits.WithDefaults(), log: cfg.Logger, now: cfg.Now,
+	s := &Service{node: cfg.Node, store: cfg.Store, limits: cfg.Limits.WithDefaults(), log: cfg.Logger, now: cfg.Now, change: cfg.OnChange,
 		running: map[string]*run{}, waiters: map[string][]chan struct{}{}}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -244,6 +248,9 @@ func (s *Service) onEvent(ev Event) {
 		s.wg.Add(1)
 	}
 	s.mu.Unlock()
+	if s.change != nil && ev.Request == nil && !ev.Gone {
+		s.change(ev.Task)
+	}
 	if r == nil {
 		return
 	}

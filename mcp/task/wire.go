@@ -204,3 +204,25 @@ func CheckNameHeader(header func(string) string, method string, params json.RawM
 	}
 	return nil
 }
+
+// Status notification methods of both forms.
+const (
+	NotificationStatus       = "notifications/tasks"        // 2026-07-28, on subscriptions/listen streams
+	LegacyNotificationStatus = "notifications/tasks/status" // 2025-11-25, to the creating connection
+)
+
+// StatusNotification is the notification telling r's principal its new
+// state: in the Extension form the DetailedTask's fields (result or error
+// inlined once terminal), in the Legacy form the Task.
+func StatusNotification(r Record) (method string, params map[string]any) {
+	var v any = LegacyTask(r)
+	method = LegacyNotificationStatus
+	if r.Form == Extension {
+		d := Detailed(r)
+		d.ResultType = ""
+		v, method = d, NotificationStatus
+	}
+	b, _ := json.Marshal(v)
+	_ = json.Unmarshal(b, &params)
+	return method, params
+}
