@@ -47,7 +47,7 @@ func (s *Server) callAsTask(ctx context.Context, x *exchange, tool Tool, req mcp
 		return task.ToolOutcome(last, fail, spec.Form)
 	})
 	switch {
-	case errors.Is(err, task.ErrTooMany):
+	case errors.Is(err, task.ErrTooMany), errors.Is(err, task.ErrNoPrincipal):
 		return nil, &rpcError{Code: codeInvalidRequest, Message: err.Error()}, true
 	case err != nil:
 		return nil, &rpcError{Code: codeInternal, Message: err.Error()}, true

@@ -31,10 +31,13 @@ func taskTool(name string, support mcp.TaskSupport) mcp.Tool {
 // that block until cancelled (t_slow, optional), answer at once (t_quick,
 // required; t_sync, optional; t_plain, forbidden), ask their client
 // (t_ask, optional) or panic (t_panic, required).
-func taskFront(t *testing.T) *testEnv {
+func taskFront(t *testing.T, limits ...task.Limits) *testEnv {
 	t.Helper()
 	return newEnv(t, func(c *Config, _ *session.Registry) {
 		c.Guard = tokenGuard(t)
+		if len(limits) > 0 {
+			c.Tasks = limits[0]
+		}
 		c.Extend = func(e *Extension) {
 			quick := func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 				return mcp.NewToolResultText("quick"), nil
@@ -398,4 +401,15 @@ func pushed(ns []mcp.JSONRPCNotification, id, status string) bool {
 		}
 	}
 	return false
+}
+
+func TestTaskLimitsRefuseClearly(t *testing.T) {
+	e := taskFront(t, task.Limits{PerPrincipal: 1})
+	e.startTask(t, "alice-token", "t_slow")
+	status, out := e.taskCall(t, "alice-token", "tools/call", map[string]any{"name": "t_slow"}, true, "t_slow")
+	errObj, _ := out["error"].(map[string]any)
+	if status != http.StatusBadRequest || errObj["code"] != float64(codeInvalidRequest) || !strings.Contains(fmt.Sprint(errObj["message"]), "--task-per-principal") {
+		t.Fatalf("a task past the limit: HTTP %d %v", status, out)
+	}
+	e.startTask(t, "carol-token", "t_slow") // carol holds none
 }

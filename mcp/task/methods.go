@@ -28,7 +28,7 @@ const ListPageSize = 50
 // exist, expired, or is another principal's.
 func (s *Service) Get(principal, id string) (Record, error) {
 	r, ok := s.store.Get(id)
-	if !ok || r.Principal != principal || r.Expired(s.now()) {
+	if !ok || principal == "" || r.Principal != principal || r.Expired(s.now()) {
 		return Record{}, ErrUnknown
 	}
 	return r, nil

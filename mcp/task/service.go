@@ -59,6 +59,10 @@ var (
 	ErrCancelled = errors.New("the task was cancelled")
 	// ErrNotInTask refuses an ask made outside a running task.
 	ErrNotInTask = errors.New("not inside a running task")
+	// ErrNoPrincipal refuses a task to a caller that is nobody (an
+	// unauthenticated request with no connection): its tasks would be
+	// everyone's.
+	ErrNoPrincipal = errors.New("a task needs a principal: send a bearer token")
 )
 
 // putTimeout bounds each write of a running task's state: it must not
@@ -154,6 +158,9 @@ type Started struct {
 // is created in the Store (durable and replicated before Start returns)
 // and the handler goes on running detached from ctx.
 func (s *Service) Start(ctx context.Context, spec Spec, h Handler) (Started, error) {
+	if spec.Principal == "" {
+		return Started{}, ErrNoPrincipal
+	}
 	held := len(s.store.Of(spec.Principal))
 	if held >= s.limits.PerPrincipal {
 		return Started{}, fmt.Errorf("%w: %d tasks are held already, at most %d per principal (--task-per-principal)", ErrTooMany, held, s.limits.PerPrincipal)
@@ -207,13 +214,16 @@ func (s *Service) Start(ctx context.Context, spec Spec, h Handler) (Started, err
 	if early != nil && early.Input == nil {
 		rec = Settle(rec, *early, s.limits.MaxResultBytes, s.now())
 	}
-	if err := s.store.Create(ctx, rec); err != nil {
+	// Held across Create: a request for the task (its id is known once it
+	// is stored) acts on the record as created.
+	r.mu.Lock()
+	err := s.store.Create(ctx, rec)
+	r.rec = rec
+	r.mu.Unlock()
+	if err != nil {
 		r.abandon()
 		return Started{}, fmt.Errorf("creating the task: %w", err)
 	}
-	r.mu.Lock()
-	r.rec = rec
-	r.mu.Unlock()
 	close(r.created) // the goroutine settles or parks the outcome it has
 	return Started{Task: rec}, nil
 }

@@ -376,3 +376,14 @@ func TestCloseCancelsRunningTasksAndWaits(t *testing.T) {
 		t.Fatalf("Start after Close: %v", err)
 	}
 }
+
+func TestNobodyHasTasks(t *testing.T) {
+	s, _ := newService(t, task.Limits{})
+	if _, err := s.Start(context.Background(), task.Spec{Form: task.Extension}, func(context.Context, task.Round) task.Outcome { return task.Outcome{} }); !errors.Is(err, task.ErrNoPrincipal) {
+		t.Fatalf("a task for nobody: %v", err)
+	}
+	rec := start(t, s, "alice", func(context.Context, task.Round) task.Outcome { return task.Outcome{} })
+	if _, err := s.Get("", rec.ID); !errors.Is(err, task.ErrUnknown) {
+		t.Fatalf("nobody read alice's task: %v", err)
+	}
+}
