@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcpswarm/mcpswarm/mcp/task"
+	"github.com/mcpswarm/mcpswarm/mcp/task/tasktest"
 	"github.com/mcpswarm/mcpswarm/session"
 )
 
@@ -30,14 +32,17 @@ func taskTool(name string, support mcp.TaskSupport) mcp.Tool {
 // taskFront is a front authenticating alice and carol by token, with tools
 // that block until cancelled (t_slow, optional), answer at once (t_quick,
 // required; t_sync, optional; t_plain, forbidden), ask their client
-// (t_ask, optional) or panic (t_panic, required).
-func taskFront(t *testing.T, limits ...task.Limits) *testEnv {
+// (t_ask, optional) or panic (t_panic, required); mut then changes the
+// config.
+func taskFront(t *testing.T, mut ...func(*Config)) *testEnv {
 	t.Helper()
 	return newEnv(t, func(c *Config, _ *session.Registry) {
 		c.Guard = tokenGuard(t)
-		if len(limits) > 0 {
-			c.Tasks = limits[0]
-		}
+		defer func() {
+			for _, f := range mut {
+				f(c)
+			}
+		}()
 		c.Extend = func(e *Extension) {
 			quick := func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 				return mcp.NewToolResultText("quick"), nil
@@ -404,7 +409,7 @@ func pushed(ns []mcp.JSONRPCNotification, id, status string) bool {
 }
 
 func TestTaskLimitsRefuseClearly(t *testing.T) {
-	e := taskFront(t, task.Limits{PerPrincipal: 1})
+	e := taskFront(t, func(c *Config) { c.Tasks = task.Limits{PerPrincipal: 1} })
 	e.startTask(t, "alice-token", "t_slow")
 	status, out := e.taskCall(t, "alice-token", "tools/call", map[string]any{"name": "t_slow"}, true, "t_slow")
 	errObj, _ := out["error"].(map[string]any)
@@ -412,4 +417,42 @@ func TestTaskLimitsRefuseClearly(t *testing.T) {
 		t.Fatalf("a task past the limit: HTTP %d %v", status, out)
 	}
 	e.startTask(t, "carol-token", "t_slow") // carol holds none
+}
+
+// TestATaskIsAnsweredAndCancelledOnAnotherNode: two fronts over one task
+// table (tasktest, standing in for the replicated one): a task started on
+// n1 is read on n2, cancelled from n2, and the handler on n1 ends.
+func TestATaskIsAnsweredAndCancelledOnAnotherNode(t *testing.T) {
+	table := tasktest.NewTable()
+	ended := make(chan error, 1)
+	fronts := make([]*testEnv, 2)
+	for i, node := range []string{"n1", "n2"} {
+		fronts[i] = taskFront(t, func(c *Config) {
+			c.Node, c.Cluster = node, &testCluster{tasks: table}
+			ext := c.Extend
+			c.Extend = func(e *Extension) {
+				ext(e)
+				e.AddTool(taskTool("t_wait", mcp.TaskSupportRequired), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+					<-ctx.Done()
+					ended <- context.Cause(ctx)
+					return nil, context.Cause(ctx)
+				})
+			}
+		})
+	}
+	n1, n2 := fronts[0], fronts[1]
+	id := n1.startTask(t, "alice-token", "t_wait")["taskId"].(string)
+	if got := n2.getTask(t, "alice-token", id); got["status"] != "working" {
+		t.Fatalf("n2 reads %v", got)
+	}
+	if status, out := n2.taskCall(t, "alice-token", "tasks/cancel", map[string]any{"taskId": id}, true, id); status != http.StatusOK {
+		t.Fatalf("tasks/cancel on n2: HTTP %d %v", status, out)
+	}
+	if c := <-ended; !errors.Is(c, task.ErrCancelled) {
+		t.Fatalf("the handler on n1 ended with %v", c)
+	}
+	awaitStatus(t, n1, "alice-token", id, "cancelled")
+	if r, _ := table.Raw(id); r.Node != "n1" {
+		t.Fatalf("the task ran on %q", r.Node)
+	}
 }
