@@ -29,6 +29,7 @@ func (s *Server) callAsTask(ctx context.Context, x *exchange, tool Tool, req mcp
 	var (
 		last    *mcp.CallToolResult
 		lastErr error
+		base    = *x // the handler outlives the request: it reads a copy
 	)
 	st, err := s.tasks.Start(ctx, spec, func(tctx context.Context, round task.Round) task.Outcome {
 		r := req
@@ -36,12 +37,12 @@ func (s *Server) callAsTask(ctx context.Context, x *exchange, tool Tool, req mcp
 			_ = json.Unmarshal(round.Responses, &r.Params.InputResponses)
 			r.Params.RequestState = round.State
 		}
-		tx := *x
-		tx.out = taskOutbox{s: s, ctx: tctx, legacy: !x.modern}
+		tx := base
+		tx.out = taskOutbox{s: s, ctx: tctx, legacy: !base.modern}
 		last, lastErr = recovered(withExchange(tctx, &tx), tool.Handler, r)
 		var fail *task.Error
 		if lastErr != nil {
-			he := handlerError(x, lastErr)
+			he := handlerError(&base, lastErr)
 			fail = &task.Error{Code: he.Code, Message: he.Message}
 		}
 		return task.ToolOutcome(last, fail, spec.Form)
