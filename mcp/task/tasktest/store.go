@@ -20,6 +20,7 @@ import (
 type Table struct {
 	mu       sync.Mutex
 	recs     map[string]task.Record
+	of       map[string][]string // principal → ids
 	reqs     map[string][]task.Request
 	watchers map[int]watcher
 	next     int
@@ -36,7 +37,7 @@ type watcher struct {
 
 // NewTable returns an empty table.
 func NewTable() *Table {
-	return &Table{recs: map[string]task.Record{}, reqs: map[string][]task.Request{}, watchers: map[int]watcher{}}
+	return &Table{recs: map[string]task.Record{}, of: map[string][]string{}, reqs: map[string][]task.Request{}, watchers: map[int]watcher{}}
 }
 
 // Node returns the Store of node name on t.
@@ -69,6 +70,7 @@ func (s nodeStore) Create(_ context.Context, r task.Record) error {
 		return fmt.Errorf("task %s exists already", r.ID)
 	}
 	s.t.recs[r.ID] = r
+	s.t.of[r.Principal] = append(s.t.of[r.Principal], r.ID)
 	s.t.mu.Unlock()
 	s.t.emit(task.Event{Task: r}, "")
 	return nil
@@ -108,8 +110,8 @@ func (s nodeStore) Of(principal string) []task.Record {
 	defer s.t.mu.Unlock()
 	var out []task.Record
 	now := s.t.now()
-	for _, r := range s.t.recs {
-		if r.Principal == principal && !r.Expired(now) {
+	for _, id := range s.t.of[principal] {
+		if r := s.t.recs[id]; !r.Expired(now) {
 			out = append(out, task.Merge(r, s.t.reqs[r.ID]))
 		}
 	}
