@@ -28,7 +28,7 @@ func (s *Server) checkCapabilities(x *exchange) *rpcError {
 	case s.tasks != nil && task.NamesTask(env.Method) && !declaresTasks(x):
 		return taskRPCError(env.ID, task.MissingExtension(env.Method+" needs the tasks extension"))
 	case s.tasks != nil && tool != nil:
-		if _, _, refuse := task.Decide(*tool, true, declaresTasks(x), nil); refuse != nil {
+		if _, _, refuse := task.Decide(tool, true, declaresTasks(x), nil); refuse != nil {
 			return taskRPCError(env.ID, refuse)
 		}
 	case tool == nil:

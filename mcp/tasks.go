@@ -21,7 +21,7 @@ func (s *Server) callAsTask(ctx context.Context, x *exchange, tool Tool, req mcp
 	if s.tasks == nil {
 		return nil, nil, false
 	}
-	run, spec, refuse := task.Decide(tool.Tool, x.modern, declaresTasks(x), req.Params.Task)
+	run, spec, refuse := task.Decide(&tool.Tool, x.modern, declaresTasks(x), req.Params.Task)
 	if refuse != nil || !run {
 		return nil, taskRPCError(nil, refuse), refuse != nil
 	}

@@ -20,7 +20,7 @@ const Grace = 100 * time.Millisecond
 // synchronous call. In 2026-07-28 the server decides (a v1 task param is
 // ignored, never promoting a forbidden tool); in 2025-11-25 the client
 // opts in with params.task.
-func Decide(tool mcp.Tool, modern, declared bool, param *mcp.TaskParams) (run bool, spec Spec, refuse *Error) {
+func Decide(tool *mcp.Tool, modern, declared bool, param *mcp.TaskParams) (run bool, spec Spec, refuse *Error) {
 	support := mcp.TaskSupportForbidden
 	if ex := tool.Execution; ex != nil && ex.TaskSupport != "" {
 		support = ex.TaskSupport
