@@ -35,9 +35,9 @@ func (s *Service) Get(principal, id string) (Record, error) {
 }
 
 // Update hands input responses to principal's task id, on whichever node
-// runs it.
+// runs it; a task that ended takes none (nothing is written).
 func (s *Service) Update(ctx context.Context, principal, id string, responses json.RawMessage) error {
-	if _, err := s.Get(principal, id); err != nil {
+	if r, err := s.Get(principal, id); err != nil || r.Status.Terminal() {
 		return err
 	}
 	if err := s.store.Ask(ctx, Request{Task: id, Responses: responses}); err != nil {
