@@ -1,12 +1,11 @@
 package mcp
 
 import (
-	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mcpswarm/mcpswarm/mcp/task"
 	"github.com/mcpswarm/mcpswarm/mcp/wire"
 )
 
@@ -16,56 +15,26 @@ import (
 // did not declare and MUST answer MissingRequiredClientCapabilityError
 // (-32021, HTTP 400): the front refuses such a tools/call before the tool
 // runs, since a tool's own answer could only be a tool error.
-const MetaRequiresCapabilities = "mcpswarm/requiresClientCapabilities"
-
-// requiredCapabilities reads a tool's MetaRequiresCapabilities list.
-func requiredCapabilities(t *mcp.Tool) []string {
-	if t == nil || t.Meta == nil {
-		return nil
-	}
-	var out []string
-	switch v := t.Meta.AdditionalFields[MetaRequiresCapabilities].(type) {
-	case []string:
-		out = append(out, v...)
-	case []any:
-		for _, x := range v {
-			if s, ok := x.(string); ok {
-				out = append(out, s)
-			}
-		}
-	}
-	return out
-}
-
-// missingCapabilities returns the capabilities of required that the
-// request's _meta clientCapabilities does not declare, sorted.
-func missingCapabilities(params json.RawMessage, required []string) []string {
-	var p struct {
-		Meta map[string]json.RawMessage `json:"_meta"`
-	}
-	_ = json.Unmarshal(params, &p)
-	var declared map[string]json.RawMessage
-	if raw, ok := p.Meta[mcp.MetaKeyClientCapabilities]; ok {
-		_ = json.Unmarshal(raw, &declared)
-	}
-	var missing []string
-	for _, c := range required {
-		if v, ok := declared[c]; !ok || string(v) == "null" {
-			missing = append(missing, c)
-		}
-	}
-	sort.Strings(missing)
-	return missing
-}
+const MetaRequiresCapabilities = wire.MetaRequiresCapabilities
 
 // checkCapabilities refuses a modern tools/call of a tool whose
-// MetaRequiresCapabilities the request does not declare; nil when it may run.
-func (s *Server) checkCapabilities(env wire.Envelope) *rpcError {
-	if env.Method != string(mcp.MethodToolsCall) {
+// MetaRequiresCapabilities the request does not declare, and a task
+// request or a tools/call of a tool that runs only as a task without the
+// tasks extension; nil when it may run.
+func (s *Server) checkCapabilities(x *exchange) *rpcError {
+	env := x.env
+	tool := s.serverTool(env)
+	switch {
+	case s.tasks != nil && task.NamesTask(env.Method) && !declaresTasks(x):
+		return taskRPCError(env.ID, task.MissingExtension(env.Method+" needs the tasks extension"))
+	case s.tasks != nil && tool != nil:
+		if _, _, refuse := task.Decide(tool, true, declaresTasks(x), nil); refuse != nil {
+			return taskRPCError(env.ID, refuse)
+		}
+	case tool == nil:
 		return nil
 	}
-	tool := s.serverTool(env)
-	missing := missingCapabilities(env.Params, requiredCapabilities(tool))
+	missing := wire.MissingCapabilities(env.Params, wire.RequiredCapabilities(tool))
 	if len(missing) == 0 {
 		return nil
 	}

@@ -62,7 +62,7 @@ func (c *clientRequests) ask(ctx context.Context, out interface{ send([]byte) er
 		delete(c.waiting, n)
 		c.mu.Unlock()
 	}()
-	msg, err := wire.AppendRequest(nil, relayID(c.node, "s"+strconv.FormatInt(n, 10)), method, params)
+	msg, err := wire.AppendRequest(nil, wire.RelayID(c.node, "s"+strconv.FormatInt(n, 10)), method, params)
 	if err != nil {
 		return nil, fmt.Errorf("encoding %s: %w", method, err)
 	}

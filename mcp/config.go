@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/mcpswarm/mcpswarm/authz"
+	"github.com/mcpswarm/mcpswarm/mcp/task"
 )
 
 // Config configures a Server.
@@ -67,6 +68,8 @@ type Config struct {
 	// Completer answers completion/complete for prompts and resource
 	// templates registered through Extend (the front answers its own).
 	Completer Completer
+	// Tasks bound the tasks this front runs (zero fields: defaults).
+	Tasks task.Limits
 	// Version is reported to clients as the server version.
 	Version string
 }
@@ -126,6 +129,7 @@ func (c *Config) setDefaults() error {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	c.Tasks = c.Tasks.WithDefaults()
 	if c.Version == "" {
 		c.Version = "dev"
 	}

@@ -88,12 +88,22 @@
 // POST (postroute.go). 2026-07-28 clients receive both on their
 // subscriptions/listen streams, tagged with the subscription id.
 //
+// # Tasks
+//
+// A tools/call of a task-supporting tool may become a task (mcp/task has
+// the rules, shapes and service; tasks.go the glue): on 2026-07-28 when
+// the request declares the extension and the handler outlives a short
+// grace, on 2025-11-25 when params.task asks. The task runs here, detached
+// from the request; its record lives in the Store Cluster.Attach returned,
+// so any node answers tasks/*. Inside a task, ClientFrom(ctx)'s asks park
+// it as input_required until tasks/update answers them.
+//
 // # Across nodes
 //
 // Config.Cluster is the seam, typed and attached in one step: New calls
 // Cluster.Attach with the front (the Front interface: HoldsStream,
 // DeliverResponse, DeliverSSE, what other nodes call here) and gets back the
-// Connections registry and the Relay. Connections carries what initialize
+// Connections registry, the Relay and the task Store. Connections carries what initialize
 // taught the home node (capabilities, client info, log level,
 // subscriptions) to the node a request lands on, revocations, the node
 // holding each GET stream, spent request states, and CanServe (a refusal

@@ -34,26 +34,3 @@ func TestStreamsOpenedDuringShutdownAreRefused(t *testing.T) {
 		t.Fatalf("GET after shutdown: HTTP %d, Retry-After %q; want 503 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
 	}
 }
-
-// TestDrainWaitsForRequestsInFlight pins that close returns once the
-// request in flight has returned, and refuses requests after.
-func TestDrainWaitsForRequestsInFlight(t *testing.T) {
-	var d requestDrain
-	if !d.enter() {
-		t.Fatal("a fresh drain refused a request")
-	}
-	closed := make(chan error, 1)
-	go func() { closed <- d.close(context.Background()) }()
-	select {
-	case err := <-closed:
-		t.Fatalf("close returned (%v) while a request was in flight", err)
-	case <-time.After(50 * time.Millisecond):
-	}
-	d.leave()
-	if err := <-closed; err != nil {
-		t.Fatal(err)
-	}
-	if d.enter() {
-		t.Fatal("a closed drain let a request in")
-	}
-}

@@ -24,6 +24,8 @@ var removedInModern = map[string]bool{
 	string(mcp.MethodSetLogLevel):          true,
 	string(mcp.MethodResourcesSubscribe):   true,
 	string(mcp.MethodResourcesUnsubscribe): true,
+	string(mcp.MethodTasksResult):          true,
+	string(mcp.MethodTasksList):            true,
 }
 
 // legacyVersions returns the revisions served over the legacy HTTP+SSE

@@ -255,10 +255,10 @@ func (s *Server) DeliverResponse(_ context.Context, connID string, body []byte) 
 	case rerr != nil:
 		return http.StatusBadRequest, fmt.Errorf("delivering a forwarded response: %w", rerr)
 	case env.Method == string(mcp.MethodNotificationCancelled):
-		s.calls.cancel(connID, env.Params)
+		s.calls.Cancel(connID, env.Params)
 		return http.StatusAccepted, nil
 	case env.IsResponse():
-		if _, local, tagged := parseRelayID(env.ID); tagged && s.asks.answer(connID, local, env) {
+		if _, local, tagged := wire.ParseRelayID(env.ID); tagged && s.asks.answer(connID, local, env) {
 			return http.StatusAccepted, nil
 		}
 		return http.StatusBadRequest, fmt.Errorf("delivering a forwarded response (id %s): %w", env.ID, errNoAnswer)

@@ -9,18 +9,26 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mcpswarm/mcpswarm/mcp/apps"
+	"github.com/mcpswarm/mcpswarm/mcp/task"
 	"github.com/mcpswarm/mcpswarm/mcp/wire"
 )
 
 // What each request method does, once dispatch let it through.
 
-// capabilities are what this front offers, in every era.
-func (s *Server) capabilities() mcp.ServerCapabilities {
+// capabilities are what this front offers in protocol version: tasks as
+// the capability of 2025-11-25 or the extension of 2026-07-28.
+func (s *Server) capabilities(version string) mcp.ServerCapabilities {
 	c := mcp.ServerCapabilities{
 		Logging:     &struct{}{},
 		Completions: &struct{}{},
 		Elicitation: &mcp.ElicitationCapability{},
 		Extensions:  apps.Extensions(),
+	}
+	switch {
+	case s.tasks != nil && mcp.IsModernProtocol(version):
+		c.Extensions[task.ExtensionName] = map[string]any{}
+	case s.tasks != nil && version == mcp.ProtocolVersion20251125:
+		c.Tasks = task.LegacyCapability()
 	}
 	c.Tools = &struct {
 		ListChanged bool `json:"listChanged,omitempty"`
@@ -47,7 +55,7 @@ func (s *Server) serveInitialize(ctx context.Context, x *exchange) (any, *rpcErr
 	res := mcp.InitializeResult{
 		ProtocolVersion: mcp.NegotiateLegacyVersion(p.ProtocolVersion),
 		ServerInfo:      s.implementation(),
-		Capabilities:    s.capabilities(),
+		Capabilities:    s.capabilities(mcp.NegotiateLegacyVersion(p.ProtocolVersion)),
 		Instructions:    instructions,
 	}
 	x.version = res.ProtocolVersion
@@ -64,7 +72,7 @@ func (s *Server) serveInitialize(ctx context.Context, x *exchange) (any, *rpcErr
 }
 
 func (s *Server) serveDiscover(_ context.Context, x *exchange) (any, *rpcError) {
-	return &mcp.DiscoverResult{SupportedVersions: x.versions, Capabilities: s.capabilities(), Instructions: instructions}, nil
+	return &mcp.DiscoverResult{SupportedVersions: x.versions, Capabilities: s.capabilities(mcp.ProtocolVersion20260728), Instructions: instructions}, nil
 }
 
 func (s *Server) serveSetLevel(_ context.Context, x *exchange) (any, *rpcError) {
@@ -137,6 +145,9 @@ func (s *Server) serveToolsCall(ctx context.Context, x *exchange) (any, *rpcErro
 	tool, ok := s.findTool(x.c, req.Params.Name)
 	if !ok {
 		return nil, &rpcError{Code: codeInvalidParams, Message: fmt.Sprintf("tool '%s' not found: tool not found", req.Params.Name)}
+	}
+	if res, e, ok := s.callAsTask(ctx, x, tool, req); ok {
+		return res, e
 	}
 	res, err := recovered(ctx, tool.Handler, req)
 	if err == nil && res != nil && !x.modern {

@@ -5,6 +5,8 @@ import (
 	"slices"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcpswarm/mcpswarm/mcp/task"
 )
 
 // listenWants reports whether a 2026-07-28 listen stream with filter f
@@ -17,6 +19,8 @@ func listenWants(f mcp.SubscriptionFilter, method, uri string) bool {
 		return f.ResourcesListChanged
 	case string(mcp.MethodNotificationResourceUpdated):
 		return slices.Contains(f.ResourceSubscriptions, uri)
+	case task.NotificationStatus:
+		return true
 	}
 	return false
 }

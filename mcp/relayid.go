@@ -1,51 +1,8 @@
 package mcp
 
-import (
-	"encoding/json"
-	"strings"
-)
-
-// Server-to-client requests (sampling/createMessage, roots/list,
-// elicitation/create, keepalive pings) carry an id naming the node that
-// sent them, "mcpswarm/<node>/<local>": the client's answer is a new POST
-// that a load balancer may send to any node, and the id says where it
-// must go.
-const relayIDPrefix = "mcpswarm/"
-
-// relayID is the id a server-to-client request of node carries on the
-// wire: local is "s<n>" for a request a handler waits on (clientreq.go),
-// "p<n>" for a keepalive ping.
-func relayID(node, local string) string {
-	return relayIDPrefix + node + "/" + local
-}
-
-// parseRelayID splits a JSON-RPC id written by relayID.
-func parseRelayID(raw json.RawMessage) (node, local string, ok bool) {
-	var s string
-	if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
-		return "", "", false
-	}
-	rest, found := strings.CutPrefix(s, relayIDPrefix)
-	if !found {
-		return "", "", false
-	}
-	i := strings.LastIndexByte(rest, '/')
-	if i <= 0 || i == len(rest)-1 {
-		return "", "", false
-	}
-	return rest[:i], rest[i+1:], true
-}
+import "github.com/mcpswarm/mcpswarm/mcp/wire"
 
 // ResponseNode names the node that sent the request a client's JSON-RPC
-// response answers, when the request carried a relay id; the cluster routes
-// the response there.
-func ResponseNode(body []byte) (string, bool) {
-	var env struct {
-		ID json.RawMessage `json:"id"`
-	}
-	if json.Unmarshal(body, &env) != nil {
-		return "", false
-	}
-	node, _, ok := parseRelayID(env.ID)
-	return node, ok
-}
+// response answers, when the request carried a relay id (wire.RelayID);
+// the cluster routes the response there.
+func ResponseNode(body []byte) (string, bool) { return wire.ResponseNode(body) }

@@ -10,6 +10,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcpswarm/mcpswarm/authz"
+	"github.com/mcpswarm/mcpswarm/mcp/task"
 	"github.com/mcpswarm/mcpswarm/mcp/wire"
 )
 
@@ -107,6 +108,12 @@ func lookupMethod(name string) (method, bool) {
 		return method{legacy: true, modern: true, read: true, serve: (*Server).servePromptsGet}, true
 	case mcp.MethodCompletionComplete:
 		return method{legacy: true, modern: true, read: true, serve: (*Server).serveComplete}, true
+	case mcp.MethodTasksGet, mcp.MethodTasksCancel:
+		return method{legacy: true, modern: true, serve: (*Server).serveTasks}, true
+	case task.MethodUpdate:
+		return method{modern: true, serve: (*Server).serveTasks}, true
+	case mcp.MethodTasksResult, mcp.MethodTasksList:
+		return method{legacy: true, serve: (*Server).serveTasks}, true
 	}
 	return method{}, false
 }
@@ -158,7 +165,7 @@ func (s *Server) serveRequest(ctx context.Context, x *exchange) (res any, e *rpc
 		}
 	}
 	id, _ := wire.DecodeID(x.env.ID)
-	ctx, done := s.calls.start(ctx, x.conn, id)
+	ctx, done := s.calls.Start(ctx, x.conn, id)
 	defer done()
 	ctx = withExchange(ctx, x)
 	if res, e = m.serve(s, ctx, x); e != nil {
@@ -174,7 +181,7 @@ func (s *Server) serveRequest(ctx context.Context, x *exchange) (res any, e *rpc
 // the call it names; the rest change nothing the front keeps.
 func (s *Server) serveNotification(_ context.Context, x *exchange) {
 	if x.env.Method == string(mcp.MethodNotificationCancelled) {
-		s.calls.cancel(x.conn, x.env.Params)
+		s.calls.Cancel(x.conn, x.env.Params)
 	}
 }
 

@@ -8,19 +8,21 @@ import (
 	"time"
 
 	"github.com/mcpswarm/mcpswarm/mcp/seal"
+	"github.com/mcpswarm/mcpswarm/mcp/task"
 )
 
 // Cluster joins this node's front to the rest of the cluster. New calls
 // Attach exactly once, before the front serves anything, with the front
 // itself (what other nodes hand to this node arrives through it) and gets
-// back the connection registry and the relay the front calls. Both
+// back the connection registry, the relay the front calls and the task
+// table (nil: this node serves no tasks). Both
 // directions of the seam are wired in this one step: nothing is set on the
 // front or on the cluster afterwards. Attach only keeps the front; the
 // cluster may call it once Attach returned (New finishes its own wiring
 // right after, before the front serves). A lone node is a one-node
 // cluster: every front has one.
 type Cluster interface {
-	Attach(front Front) (Connections, Relay)
+	Attach(front Front) (Connections, Relay, task.Store)
 }
 
 // Connections is the cluster-wide connection registry: what a connection's

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpswarm/mcpswarm/mcp/task"
+	"github.com/mcpswarm/mcpswarm/mcp/task/tasktest"
 	"github.com/mcpswarm/mcpswarm/session"
 )
 
@@ -18,8 +20,9 @@ import (
 // cluster's registry over a ConnRegistry (a fresh memoryConns when nil)
 // that keeps the revocations of its DELETEs, with optional overrides, and
 // a relay that forwards nothing unless forward is set. It records the
-// front it was attached to. Fronts given the same testCluster share its
-// records, as the nodes of a cluster do.
+// front it was attached to, and a task table in memory (tasktest). Fronts
+// given the same testCluster share its records, as the nodes of a cluster
+// do.
 type testCluster struct {
 	conns      ConnRegistry
 	notifyHere func(connID string) bool
@@ -29,16 +32,20 @@ type testCluster struct {
 	mu       sync.Mutex
 	attached []Front
 	revoked  map[string]bool
+	tasks    *tasktest.Table
 }
 
-func (c *testCluster) Attach(f Front) (Connections, Relay) {
+func (c *testCluster) Attach(f Front) (Connections, Relay, task.Store) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.attached = append(c.attached, f)
 	if c.conns == nil {
 		c.conns = newMemoryConns()
 	}
-	return testRegistry{c}, testRelay{c}
+	if c.tasks == nil {
+		c.tasks = tasktest.NewTable()
+	}
+	return testRegistry{c}, testRelay{c}, c.tasks.Node(f.(*Server).cfg.Node)
 }
 
 // memoryConns is a ConnRegistry in memory.

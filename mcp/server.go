@@ -16,7 +16,9 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcpswarm/mcpswarm/authz"
+	"github.com/mcpswarm/mcpswarm/mcp/inflight"
 	"github.com/mcpswarm/mcpswarm/mcp/seal"
+	"github.com/mcpswarm/mcpswarm/mcp/task"
 )
 
 // Server is the MCP front of one node: Streamable HTTP at /mcp, legacy
@@ -31,6 +33,7 @@ type Server struct {
 	// registry and relay are the cluster's side of the seam (Cluster.Attach).
 	registry Connections
 	relay    Relay
+	tasks    *task.Service // nil when the cluster keeps no task table
 	init     *initGate
 	parked   *parking
 	asks     *clientRequests
@@ -50,7 +53,7 @@ type Server struct {
 	ext      *Extension
 	handler  http.Handler
 	versions []string
-	calls    inflightCalls
+	calls    inflight.Calls
 	// pings numbers keepalive pings and listen streams.
 	pings atomic.Int64
 
@@ -58,7 +61,7 @@ type Server struct {
 	closeOnce sync.Once
 	// closing ends every held stream at Shutdown.
 	closing chan struct{}
-	drain   requestDrain
+	drain   inflight.Drain
 }
 
 // New builds a Server from cfg.
@@ -96,12 +99,16 @@ func New(cfg Config) (*Server, error) {
 	// The one step that joins the front to the cluster: the cluster gets
 	// the front, the front gets the registry and the relay. It comes last,
 	// once the front is built, and before it serves or watches anything.
-	s.registry, s.relay = cfg.Cluster.Attach(s)
+	var store task.Store
+	s.registry, s.relay, store = cfg.Cluster.Attach(s)
 	// Set before any use: the ids are not shared yet.
 	ids.SetCluster(s.registry)
 	states.SetSpender(s.registry)
 	s.init.conns.attach(s.registry, s)
 	s.conns = newConnTable(s.registry, cfg.IdleTTL)
+	if store != nil { // watched from here on: pushes need s.conns
+		s.tasks = task.NewService(task.Config{Node: cfg.Node, Store: store, Limits: cfg.Tasks, Logger: cfg.Logger, OnChange: s.pushTask})
+	}
 	s.stopWatch = cfg.Backend.Watch(s.onEvent)
 	return s, nil
 }
@@ -136,9 +143,12 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.stopWatch()
 		s.appWaits.CloseAll()
 		s.parked.closeAll(outcomeShutdown)
+		if s.tasks != nil {
+			s.tasks.Close()
+		}
 		close(s.closing)
 		s.streams.closeAll()
-		if e := s.drain.close(ctx); e != nil {
+		if e := s.drain.Close(ctx); e != nil {
 			err = fmt.Errorf("waiting for the requests in flight: %w", e)
 		}
 	})

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mcpswarm/mcpswarm/authz"
+	"github.com/mcpswarm/mcpswarm/mcp/wire"
 )
 
 // sseStreams tracks this node's legacy SSE streams and the Streamable HTTP
@@ -142,7 +143,7 @@ func (s *Server) serveSSEMessage(w http.ResponseWriter, r *http.Request) {
 	}
 	if env.IsResponse() {
 		w.WriteHeader(http.StatusAccepted)
-		_, local, tagged := parseRelayID(env.ID)
+		_, local, tagged := wire.ParseRelayID(env.ID)
 		if !env.IsPingAnswer() && (!tagged || !s.asks.answer(sid, local, env)) {
 			s.log.Debug("dropping an answer no request waits for", "conn", sid, "id", string(env.ID))
 		}

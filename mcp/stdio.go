@@ -127,7 +127,7 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 					return w.err
 				}
 			case env.IsResponse():
-				if _, local, tagged := parseRelayID(env.ID); !tagged || !s.asks.answer(stdioConn, local, env) {
+				if _, local, tagged := wire.ParseRelayID(env.ID); !tagged || !s.asks.answer(stdioConn, local, env) {
 					s.log.Debug("dropping an answer no request waits for", "conn", stdioConn, "id", string(env.ID))
 				}
 			default:

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,6 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcpswarm/mcpswarm/authz"
+	"github.com/mcpswarm/mcpswarm/mcp/task"
 	"github.com/mcpswarm/mcpswarm/mcp/wire"
 )
 
@@ -23,12 +25,12 @@ import (
 // _meta declares the client, and subscriptions/listen is its stream.
 
 func (s *Server) serveStreamable(w http.ResponseWriter, r *http.Request) {
-	if !s.drain.enter() {
+	if !s.drain.Enter() {
 		w.Header().Set("Retry-After", "1")
 		http.Error(w, "Service Unavailable: the node is shutting down", http.StatusServiceUnavailable)
 		return
 	}
-	defer s.drain.leave()
+	defer s.drain.Leave()
 	id, _ := identityFrom(r.Context())
 	id.transport = authz.TransportStreamableHTTP
 	switch r.Method {
@@ -217,7 +219,8 @@ func (s *Server) checkModern(r *http.Request, x *exchange) (*rpcError, int) {
 		return &rpcError{ID: env.ID, Code: mcp.UNSUPPORTED_PROTOCOL_VERSION, Message: e.Error(),
 			Data: mcp.UnsupportedProtocolVersionData{Supported: s.versions, Requested: x.version}}, http.StatusBadRequest
 	}
-	if err := mcp.ValidateStandardHeaders(r.Header.Get, x.version, mcp.MCPMethod(env.Method), env.Params); err != nil {
+	if err := cmp.Or(mcp.ValidateStandardHeaders(r.Header.Get, x.version, mcp.MCPMethod(env.Method), env.Params),
+		task.CheckNameHeader(r.Header.Get, env.Method, env.Params)); err != nil {
 		return protocolError(env, err), http.StatusBadRequest
 	}
 	if tool := s.serverTool(env); tool != nil {
@@ -234,7 +237,7 @@ func (s *Server) checkModern(r *http.Request, x *exchange) (*rpcError, int) {
 			return protocolError(env, err), http.StatusBadRequest
 		}
 	}
-	if e := s.checkCapabilities(env); e != nil {
+	if e := s.checkCapabilities(x); e != nil {
 		return e, http.StatusBadRequest
 	}
 	return nil, 0
@@ -303,7 +306,7 @@ func (s *Server) takeClientAnswer(w http.ResponseWriter, r *http.Request, conn s
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	node, local, tagged := parseRelayID(env.ID)
+	node, local, tagged := wire.ParseRelayID(env.ID)
 	if tagged && node == s.cfg.Node || !tagged {
 		if !tagged || !s.asks.answer(conn, local, env) {
 			s.log.Debug("dropping an answer no request waits for", "conn", conn, "id", string(env.ID))
@@ -354,7 +357,7 @@ func (s *Server) holdStream(ctx context.Context, stream *eventStream) {
 		select {
 		case <-tick.C:
 			n := s.pings.Add(1)
-			ping, _ := wire.AppendRequest(nil, relayID(s.cfg.Node, "p"+strconv.FormatInt(n, 10)), string(mcp.MethodPing), nil)
+			ping, _ := wire.AppendRequest(nil, wire.RelayID(s.cfg.Node, "p"+strconv.FormatInt(n, 10)), string(mcp.MethodPing), nil)
 			if err := stream.send(ping); err != nil {
 				return
 			}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/mcpswarm/mcpswarm/cluster"
 	"github.com/mcpswarm/mcpswarm/mcp"
+	"github.com/mcpswarm/mcpswarm/mcp/task"
 	forwardv1 "github.com/mcpswarm/mcpswarm/proto/mcpswarm/forward/v1"
 )
 
@@ -19,9 +20,9 @@ type frontBox struct{ mcp.Front }
 // connection registry and the relay back. It is the seam's one wiring
 // step; until it ran, forwarded client messages are refused as
 // Unavailable (the sender retries or answers the client).
-func (s *Swarm) Attach(f mcp.Front) (mcp.Connections, mcp.Relay) {
+func (s *Swarm) Attach(f mcp.Front) (mcp.Connections, mcp.Relay, task.Store) {
 	s.frontPtr.Store(&frontBox{f})
-	return s.conns, relay{s}
+	return s.conns, relay{s}, nil // no task table yet: the front serves no tasks
 }
 
 // front is the attached front, or nil before Attach.
