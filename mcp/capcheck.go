@@ -9,16 +9,8 @@ import (
 	"github.com/mcpswarm/mcpswarm/mcp/wire"
 )
 
-// MetaRequiresCapabilities is the tool _meta key listing the client
-// capabilities a tool cannot run without (for example ["sampling"]). The
-// 2026-07-28 revision says a server MUST NOT rely on a capability the client
-// did not declare and MUST answer MissingRequiredClientCapabilityError
-// (-32021, HTTP 400): the front refuses such a tools/call before the tool
-// runs, since a tool's own answer could only be a tool error.
-const MetaRequiresCapabilities = wire.MetaRequiresCapabilities
-
 // checkCapabilities refuses a modern tools/call of a tool whose
-// MetaRequiresCapabilities the request does not declare, and a task
+// wire.MetaRequiresCapabilities the request does not declare, and a task
 // request or a tools/call of a tool that runs only as a task without the
 // tasks extension; nil when it may run.
 func (s *Server) checkCapabilities(x *exchange) *rpcError {
@@ -28,7 +20,8 @@ func (s *Server) checkCapabilities(x *exchange) *rpcError {
 	case s.tasks != nil && task.NamesTask(env.Method) && !declaresTasks(x):
 		return taskRPCError(env.ID, task.MissingExtension(env.Method+" needs the tasks extension"))
 	case s.tasks != nil && tool != nil:
-		if _, _, refuse := task.Decide(tool, true, declaresTasks(x), nil); refuse != nil {
+		marked := s.marked(x.c, *tool)
+		if _, _, refuse := task.Decide(&marked, true, declaresTasks(x), nil); refuse != nil {
 			return taskRPCError(env.ID, refuse)
 		}
 	case tool == nil:

@@ -46,7 +46,7 @@
 // The era is decided per request. A 2026-07-28 notification needs its
 // version only in the Mcp-Protocol-Version header (SEP-2575 puts the _meta
 // triple on requests); removed methods answer -32601 (HTTP 404); a tool whose
-// _meta MetaRequiresCapabilities names a capability the request does not
+// _meta wire.MetaRequiresCapabilities names a capability the request does not
 // declare is refused with -32021 (HTTP 400). Legacy SSE serves only the
 // session-based revisions: server/discover there lists those, and a
 // 2026-07-28 request is refused with -32022 and the list.

@@ -119,11 +119,11 @@ func (s *Server) serveToolsList(ctx context.Context, x *exchange) (any, *rpcErro
 	ext, _, _, _ := s.ext.lists()
 	tools := make([]mcp.Tool, 0, len(view)+len(ext))
 	for _, t := range view {
-		tools = append(tools, t.Tool)
+		tools = append(tools, s.marked(x.c, t.Tool))
 	}
 	for _, t := range ext {
 		if _, shadowed := view[t.Name]; !shadowed {
-			tools = append(tools, t)
+			tools = append(tools, s.marked(x.c, t))
 		}
 	}
 	page, e := paginate(byName(tools), p.Cursor)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/mcpswarm/mcpswarm/authz"
 	"github.com/mcpswarm/mcpswarm/mcp/task"
 )
 
@@ -15,13 +16,23 @@ import (
 // tools/call becomes a task, tasks/* are served, and a handler running as
 // a task gets its way back to the client.
 
+// marked is t as the policy marks it for c: its task mark (Guard.TaskSupport)
+// overrides the tool's own execution.taskSupport.
+func (s *Server) marked(c authz.Context, t mcp.Tool) mcp.Tool {
+	if m := s.cfg.Guard.TaskSupport(c, t.Name); m != "" {
+		t.Execution = &mcp.ToolExecution{TaskSupport: mcp.TaskSupport(m)}
+	}
+	return t
+}
+
 // callAsTask runs a tools/call as a task when its era and tool say so
 // (task.Decide); ok false leaves the call to the synchronous path.
 func (s *Server) callAsTask(ctx context.Context, x *exchange, tool Tool, req mcp.CallToolRequest) (res any, e *rpcError, ok bool) {
 	if s.tasks == nil {
 		return nil, nil, false
 	}
-	run, spec, refuse := task.Decide(&tool.Tool, x.modern, declaresTasks(x), req.Params.Task)
+	marked := s.marked(x.c, tool.Tool)
+	run, spec, refuse := task.Decide(&marked, x.modern, declaresTasks(x), req.Params.Task)
 	if refuse != nil || !run {
 		return nil, taskRPCError(nil, refuse), refuse != nil
 	}

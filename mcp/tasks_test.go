@@ -2,6 +2,8 @@ package mcp
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +17,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/mcpswarm/mcpswarm/authz"
 	"github.com/mcpswarm/mcpswarm/mcp/task"
 	"github.com/mcpswarm/mcpswarm/mcp/task/tasktest"
 	"github.com/mcpswarm/mcpswarm/session"
@@ -454,5 +457,58 @@ func TestATaskIsAnsweredAndCancelledOnAnotherNode(t *testing.T) {
 	awaitStatus(t, n1, "alice-token", id, "cancelled")
 	if r, _ := table.Raw(id); r.Node != "n1" {
 		t.Fatalf("the task ran on %q", r.Node)
+	}
+}
+
+// TestAPolicyMarkOverridesTheToolsOwnTaskSupport: a tools rule's task mark
+// is what tools/list shows and what tools/call applies — a tool that
+// declares nothing runs only as a task once marked required, and an
+// optional one never becomes a task once marked forbidden.
+func TestAPolicyMarkOverridesTheToolsOwnTaskSupport(t *testing.T) {
+	sum := sha256.Sum256([]byte("alice-token"))
+	p, err := authz.ParsePolicy("marks.yaml", []byte(fmt.Sprintf(`name: marks
+tokens:
+  - sha256: %q
+    subject: alice
+tools:
+  - match: {tools: [t_plain]}
+    allow: true
+    task: required
+  - match: {tools: [t_sync]}
+    allow: true
+    task: forbidden
+  - allow: true
+reads:
+  - allow: true
+`, hex.EncodeToString(sum[:]))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := p.Guard()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := taskFront(t, func(c *Config) { c.Guard = g })
+
+	_, out := e.taskCall(t, "alice-token", "tools/list", nil, true, "")
+	res, _ := out["result"].(map[string]any)
+	tools, _ := res["tools"].([]any)
+	listed := map[string]any{}
+	for _, tl := range tools {
+		m := tl.(map[string]any)
+		ex, _ := m["execution"].(map[string]any)
+		listed[m["name"].(string)] = ex["taskSupport"]
+	}
+	if listed["t_plain"] != "required" || listed["t_sync"] != "forbidden" {
+		t.Fatalf("tools/list shows t_plain %v and t_sync %v, want the policy's marks required and forbidden", listed["t_plain"], listed["t_sync"])
+	}
+	e.startTask(t, "alice-token", "t_plain")
+	status, out := e.taskCall(t, "alice-token", "tools/call", map[string]any{"name": "t_plain"}, false, "t_plain")
+	if errObj, _ := out["error"].(map[string]any); status != http.StatusBadRequest || errObj["code"] != float64(mcp.MISSING_REQUIRED_CLIENT_CAPABILITY) {
+		t.Errorf("a tool the policy marks required, without the extension: HTTP %d %v, want 400 -32021", status, out)
+	}
+	status, out = e.taskCall(t, "alice-token", "tools/call", map[string]any{"name": "t_sync"}, true, "t_sync")
+	if res, _ := out["result"].(map[string]any); status != http.StatusOK || res["taskId"] != nil || res["content"] == nil {
+		t.Errorf("an optional tool the policy marks forbidden: HTTP %d %v, want its plain result", status, out)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/mcpswarm/mcpswarm/cluster"
 	"github.com/mcpswarm/mcpswarm/mcp"
 	"github.com/mcpswarm/mcpswarm/mcp/task"
+	"github.com/mcpswarm/mcpswarm/mcp/wire"
 	forwardv1 "github.com/mcpswarm/mcpswarm/proto/mcpswarm/forward/v1"
 )
 
@@ -40,14 +41,14 @@ type relay struct{ s *Swarm }
 
 // ForwardResponse hands a client's JSON-RPC response (to sampling, roots
 // or elicitation) that reached this node to the node that sent the
-// request: the one its relay id names (see mcp.ResponseNode); for an
+// request: the one its relay id names (see wire.ResponseNode); for an
 // untagged id, the connection's home node first, then every other live
 // member, until one accepts it.
 func (r relay) ForwardResponse(ctx context.Context, connID string, body []byte) (bool, error) {
 	s := r.s
 	ctx, cancel := s.bounded(ctx)
 	defer cancel()
-	if node, ok := mcp.ResponseNode(body); ok {
+	if node, ok := wire.ResponseNode(body); ok {
 		// The request's id names the node that sent it: only that node
 		// can take the answer.
 		code, err := s.deliverResponse(ctx, node, connID, body)
