@@ -32,6 +32,8 @@ type staticDef struct {
 	readOnly          bool
 	sensitive         bool
 	destructive       bool
+	// task: a call may run as a task (execution.taskSupport optional).
+	task bool
 	// ui says how the tool relates to the session app (apps.go).
 	ui uiVisibility
 }
@@ -41,7 +43,7 @@ var staticDefs = []staticDef{
 		schema: `{"type":"object","properties":{}}`, readOnly: true},
 	{name: "swarm_start", description: "Start a session of an app. The session's widgets become tools named <id>.<widget>.<action>.",
 		schema:    `{"type":"object","properties":{"app":{"type":"string","description":"app name from swarm_apps"},"id":{"type":"string","pattern":"^[a-z][a-z0-9]{0,6}$","description":"session id (1-7 lowercase letters/digits, starting with a letter); generated when absent"}},"required":["app"]}`,
-		sensitive: true, destructive: true, ui: uiShows},
+		sensitive: true, destructive: true, ui: uiShows, task: true},
 	{name: "swarm_list", description: "List your sessions: id, app and owner node.",
 		schema: `{"type":"object","properties":{}}`, readOnly: true},
 	{name: "swarm_stop", description: "Stop one of your sessions.",
@@ -72,6 +74,9 @@ func (d staticDef) tool() mcp.Tool {
 	t.Annotations.OpenWorldHint = boolPtr(false)
 	if d.sensitive {
 		t.Meta = mcp.NewMetaFromMap(map[string]any{MetaSensitive: true})
+	}
+	if d.task { // an app's Init may be slow
+		t.Execution = &mcp.ToolExecution{TaskSupport: mcp.TaskSupportOptional}
 	}
 	return t
 }
@@ -177,6 +182,7 @@ func (s *Server) toolStart(ctx context.Context, c authz.Context, req mcp.CallToo
 	if why := s.canOwn(ctx, c); why != "" {
 		return toolError(why, map[string]any{"error": "ownership_needs_authentication"})
 	}
+	ctx = s.withReporters(ctx, req) // a slow Init reports its progress
 	if id != "" && (!startIDPattern.MatchString(id) || reservedIDs[id]) {
 		return toolError(fmt.Sprintf("invalid session id %q: use 1-7 lowercase letters or digits starting with a letter (not swarm or agent)", id),
 			map[string]any{"error": "invalid_session_id", "id": id})
