@@ -282,10 +282,6 @@ type taskError struct {
 	Data    json.RawMessage `json:"data"`
 }
 
-func (w wireTask) terminal() bool {
-	return w.Status == "completed" || w.Status == "failed" || w.Status == "cancelled"
-}
-
 // call calls tool with args; in eraLegacy it asks for a task (params.task)
 // when ttl is positive.
 func (c *taskClient) call(tool string, args map[string]any, ttl time.Duration) rpcAnswer {
@@ -343,7 +339,7 @@ func (c *taskClient) mustGet(id string) wireTask {
 	return w
 }
 
-// awaitStatus polls id through the clients in turn (a different node each
+// awaitTask polls id through the clients in turn (a different node each
 // poll) until cond holds for an answer, and returns it; every answer must
 // be the task, never an error.
 func awaitTask(t *testing.T, d time.Duration, id, what string, cond func(wireTask) bool, clients ...*taskClient) wireTask {
@@ -367,11 +363,3 @@ func awaitTask(t *testing.T, d time.Duration, id, what string, cond func(wireTas
 }
 
 func statusIs(s string) func(wireTask) bool { return func(w wireTask) bool { return w.Status == s } }
-
-// resultText is the text of a tool result.
-func resultTextOf(r *mcp.CallToolResult) string {
-	if r == nil {
-		return ""
-	}
-	return textOf(r)
-}

@@ -44,7 +44,7 @@ func TestExtensionTasksAnswerOnEveryNodeAndOutliveTheirNode(t *testing.T) {
 		}
 	}
 	doneA := awaitTask(t, 20*time.Second, a.TaskID, "completed", statusIs("completed"), survivors...)
-	textA := resultTextOf(doneA.Result)
+	textA := textOf(doneA.Result)
 	if !strings.Contains(textA, `"a"`) || doneA.Result.IsError || doneA.Error != nil {
 		t.Errorf("A completed with %+v (text %q)", doneA, textA)
 	}
@@ -78,8 +78,8 @@ func TestExtensionTasksAnswerOnEveryNodeAndOutliveTheirNode(t *testing.T) {
 	}
 	c2.result("tasks/update", c2.do("tasks/update", map[string]any{"taskId": cTask.TaskID, "inputResponses": responses}), &ack)
 	doneC := awaitTask(t, 10*time.Second, cTask.TaskID, "completed", statusIs("completed"), c3, c1, c2)
-	if !strings.Contains(resultTextOf(doneC.Result), "was confirmed") {
-		t.Errorf("C completed with %q, want the confirmation", resultTextOf(doneC.Result))
+	if !strings.Contains(textOf(doneC.Result), "was confirmed") {
+		t.Errorf("C completed with %q, want the confirmation", textOf(doneC.Result))
 	}
 
 	// D is still running on node1 when it dies.
@@ -96,7 +96,7 @@ func TestExtensionTasksAnswerOnEveryNodeAndOutliveTheirNode(t *testing.T) {
 			t.Fatalf("D, whose node died, reads %+v", w)
 		}
 		for _, c := range survivors {
-			if got := c.mustGet(a.TaskID); got.Status != "completed" || resultTextOf(got.Result) != textA {
+			if got := c.mustGet(a.TaskID); got.Status != "completed" || textOf(got.Result) != textA {
 				t.Fatalf("A read through %s after node1's loss: %+v", c.node.Name, got)
 			}
 		}
