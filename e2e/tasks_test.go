@@ -58,13 +58,9 @@ func TestExtensionTasksAnswerOnEveryNodeAndOutliveTheirNode(t *testing.T) {
 	// B: running on node1, cancelled from node3; every node reads it
 	// cancelled, and it stays so.
 	b := c1.startTask("slow_compute", map[string]any{"seconds": 60, "label": "b"})
-	var ack map[string]any
-	c3.result("tasks/cancel", c3.do("tasks/cancel", map[string]any{"taskId": b.TaskID}), &ack)
-	if len(ack) != 1 || ack["resultType"] != "complete" {
-		t.Errorf("tasks/cancel acked %v, want only resultType complete", ack)
-	}
+	ackOnly(t, c3, "tasks/cancel", map[string]any{"taskId": b.TaskID})
 	awaitTask(t, 10*time.Second, b.TaskID, "cancelled", statusIs("cancelled"), c2, c1, c3)
-	c3.result("tasks/cancel again", c3.do("tasks/cancel", map[string]any{"taskId": b.TaskID}), &ack)
+	ackOnly(t, c3, "tasks/cancel", map[string]any{"taskId": b.TaskID}) // a terminal task: the same ack
 
 	// C: waits on node1 for an elicitation, answered through node2.
 	cTask := c1.startTask("confirm_delete", map[string]any{"filename": "c.txt"})
@@ -76,7 +72,7 @@ func TestExtensionTasksAnswerOnEveryNodeAndOutliveTheirNode(t *testing.T) {
 	for k := range parked.InputRequests {
 		responses[k] = map[string]any{"action": "accept", "content": map[string]any{"confirm": true}}
 	}
-	c2.result("tasks/update", c2.do("tasks/update", map[string]any{"taskId": cTask.TaskID, "inputResponses": responses}), &ack)
+	ackOnly(t, c2, "tasks/update", map[string]any{"taskId": cTask.TaskID, "inputResponses": responses})
 	doneC := awaitTask(t, 10*time.Second, cTask.TaskID, "completed", statusIs("completed"), c3, c1, c2)
 	if !strings.Contains(textOf(doneC.Result), "was confirmed") {
 		t.Errorf("C completed with %q, want the confirmation", textOf(doneC.Result))
@@ -111,6 +107,22 @@ func TestExtensionTasksAnswerOnEveryNodeAndOutliveTheirNode(t *testing.T) {
 		}
 		if w := c.mustGet(b.TaskID); w.Status != "cancelled" {
 			t.Errorf("B reads %s through %s after node1's loss", w.Status, c.node.Name)
+		}
+	}
+}
+
+// ackOnly sends a tasks/cancel or tasks/update and checks it is acked with
+// resultType complete and no task envelope (the task is read by tasks/get).
+func ackOnly(t *testing.T, c *taskClient, method string, params map[string]any) {
+	t.Helper()
+	var ack map[string]any
+	c.result(method, c.do(method, params), &ack)
+	if ack["resultType"] != "complete" {
+		t.Errorf("%s through %s acked %v, want resultType complete", method, c.node.Name, ack)
+	}
+	for _, k := range []string{"taskId", "status", "result", "error", "inputRequests"} {
+		if _, ok := ack[k]; ok {
+			t.Errorf("%s through %s acked with %s: %v", method, c.node.Name, k, ack)
 		}
 	}
 }
