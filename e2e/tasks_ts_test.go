@@ -55,6 +55,7 @@ func TestTypeScriptSDKTasksAnswerOnEveryNodeAndOutliveTheirNode(t *testing.T) {
 			if _, err := io.WriteString(stdin, "killed\n"); err != nil {
 				t.Errorf("telling ts_tasks.mjs node1 is dead: %v", err)
 			}
+			_ = stdin.Close()
 		}
 	}
 	err = cmd.Wait()

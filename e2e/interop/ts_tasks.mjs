@@ -180,7 +180,9 @@ async function main() {
   }
 }
 
-main().catch((err) => {
+// Exit when done: the client of the killed node1 may still be retrying its
+// standalone GET stream, which would keep the process alive.
+main().then(() => process.exit(0), (err) => {
   console.error(`tasks: FAIL ${err instanceof CheckError ? err.message : err?.stack ?? err}`);
   process.exit(1);
 });
