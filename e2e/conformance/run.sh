@@ -12,6 +12,10 @@
 #                       next: 0.2.0-alpha.12 (npm alias conformance-next)
 #   CONFORMANCE_REQUIREMENTS  a spec revision (e.g. 2025-11-25, 2026-07-28): run exactly
 #                       the scenarios it requires (next package only; replaces the suite)
+#   CONFORMANCE_SCENARIOS  space-separated scenario names: run exactly these, one
+#                       `--scenario` invocation each (replaces the suite and the
+#                       requirements); every one counts, as the suite's extension
+#                       scenarios (tasks-*) are never scored otherwise
 #   CONFORMANCE_SCORE   scored: only the scenarios the suite scores for CONFORMANCE_REQUIREMENTS
 #                       decide the verdict (default; extensions and pending ones are reported)
 #                       all: every scenario the suite ran must pass
@@ -33,6 +37,7 @@ next) suite="$e2e/node_modules/conformance-next/dist/index.js" ;;
 *) echo "conformance: CONFORMANCE_PACKAGE must be stable or next, got '$package'" >&2; exit 1 ;;
 esac
 requirements="${CONFORMANCE_REQUIREMENTS:-}"
+scenarios="${CONFORMANCE_SCENARIOS:-}"
 runs="${CONFORMANCE_RUNS:-${RUNS:-1}}"
 target="${CONFORMANCE_TARGET:-node}"
 suite_name="${CONFORMANCE_SUITE:-all}"
@@ -45,6 +50,9 @@ die() { echo "conformance: $*" >&2; exit 1; }
 [[ -x "$node" && -f "$suite" ]] || die "missing $node or the suite: run 'npm ci --prefix e2e' first"
 [[ "$runs" =~ ^[1-9][0-9]*$ ]] || die "CONFORMANCE_RUNS must be a positive integer, got '$runs'"
 [[ "$score" == scored || "$score" == all ]] || die "CONFORMANCE_SCORE must be scored or all, got '$score'"
+for sc in $scenarios; do
+	[[ "$sc" =~ ^[a-z0-9-]+$ ]] || die "CONFORMANCE_SCENARIOS holds '$sc', not a scenario name"
+done
 
 work=$(mktemp -d)
 server_pid=""
@@ -153,16 +161,30 @@ fi
 
 selection="$suite_name suite"
 [[ -n "$requirements" ]] && selection="requirements $requirements"
+[[ -n "$scenarios" ]] && selection="scenarios $scenarios"
 failed_runs=0
 for i in $(seq "$runs"); do
 	dir="$out/run-$i"
 	mkdir -p "$dir"
 	# The suite's own exit status also counts WARNINGs; the verdict is judge.mjs's.
-	select_args=(--suite "$suite_name")
-	[[ -n "$requirements" ]] && select_args=(--requirements "$requirements")
-	timeout 600 "$node" "$suite" server --url "$base/mcp" "${select_args[@]}" -o "$dir" "${xf_args[@]}" \
-		>"$dir/suite.log" 2>&1 || true
-	sed -n 's/^=== Running scenario: \(.*\) ===$/\1/p' "$dir/suite.log" >"$dir/scenarios.txt"
+	if [[ -n "$scenarios" ]]; then
+		# One scenario per invocation; the suite prints no "Running scenario"
+		# line then, so the list is ours.
+		: >"$dir/suite.log"
+		: >"$dir/scenarios.txt"
+		for sc in $scenarios; do
+			echo "=== Running scenario: $sc ===" >>"$dir/suite.log"
+			timeout 120 "$node" "$suite" server --url "$base/mcp" --scenario "$sc" -o "$dir" \
+				>>"$dir/suite.log" 2>&1 || true
+			echo "$sc" >>"$dir/scenarios.txt"
+		done
+	else
+		select_args=(--suite "$suite_name")
+		[[ -n "$requirements" ]] && select_args=(--requirements "$requirements")
+		timeout 600 "$node" "$suite" server --url "$base/mcp" "${select_args[@]}" -o "$dir" "${xf_args[@]}" \
+			>"$dir/suite.log" 2>&1 || true
+		sed -n 's/^=== Running scenario: \(.*\) ===$/\1/p' "$dir/suite.log" >"$dir/scenarios.txt"
+	fi
 	if [[ ! -s "$dir/scenarios.txt" ]]; then
 		tail -n 20 "$dir/suite.log" >&2
 		echo "conformance: run $i/$runs ran no scenario (log: $dir/suite.log)"
