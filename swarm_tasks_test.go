@@ -211,7 +211,8 @@ func (l *statusLog) terminalKept(t *testing.T, who string) {
 // The runner of two tasks crashes: the one it completed stays readable on
 // the survivors throughout; the one it was running ends failed, naming the
 // lost node, on every survivor; exactly one survivor (node2, the first
-// live member by name) holds both, and neither status moves again.
+// live member by name) holds both, and neither status moves again, not
+// even when the runner restarts from its data dir with its old records.
 func TestTasksOutliveTheirRunner(t *testing.T) {
 	e := newSwarmEnv(t)
 	nodes := e.cluster(3)
@@ -257,6 +258,26 @@ func TestTasksOutliveTheirRunner(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "terminal status never changes") {
 		t.Fatalf("completing the failed task answered %v", err)
 	}
+
+	// The runner comes back from its data dir with its old records: each
+	// task stays as it was and ends up held once.
+	n1 := e.start("node1", n2.GossipAddr())
+	all := []*mcpswarm.Node{n1, n2, n3}
+	eventually(t, 10*time.Second, "node2 knows the restarted node1", func() bool {
+		return mcpswarm.Incarnation(n2, "node1") == mcpswarm.Incarnation(n1, "node1")
+	})
+	await(t, 10*time.Second, "each task held once after node1's return", func() error {
+		for _, n := range all {
+			readNow(t, n, "done", task.Completed)
+			readNow(t, n, "running", task.Failed)
+			for _, id := range []string{"done", "running"} {
+				if got := mcpswarm.TaskHolders(n, id); len(got) != 1 {
+					return fmt.Errorf("%s sees %s held by %v", mcpswarm.NodeName(n), id, got)
+				}
+			}
+		}
+		return nil
+	})
 	for i, l := range logs {
 		l.terminalKept(t, mcpswarm.NodeName(nodes[i+1]))
 	}

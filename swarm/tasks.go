@@ -54,7 +54,7 @@ type taskStore struct {
 	started bool
 	// restored are the ids of this node's own unfinished tasks read back
 	// from disk at start: their runs died with the previous process, so
-	// the first maintenance round settles them.
+	// start settles them.
 	restored []string
 	// nextExpiry is when the maintenance loop next has a record to expire.
 	nextExpiry time.Time
@@ -323,11 +323,24 @@ func (t *taskStore) onChange(ch crdt.Change) {
 	t.changed(ch.Origin, ch.Key, ch.New, ch.Hidden, gone)
 }
 
-// gone reports whether origin o is hidden here or no longer the live
+// gone reports whether origin o is hidden here, or its partition was
+// replaced (its node restarted: the new epoch's arrived, and the old one's
+// entries leave with it) or dropped, or it is no longer the live
 // incarnation of its node: its entries then leave the registry without
-// their writer having removed them.
+// their writer having removed them. A restarted node's records come back
+// under its new epoch a moment later; meanwhile they must not vanish.
 func (t *taskStore) gone(o crdt.Origin) bool {
 	if t.reg.Hidden(o) {
+		return true
+	}
+	held := false
+	for _, v := range t.reg.Digest() {
+		if v.Origin == o {
+			held = true
+			break
+		}
+	}
+	if !held {
 		return true
 	}
 	m, ok := t.s.cl.Member(o.Name)

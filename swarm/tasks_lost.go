@@ -45,9 +45,26 @@ func settleLost(rec task.Record, now time.Time) task.Record {
 
 // start begins the upkeep once this node's own entries are restored.
 func (t *taskStore) start(ctx context.Context, done chan struct{}) {
+	now := t.s.cl.Clock().Now()
+	own := t.s.cl.Origin()
+	var settle []task.Record
 	t.mu.Lock()
 	t.started = true
+	for _, id := range t.restored {
+		if e := t.tasks[id]; e != nil {
+			if c := e.copies[t.self]; c != nil && c.origin == own && !c.rec.Status.Terminal() {
+				settle = append(settle, settleLost(c.rec, now))
+			}
+		}
+	}
+	t.restored = nil
 	t.mu.Unlock()
+	// Before the node serves, so it never answers for a run it lost.
+	for _, rec := range settle {
+		if err := t.put(rec); err != nil {
+			t.s.log.Warn("settling a task this node ran before it restarted", "task", rec.ID, "err", err)
+		}
+	}
 	go t.maintain(ctx, done)
 }
 
@@ -107,15 +124,6 @@ func (t *taskStore) round(ctx context.Context) time.Time {
 		next    time.Time
 	)
 	t.mu.Lock()
-	restored := t.restored
-	t.restored = nil
-	for _, id := range restored {
-		if e := t.tasks[id]; e == nil {
-			continue
-		} else if c := e.copies[t.self]; c != nil && c.origin == own && !c.rec.Status.Terminal() {
-			writes = append(writes, settleLost(c.rec, now))
-		}
-	}
 	for id, e := range t.tasks {
 		win := e.winner(now)
 		if win == nil {
