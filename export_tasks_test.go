@@ -1,6 +1,11 @@
 package mcpswarm
 
-import "github.com/mcpswarm/mcpswarm/mcp/task"
+import (
+	"strings"
+
+	"github.com/mcpswarm/mcpswarm/crdt"
+	"github.com/mcpswarm/mcpswarm/mcp/task"
+)
 
 // TaskStore returns n's task table.
 func TaskStore(n *Node) task.Store { return n.swarm.Tasks() }
@@ -21,3 +26,20 @@ func TaskHolders(n *Node, id string) []string {
 
 // NodeName returns n's name.
 func NodeName(n *Node) string { return n.cfg.Name }
+
+// TaskRequests counts the visible request entries of task id in n's task
+// table.
+func TaskRequests(n *Node, id string) int {
+	r, err := n.cluster.Registry("tasks")
+	if err != nil {
+		return 0
+	}
+	count := 0
+	r.Range(func(e crdt.Entry) bool {
+		if strings.HasPrefix(e.Key, "r/"+id+"/") {
+			count++
+		}
+		return true
+	})
+	return count
+}

@@ -136,6 +136,35 @@ func TestACancelAskedAnywhereReachesTheRunner(t *testing.T) {
 	for _, n := range nodes {
 		readNow(t, n, "c1", task.Cancelled)
 	}
+	eventually(t, 5*time.Second, "node3 removes its request once the task ended", func() bool {
+		return mcpswarm.TaskRequests(nodes[0], "c1") == 0 && mcpswarm.TaskRequests(nodes[2], "c1") == 0
+	})
+}
+
+// The runner and the survivor that would adopt its tasks crash together:
+// the next live member by name adopts them.
+func TestTheNextSurvivorAdoptsWhenTheFirstIsLostToo(t *testing.T) {
+	e := newSwarmEnv(t)
+	nodes := e.cluster(4)
+	mustCreate(t, nodes[0], newTask("running", "node1", time.Hour))
+	e.kill("node1")
+	e.kill("node2")
+	survivors := nodes[2:]
+	await(t, 2*deadBound+5*time.Second, "node3 alone holds the task, failed", func() error {
+		for _, n := range survivors {
+			rec, ok := mcpswarm.TaskStore(n).Get("running")
+			if !ok {
+				t.Fatalf("%s lost the task", mcpswarm.NodeName(n))
+			}
+			if rec.Status != task.Failed {
+				return fmt.Errorf("%s reads it %s", mcpswarm.NodeName(n), rec.Status)
+			}
+			if got := mcpswarm.TaskHolders(n, "running"); !slices.Equal(got, []string{"node3"}) {
+				return fmt.Errorf("%s sees it held by %v", mcpswarm.NodeName(n), got)
+			}
+		}
+		return nil
+	})
 }
 
 // A task waiting on two inputs reads, on every node, with only the one

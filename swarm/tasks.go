@@ -174,7 +174,6 @@ func (t *taskStore) Put(ctx context.Context, r task.Record) error {
 	}
 	if cancelled && r.Status.Terminal() && r.Status != task.Cancelled {
 		r.Status, r.Result, r.Error, r.InputRequests = task.Cancelled, nil, nil, nil
-		r.Message = "cancelled at the client's request"
 	}
 	if r.Updated.IsZero() || r.Updated.Before(cur.Updated) {
 		r.Updated = now

@@ -2,6 +2,7 @@ package swarm
 
 import (
 	"encoding/json"
+	"slices"
 	"time"
 
 	"github.com/mcpswarm/mcpswarm/mcp/task"
@@ -66,7 +67,24 @@ func (e *taskEntry) view(now time.Time) (task.Record, bool) {
 	if c == nil {
 		return task.Record{}, false
 	}
-	return mergeRequests(c.rec, e.reqs), true
+	return mergeRequests(c.rec, e.requests()), true
+}
+
+// requests returns e's requests in key order.
+func (e *taskEntry) requests() []task.Request {
+	if len(e.reqs) == 0 {
+		return nil
+	}
+	keys := make([]string, 0, len(e.reqs))
+	for k := range e.reqs {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	out := make([]task.Request, len(keys))
+	for i, k := range keys {
+		out[i] = e.reqs[k].req
+	}
+	return out
 }
 
 // cancelRequested reports whether a request asks to cancel e's task.
@@ -79,53 +97,47 @@ func (e *taskEntry) cancelRequested() bool {
 	return false
 }
 
-// cancelledMessage is the message of a task read as Cancelled because a
-// client asked for it.
-const cancelledMessage = "cancelled at the client's request"
-
-// mergeRequests returns rec as the requests for it make it read.
-func mergeRequests(rec task.Record, reqs map[string]taskReq) task.Record {
-	if rec.Status.Terminal() || len(reqs) == 0 {
-		return rec
+// mergeRequests is what a reader sees of r once the requests for it are
+// taken into account: a cancel makes a task that has not ended read as
+// cancelled, and answered input keys leave InputRequests at once (an
+// input_required task with none left reads as working); a terminal record
+// is returned as it is. It is the rule the front's package states as
+// task.Merge (on the taskfront branch, not yet on main): once both are
+// merged, this copy goes and view calls task.Merge.
+func mergeRequests(r task.Record, reqs []task.Request) task.Record {
+	if r.Status.Terminal() || len(reqs) == 0 {
+		return r
 	}
-	answered := map[string]bool{}
-	for _, r := range reqs {
-		if r.req.Cancel {
-			rec.Status, rec.Message, rec.InputRequests = task.Cancelled, cancelledMessage, nil
-			return rec
-		}
-		if len(r.req.Responses) == 0 {
+	pending := decodeInputs(r.InputRequests)
+	for _, q := range reqs {
+		if q.Task != r.ID {
 			continue
 		}
-		var keys map[string]json.RawMessage
-		if json.Unmarshal(r.req.Responses, &keys) == nil {
-			for k := range keys {
-				answered[k] = true
-			}
+		if q.Cancel {
+			r.Status, r.InputRequests = task.Cancelled, nil
+			return r
+		}
+		for k := range decodeInputs(q.Responses) {
+			delete(pending, k)
 		}
 	}
-	if rec.Status != task.InputRequired || len(answered) == 0 || len(rec.InputRequests) == 0 {
-		return rec
+	if r.Status == task.InputRequired {
+		r.InputRequests = nil
+		if len(pending) == 0 {
+			r.Status = task.Working
+		} else if b, err := json.Marshal(pending); err == nil {
+			r.InputRequests = b
+		}
 	}
-	var pending map[string]json.RawMessage
-	if json.Unmarshal(rec.InputRequests, &pending) != nil {
-		return rec
+	return r
+}
+
+// decodeInputs decodes an inputRequests or responses map (empty when raw
+// is not one).
+func decodeInputs(raw json.RawMessage) map[string]json.RawMessage {
+	m := map[string]json.RawMessage{}
+	if len(raw) > 0 {
+		_ = json.Unmarshal(raw, &m)
 	}
-	n := len(pending)
-	for k := range answered {
-		delete(pending, k)
-	}
-	if len(pending) == n {
-		return rec
-	}
-	if len(pending) == 0 {
-		rec.Status, rec.InputRequests = task.Working, nil
-		return rec
-	}
-	b, err := json.Marshal(pending)
-	if err != nil {
-		return rec
-	}
-	rec.InputRequests = b
-	return rec
+	return m
 }
