@@ -1,6 +1,7 @@
 package mcpswarm
 
 import (
+	"context"
 	"strings"
 
 	"github.com/mcpswarm/mcpswarm/crdt"
@@ -42,4 +43,18 @@ func TaskRequests(n *Node, id string) int {
 		return true
 	})
 	return count
+}
+
+// PutAwait writes key in n's partition of registry reg and waits until
+// every live peer applied it: the plain replicated write a task's Create
+// is measured against.
+func PutAwait(ctx context.Context, n *Node, reg, key string, value []byte) error {
+	r, err := n.cluster.Registry(reg)
+	if err != nil {
+		return err
+	}
+	if err := r.Put(key, value); err != nil {
+		return err
+	}
+	return r.AwaitPeers(ctx)
 }
