@@ -167,6 +167,60 @@ func TestTheNextSurvivorAdoptsWhenTheFirstIsLostToo(t *testing.T) {
 	})
 }
 
+// The runner is cut off long enough for the others to take it for dead:
+// node2 settles its running task failed. Once the cut heals, the runner
+// yields to that settlement — it is told to stop the task, and removes
+// its copy — so every node reads the task failed, held once, and never
+// anything else after it.
+func TestACutOffRunnerYieldsToTheSettlement(t *testing.T) {
+	e := newSwarmEnv(t)
+	nodes := e.cluster(3)
+	n1, n2, n3 := nodes[0], nodes[1], nodes[2]
+	stopped := make(chan struct{})
+	var once sync.Once
+	stop := mcpswarm.TaskStore(n1).Watch(func(ev task.Event) {
+		if ev.Request != nil && ev.Request.Task == "running" && ev.Request.Cancel {
+			once.Do(func() { close(stopped) })
+		}
+	})
+	defer stop()
+	mustCreate(t, n1, newTask("running", "node1", time.Hour))
+	logs := []*statusLog{watchStatus(t, n2, "running"), watchStatus(t, n3, "running")}
+
+	e.cut("node1")
+	for _, n := range []*mcpswarm.Node{n2, n3} {
+		eventually(t, 15*time.Second, mcpswarm.NodeName(n)+" sees node1 dead", func() bool {
+			st := mcpswarm.MemberState(n, "node1")
+			return st == "dead" || st == ""
+		})
+	}
+	eventually(t, 5*time.Second, "node3 reads the task failed", func() bool {
+		rec, _ := mcpswarm.TaskStore(n3).Get("running")
+		return rec.Status == task.Failed
+	})
+	e.heal("node1")
+	select {
+	case <-stopped:
+	case <-time.After(20 * time.Second):
+		t.Fatal("node1 was never told to stop the task settled in its absence")
+	}
+	await(t, 10*time.Second, "every node reads the task failed, held by node2 alone", func() error {
+		for _, n := range nodes {
+			rec, _ := mcpswarm.TaskStore(n).Get("running")
+			if rec.Status != task.Failed {
+				return fmt.Errorf("%s reads it %q", mcpswarm.NodeName(n), rec.Status)
+			}
+			if got := mcpswarm.TaskHolders(n, "running"); !slices.Equal(got, []string{"node2"}) {
+				return fmt.Errorf("%s sees it held by %v", mcpswarm.NodeName(n), got)
+			}
+		}
+		return nil
+	})
+	for i, l := range logs {
+		l.terminalKept(t, mcpswarm.NodeName(nodes[i+1]))
+	}
+}
+
 // A task waiting on two inputs reads, on every node, with only the one
 // left once a tasks/update answering the other is acknowledged, and as
 // working once both are answered.
