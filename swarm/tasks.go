@@ -144,7 +144,13 @@ func (t *taskStore) Create(ctx context.Context, r task.Record) error {
 	if err := t.put(r); err != nil {
 		return err
 	}
-	return t.await(ctx, "create", r.ID)
+	if err := t.await(ctx, "create", r.ID); err != nil {
+		// The caller gave up, so no client holds the handle: the record
+		// goes rather than stay working with nobody running it.
+		t.remove(taskKeyPrefix + r.ID)
+		return err
+	}
+	return nil
 }
 
 // Put implements task.Store. A task whose stored status is terminal keeps
@@ -214,6 +220,13 @@ func (t *taskStore) Of(principal string) []task.Record {
 		return strings.Compare(a.ID, b.ID)
 	})
 	return out
+}
+
+// len is how many task ids this node knows.
+func (t *taskStore) len() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.tasks)
 }
 
 // countLocked is how many unexpired tasks principal holds.
@@ -289,7 +302,7 @@ func (t *taskStore) await(ctx context.Context, what, id string) error {
 	defer cancel()
 	start := clock.Now()
 	err := t.reg.AwaitPeers(actx)
-	t.s.met.sessionAck("tasks", clock.Since(start), err == nil)
+	t.s.met.taskAck(clock.Since(start), err == nil)
 	if err == nil {
 		return nil
 	}
