@@ -436,8 +436,9 @@ func (t *taskStore) changed(o crdt.Origin, key string, value []byte, hidden, gon
 	case reqKey == "" && value == nil:
 		evs = append(evs, task.Event{Task: task.Record{ID: id, Principal: e.principal}, Gone: true})
 	}
-	if reqKey != "" && value != nil && !hidden {
-		// The runner hears the request itself.
+	if reqKey != "" && value != nil {
+		// The runner hears the request itself, also one whose writer was
+		// lost meanwhile: every node reads it merged in already.
 		if c := e.copies[t.self]; c != nil && c.origin == t.s.cl.Origin() && c.rec.Node == t.self && !c.rec.Status.Terminal() {
 			r := req
 			evs = append(evs, task.Event{Task: c.rec, Request: &r})
