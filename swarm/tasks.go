@@ -139,7 +139,7 @@ func (t *taskStore) Create(ctx context.Context, r task.Record) error {
 	held := t.countLocked(r.Principal, now)
 	t.mu.Unlock()
 	if held >= t.lim.PerPrincipal {
-		return fmt.Errorf("%w: %s holds %d unexpired tasks, the limit per principal", task.ErrTooMany, r.Principal, held)
+		return fmt.Errorf("%w: %d tasks are held already, at most %d per principal (--task-per-principal)", task.ErrTooMany, held, t.lim.PerPrincipal)
 	}
 	if err := t.put(r); err != nil {
 		return err
