@@ -204,15 +204,22 @@ func TestACutOffRunnerYieldsToTheSettlement(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("node1 was never told to stop the task settled in its absence")
 	}
-	await(t, 10*time.Second, "every node reads the task failed, held by node2 alone", func() error {
+	// Held once, by one survivor: node2, or node1 when membership flapped
+	// as the cut healed and node1, the first by name, adopted node2's
+	// settlement as it was (the copy of the smaller name is read then, and
+	// node2 removes its own).
+	await(t, 10*time.Second, "every node reads the task failed, held once by the same node", func() error {
+		var holder []string
 		for _, n := range nodes {
 			rec, _ := mcpswarm.TaskStore(n).Get("running")
 			if rec.Status != task.Failed {
 				return fmt.Errorf("%s reads it %q", mcpswarm.NodeName(n), rec.Status)
 			}
-			if got := mcpswarm.TaskHolders(n, "running"); !slices.Equal(got, []string{"node2"}) {
+			got := mcpswarm.TaskHolders(n, "running")
+			if len(got) != 1 || (holder != nil && !slices.Equal(got, holder)) {
 				return fmt.Errorf("%s sees it held by %v", mcpswarm.NodeName(n), got)
 			}
+			holder = got
 		}
 		return nil
 	})
