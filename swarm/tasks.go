@@ -85,6 +85,12 @@ type taskCopy struct {
 	// replaced by a restart): no longer visible in the registry, kept here
 	// so a survivor can adopt it and reads keep answering meanwhile.
 	lost bool
+	// retired marks a finished copy its holder removed because another
+	// copy of the task wins: kept (lost) until it expires, never adopted.
+	retired bool
+	// stopped is set on this node's copy of a task it runs once its run
+	// was told to stop, because another copy settled the task.
+	stopped bool
 }
 
 // taskReq is one request entry.
@@ -404,11 +410,19 @@ func (t *taskStore) changed(o crdt.Origin, key string, value []byte, hidden, gon
 				e.principal = rec.Principal
 				t.index(rec.Principal, id)
 			}
-			kick = hidden || rec.Status.Terminal() || len(e.copies) > 1 || t.nextExpiry.IsZero() ||
-				rec.Created.Add(rec.TTL).Before(t.nextExpiry)
+			// The upkeep has work when a copy is lost or doubled, when
+			// this node's requests of a task that ended can go, or when
+			// the record expires before the next one it waits for.
+			kick = hidden || len(e.copies) > 1 || (rec.Status.Terminal() && e.asked(t.s.cl.Origin())) ||
+				t.nextExpiry.IsZero() || rec.Created.Add(rec.TTL).Before(t.nextExpiry)
 		case c == nil:
 		case gone:
 			c.lost, kick = true, true
+		case c.rec.Status.Terminal() && !c.rec.Expired(now):
+			// Its holder removed it because another copy wins; that copy
+			// may not have reached this node yet, and until it has, this
+			// one is what every other node reads.
+			c.lost, c.retired, kick = true, true, true
 		default:
 			delete(e.copies, o.Name)
 			kick = true
@@ -452,6 +466,16 @@ func (t *taskStore) changed(o crdt.Origin, key string, value []byte, hidden, gon
 		t.kick.Kick()
 	}
 	t.watchers.Notify(evs...)
+}
+
+// asked reports whether origin o wrote a request for e's task.
+func (e *taskEntry) asked(o crdt.Origin) bool {
+	for _, r := range e.reqs {
+		if r.origin == o {
+			return true
+		}
+	}
+	return false
 }
 
 // index lists id under principal.

@@ -21,7 +21,10 @@ import (
 //   - a restarted node settles its own unfinished tasks the same way (their
 //     runs died with the previous process);
 //   - of two copies of one task, the holder of the one nobody reads (see
-//     winner) removes it, and stops running the task if it still was;
+//     winner) first stops running the task if it still was and gives its
+//     copy the settlement, then removes it; a node that hears of the
+//     removal before the winning copy reached it keeps the removed one
+//     (retired), so no read goes back from a finished status;
 //   - expired records are removed by their holder and forgotten by all;
 //     requests are removed by their writer once their task is finished or
 //     gone.
@@ -90,16 +93,25 @@ func (t *taskStore) maintain(ctx context.Context, done chan struct{}) {
 	}
 }
 
-// adopter reports whether this node adopts lost runners' tasks: the first
-// live member by name.
-func (t *taskStore) adopter() bool {
+// adopter reports whether this node is the one to adopt lost runners'
+// tasks — the first live member by name — and whether it may now: only
+// while it hears a majority, so a node cut off alone does not settle the
+// tasks of the others, which it merely cannot hear.
+func (t *taskStore) adopter() (first, may bool) {
 	for _, m := range t.s.cl.Members() {
 		if m.State == cluster.StateAlive || m.State == cluster.StateDraining {
-			return m.Self
+			if !m.Self {
+				return false, false
+			}
+			return true, t.s.cl.InMajority() == nil
 		}
 	}
-	return false
+	return false, false
 }
+
+// adoptRetry is how soon the first member, kept from adopting by hearing
+// no majority, looks again: hearing one raises no event.
+const adoptRetry = time.Second
 
 // departed reports whether origin o is lost for good: dead, left, or
 // replaced by a later run. A merely suspect origin may come back, and its
@@ -114,7 +126,7 @@ func (t *taskStore) departed(o crdt.Origin) bool {
 func (t *taskStore) round(ctx context.Context) time.Time {
 	now := t.s.cl.Clock().Now()
 	own := t.s.cl.Origin()
-	adopter := t.adopter()
+	first, may := t.adopter()
 
 	var (
 		writes  []task.Record
@@ -123,13 +135,22 @@ func (t *taskStore) round(ctx context.Context) time.Time {
 		gone    []task.Event
 		next    time.Time
 	)
+	soon := func(at time.Time) {
+		if next.IsZero() || at.Before(next) {
+			next = at
+		}
+	}
 	t.mu.Lock()
 	for id, e := range t.tasks {
 		win := e.winner(now)
+		mine := e.copies[t.self]
+		if mine != nil && (mine.origin != own || mine.retired) {
+			mine = nil
+		}
 		if win == nil {
 			// Expired, or only requests left: the holder removes its
 			// entries, every node forgets them.
-			if mine := e.copies[t.self]; mine != nil && mine.origin == own {
+			if mine != nil {
 				removes = append(removes, taskKeyPrefix+id)
 			}
 			for _, r := range e.reqs {
@@ -143,19 +164,38 @@ func (t *taskStore) round(ctx context.Context) time.Time {
 			t.forgetLocked(id)
 			continue
 		}
-		if exp := win.rec.Created.Add(win.rec.TTL); next.IsZero() || exp.Before(next) {
-			next = exp
+		soon(win.rec.Created.Add(win.rec.TTL))
+		// Adopt what a departed origin's copy makes every node read, unless
+		// this node holds it already. That includes a record of the lost
+		// runner's that arrives after an adoption, relayed by a peer that
+		// heard it last, and settled before it: it is what that peer has
+		// been reading all along, and the adopted copy follows it.
+		if first && win.lost && !win.retired && t.departed(win.origin) {
+			view, _ := e.view(now)
+			if mine == nil || mine.rec.Status != view.Status || !mine.rec.Updated.Equal(view.Updated) {
+				if may {
+					writes = append(writes, settleLost(view, now))
+				} else {
+					soon(now.Add(adoptRetry))
+				}
+			}
 		}
-		if adopter && win.lost && t.departed(win.origin) && !e.adoptedBy(own) {
-			rec, _ := e.view(now)
-			writes = append(writes, settleLost(rec, now))
-		}
-		if mine := e.copies[t.self]; mine != nil && mine.origin == own && win != mine && !win.lost {
-			removes = append(removes, taskKeyPrefix+id)
-			if mine.rec.Node == t.self && !mine.rec.Status.Terminal() {
-				// Settled elsewhere while this node was taken for lost:
-				// its run stops.
-				stops = append(stops, task.Event{Task: mine.rec, Request: &task.Request{Task: id, Cancel: true}})
+		if mine != nil && win != mine {
+			switch {
+			case !mine.rec.Status.Terminal() && win.rec.Status.Terminal():
+				// Settled elsewhere while this node was taken for lost: its
+				// run stops, and its copy takes the settlement (removing
+				// it could leave a node that lacks the settlement with
+				// nothing to read).
+				if mine.rec.Node == t.self && !mine.stopped {
+					mine.stopped = true
+					stops = append(stops, task.Event{Task: mine.rec, Request: &task.Request{Task: id, Cancel: true}})
+				}
+				writes = append(writes, win.rec)
+			case mine.rec.Status.Terminal() && !win.lost:
+				// Two finished copies: the one nobody reads goes (each node
+				// keeps it retired until the winner reaches it).
+				removes = append(removes, taskKeyPrefix+id)
 			}
 		}
 		if win.rec.Status.Terminal() {
@@ -185,10 +225,4 @@ func (t *taskStore) round(ctx context.Context) time.Time {
 		}
 	}
 	return next
-}
-
-// adoptedBy reports whether origin o holds a copy of e's task already.
-func (e *taskEntry) adoptedBy(o crdt.Origin) bool {
-	c := e.copies[o.Name]
-	return c != nil && c.origin == o
 }
