@@ -95,22 +95,26 @@ func (t *taskStore) maintain(ctx context.Context, done chan struct{}) {
 
 // adopter reports whether this node is the one to adopt lost runners'
 // tasks — the first live member by name — and whether it may now: only
-// while it hears a majority, so a node cut off alone does not settle the
-// tasks of the others, which it merely cannot hear.
+// while it is in sync (cluster.InSync: it hears a majority and has pulled
+// everything from those it hears since it lost the others). So a node cut
+// off alone does not settle the tasks of nodes it merely cannot hear, and
+// the adopter holds the last record the lost runner wrote if any live
+// peer does: an adoption made without it would read as failed until a
+// peer relayed a completion the runner wrote before it died.
 func (t *taskStore) adopter() (first, may bool) {
 	for _, m := range t.s.cl.Members() {
 		if m.State == cluster.StateAlive || m.State == cluster.StateDraining {
 			if !m.Self {
 				return false, false
 			}
-			return true, t.s.cl.InMajority() == nil
+			return true, t.s.cl.InSync() == nil
 		}
 	}
 	return false, false
 }
 
-// adoptRetry is how soon the first member, kept from adopting by hearing
-// no majority, looks again: hearing one raises no event.
+// adoptRetry is how soon the first member, kept from adopting by not
+// being in sync, looks again: getting there raises no event.
 const adoptRetry = time.Second
 
 // departed reports whether origin o is lost for good: dead, left, or
