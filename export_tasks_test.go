@@ -2,6 +2,7 @@ package mcpswarm
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 
 	"github.com/mcpswarm/mcpswarm/crdt"
@@ -57,4 +58,21 @@ func PutAwait(ctx context.Context, n *Node, reg, key string, value []byte) error
 		return err
 	}
 	return r.AwaitPeers(ctx)
+}
+
+// TaskCopies returns, for each node whose partition of the task table
+// holds a visible record of task id as n sees them, that record's status.
+func TaskCopies(n *Node, id string) map[string]task.Status {
+	r, err := n.cluster.Registry("tasks")
+	if err != nil {
+		return nil
+	}
+	out := map[string]task.Status{}
+	for _, e := range r.Lookup("t/" + id) {
+		var rec task.Record
+		if json.Unmarshal(e.Value, &rec) == nil {
+			out[e.Origin.Name] = rec.Status
+		}
+	}
+	return out
 }

@@ -228,6 +228,46 @@ func TestACutOffRunnerYieldsToTheSettlement(t *testing.T) {
 	}
 }
 
+// The runner completes a task while node2, the survivor that will adopt
+// it, is cut off; then the runner dies and the cut heals. node2 adopts
+// the completion node3 held, not the working record it last heard: it
+// never reads the task as anything but working, then completed, and the
+// copy it holds is the completed one.
+func TestTheAdopterTakesTheRunnersLastRecordFromAPeer(t *testing.T) {
+	e := newSwarmEnv(t)
+	nodes := e.cluster(3)
+	n1, n2, n3 := nodes[0], nodes[1], nodes[2]
+	rec := newTask("late", "node1", time.Hour)
+	mustCreate(t, n1, rec)
+	log2 := watchStatus(t, n2, "late")
+
+	e.cut("node2")
+	rec.Status, rec.Result = task.Completed, json.RawMessage(`{"content":[]}`)
+	mustPut(t, n1, rec)
+	readNow(t, n3, "late", task.Completed)
+	if got, _ := mcpswarm.TaskStore(n2).Get("late"); got.Status != task.Working {
+		t.Fatalf("node2, cut off, reads %s", got.Status)
+	}
+	e.kill("node1")
+	eventually(t, 15*time.Second, "node3 sees node1 dead", func() bool {
+		st := mcpswarm.MemberState(n3, "node1")
+		return st == "dead" || st == ""
+	})
+	e.heal("node2")
+	await(t, 20*time.Second, "node2 holds the completed task", func() error {
+		for _, n := range []*mcpswarm.Node{n2, n3} {
+			if got := mcpswarm.TaskCopies(n, "late"); len(got) != 1 || got["node2"] != task.Completed {
+				return fmt.Errorf("%s sees the copies %v", mcpswarm.NodeName(n), got)
+			}
+		}
+		return nil
+	})
+	for _, n := range []*mcpswarm.Node{n2, n3} {
+		readNow(t, n, "late", task.Completed)
+	}
+	log2.terminalKept(t, "node2")
+}
+
 // A task waiting on two inputs reads, on every node, with only the one
 // left once a tasks/update answering the other is acknowledged, and as
 // working once both are answered.

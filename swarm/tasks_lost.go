@@ -196,9 +196,10 @@ func (t *taskStore) round(ctx context.Context) time.Time {
 					stops = append(stops, task.Event{Task: mine.rec, Request: &task.Request{Task: id, Cancel: true}})
 				}
 				writes = append(writes, win.rec)
-			case mine.rec.Status.Terminal() && !win.lost:
-				// Two finished copies: the one nobody reads goes (each node
-				// keeps it retired until the winner reaches it).
+			case mine.rec.Status.Terminal() && e.heldBetter(mine, now):
+				// Two finished copies: the one nobody reads goes, once a
+				// live node holds one that beats it (each node keeps it
+				// retired until that one reaches it).
 				removes = append(removes, taskKeyPrefix+id)
 			}
 		}
@@ -229,4 +230,15 @@ func (t *taskStore) round(ctx context.Context) time.Time {
 		}
 	}
 	return next
+}
+
+// heldBetter reports whether a live origin's unexpired copy of e's task
+// beats c.
+func (e *taskEntry) heldBetter(c *taskCopy, now time.Time) bool {
+	for _, d := range e.copies {
+		if d != c && !d.lost && !d.rec.Expired(now) && d.beats(c) {
+			return true
+		}
+	}
+	return false
 }
