@@ -354,6 +354,7 @@ func TestTasksOutliveTheirRunner(t *testing.T) {
 	mustCreate(t, nodes[0], newTask("running", "node1", time.Hour))
 	logs := []*statusLog{watchStatus(t, n2, "running"), watchStatus(t, n3, "running")}
 
+	killed := time.Now()
 	e.kill("node1")
 	await(t, deadBound+5*time.Second, "the running task fails on both survivors", func() error {
 		for _, n := range []*mcpswarm.Node{n2, n3} {
@@ -374,6 +375,7 @@ func TestTasksOutliveTheirRunner(t *testing.T) {
 		}
 		return nil
 	})
+	t.Logf("the running task reads failed on both survivors %v after the crash", time.Since(killed).Round(time.Millisecond))
 	await(t, 5*time.Second, "node2 alone holds both tasks", func() error {
 		for _, n := range []*mcpswarm.Node{n2, n3} {
 			for _, id := range []string{"done", "running"} {
