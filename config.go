@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcpswarm/mcpswarm/crdt"
+	"github.com/mcpswarm/mcpswarm/mcp/task"
 	"github.com/mcpswarm/mcpswarm/swarm"
 )
 
@@ -84,6 +85,9 @@ type Config struct {
 	// holds; beyond it the oldest give way to a floor that refuses every
 	// id issued before them (swarm.Config.MaxRevocations).
 	MaxRevocations int
+	// TaskLimits bounds MCP tasks: per principal, result size, TTLs
+	// (zero fields take task.Limits' defaults).
+	TaskLimits task.Limits
 	// DebugAddr, when set, serves net/http/pprof there (loopback only).
 	// Empty (the default) means no profiling endpoint.
 	DebugAddr string

@@ -272,7 +272,7 @@ func (n *Node) buildFront(ctx context.Context) (err error) {
 	}
 	sw, err := swarm.New(swarm.Config{Cluster: n.cluster, Manager: n.sessions, Logger: n.log.With("component", "swarm"),
 		Registerer: n.metrics, MaxRevocations: n.cfg.MaxRevocations, IDSerial: idSerial, Standbys: n.replicas,
-		Storage: nodeOwnedStorage{n.storage}})
+		Storage: nodeOwnedStorage{n.storage}, Tasks: n.cfg.TaskLimits})
 	if err != nil {
 		return err
 	}

@@ -8,5 +8,6 @@
 // nothing of the cluster): Swarm implements mcp.Backend for the front and
 // serves mcpswarm.forward.v1 for peers (legacyHandler answers the peer
 // service's deprecated forwarding RPCs). It also fails sessions over to
-// their standbys (failover.go).
+// their standbys (failover.go), and keeps the cluster-wide task table the
+// front's MCP tasks live in (tasks.go: Swarm.Tasks, a task.Store).
 package swarm

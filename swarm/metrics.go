@@ -14,6 +14,8 @@ type metrics struct {
 	ackWait  *prometheus.HistogramVec
 	// sessionAckWait is ackWait for session starts and tool-set changes.
 	sessionAckWait *prometheus.HistogramVec
+	// taskAckWait is ackWait for the task table's writes.
+	taskAckWait *prometheus.HistogramVec
 	// promotions counts standby copies this node took over (failover.go).
 	promotions prometheus.Counter
 	// handoffs counts the sessions this node's drains moved, by how.
@@ -52,6 +54,11 @@ func newMetrics(reg prometheus.Registerer, s *Swarm) (*metrics, error) {
 			Help:    "Time a session start or tool-set change waited for every live peer to apply it, by registry (sessions, tools) and outcome (acked, lagging).",
 			Buckets: prometheus.ExponentialBuckets(0.0002, 2, 16),
 		}, []string{"registry", "outcome"}),
+		taskAckWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "mcpswarm_swarm_task_ack_seconds",
+			Help:    "Time a task's creation, change or request waited for every live peer to apply it, by outcome (acked, lagging).",
+			Buckets: prometheus.ExponentialBuckets(0.0002, 2, 16),
+		}, []string{"outcome"}),
 	}
 	gauges := []prometheus.Collector{
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -70,12 +77,16 @@ func newMetrics(reg prometheus.Registerer, s *Swarm) (*metrics, error) {
 			Name: "mcpswarm_swarm_connection_records",
 			Help: "Connection records in this node's replica (every node's, revocations included).",
 		}, func() float64 { return float64(s.conns.reg.Len()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "mcpswarm_swarm_tasks",
+			Help: "Tasks this node knows (every node's, finished ones until their TTL runs out).",
+		}, func() float64 { return float64(s.tasks.len()) }),
 	}
 	// Both series exist from the start, so a drain's first handoff of
 	// either kind shows as an increase from 0.
 	m.handoffs.WithLabelValues("promoted")
 	m.handoffs.WithLabelValues("copied")
-	for _, c := range append(gauges, m.forwards, m.latency, m.ackWait, m.sessionAckWait, m.promotions, m.handoffs) {
+	for _, c := range append(gauges, m.forwards, m.latency, m.ackWait, m.sessionAckWait, m.taskAckWait, m.promotions, m.handoffs) {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -128,6 +139,19 @@ func (m *metrics) sessionAck(reg string, d time.Duration, acked bool) {
 		outcome = "lagging"
 	}
 	m.sessionAckWait.WithLabelValues(reg, outcome).Observe(d.Seconds())
+}
+
+// taskAck records how long a task table write waited for every live peer
+// to apply it, and whether they all did.
+func (m *metrics) taskAck(d time.Duration, acked bool) {
+	if m == nil {
+		return
+	}
+	outcome := "acked"
+	if !acked {
+		outcome = "lagging"
+	}
+	m.taskAckWait.WithLabelValues(outcome).Observe(d.Seconds())
 }
 
 // handedOff counts one session a drain moved.

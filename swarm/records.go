@@ -12,6 +12,7 @@ import (
 const (
 	regSessions = "sessions"
 	regTools    = "tools"
+	regTasks    = "tasks"
 )
 
 // sessionRecord is a session as every node sees it (registry "sessions",

@@ -20,6 +20,7 @@ import (
 	"github.com/mcpswarm/mcpswarm/internal/coalesce"
 	"github.com/mcpswarm/mcpswarm/internal/watch"
 	"github.com/mcpswarm/mcpswarm/mcp"
+	"github.com/mcpswarm/mcpswarm/mcp/task"
 	forwardv1 "github.com/mcpswarm/mcpswarm/proto/mcpswarm/forward/v1"
 	"github.com/mcpswarm/mcpswarm/session"
 )
@@ -82,6 +83,8 @@ type Config struct {
 	// its sessions' in-sync standbys go into their records, and the
 	// copies it holds are promoted when their owner dies (failover.go).
 	Standbys Standbys
+	// Tasks bounds the task table (Tasks); zero fields take the defaults.
+	Tasks task.Limits
 }
 
 // Swarm is the cluster-wide view and router for one node.
@@ -95,6 +98,7 @@ type Swarm struct {
 	tools    *cluster.Registry
 	conns    *Conns
 	nonces   *Nonces
+	tasks    *taskStore
 	idx      *index
 	met      *metrics
 
@@ -152,6 +156,8 @@ type Swarm struct {
 	failKick coalesce.Signal
 	failDone chan struct{}
 	deaths   deaths
+	// tasksDone closes when the task table's upkeep has stopped.
+	tasksDone chan struct{}
 	// spentDone closes when the loop copying spent states to their new
 	// holders has stopped (Nonces.rebalanceLoop).
 	spentDone chan struct{}
@@ -217,6 +223,11 @@ func New(cfg Config) (*Swarm, error) {
 		return nil, err
 	}
 	s.nonces = newNonces(s, nonceReg, held)
+	taskReg, err := cfg.Cluster.Registry(regTasks)
+	if err != nil {
+		return nil, fmt.Errorf("declaring tasks registry: %w", err)
+	}
+	s.tasks = newTaskStore(s, taskReg, cfg.Tasks)
 	if s.met, err = newMetrics(cfg.Registerer, s); err != nil {
 		return nil, fmt.Errorf("registering swarm metrics: %w", err)
 	}
@@ -240,7 +251,9 @@ func New(cfg Config) (*Swarm, error) {
 func (s *Swarm) StartPublishing(context.Context) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	s.stopLoop, s.loopDone, s.failDone, s.spentDone = cancel, make(chan struct{}), make(chan struct{}), make(chan struct{})
+	s.tasksDone = make(chan struct{})
 	s.conns.restore()
+	s.tasks.start(ctx, s.tasksDone)
 	go s.publishLoop(ctx)
 	go s.failoverLoop(ctx)
 	go s.nonces.rebalanceLoop(ctx, s.spentDone)
@@ -249,6 +262,7 @@ func (s *Swarm) StartPublishing(context.Context) error {
 	s.stopMembers = s.cl.WatchMembers(func(m cluster.Member) {
 		s.deaths.note(m)
 		s.nonces.membersChanged()
+		s.tasks.kick.Kick()
 		s.emit(mcp.Event{Kind: mcp.MembersChanged})
 	})
 	own := s.cl.Origin()
@@ -295,6 +309,7 @@ func (s *Swarm) StopPublishing() {
 		<-s.loopDone
 		<-s.failDone
 		<-s.spentDone
+		<-s.tasksDone
 		s.stopLoop = nil
 	}
 }
