@@ -83,6 +83,11 @@ func TestNonsenseBoundsAreRefusedAtStart(t *testing.T) {
 		{"grpc-open-deadline", func(c *mcpswarm.Config) { c.GRPC.OpenDeadline = 0 }},
 		{"grpc-handshake-timeout", func(c *mcpswarm.Config) { c.GRPC.HandshakeTimeout = time.Millisecond }},
 		{"grpc-idle-timeout", func(c *mcpswarm.Config) { c.GRPC.IdleTimeout = -time.Second }},
+		{"task-per-principal", func(c *mcpswarm.Config) { c.TaskLimits.PerPrincipal = -1 }},
+		{"task-max-result", func(c *mcpswarm.Config) { c.TaskLimits.MaxResultBytes = 4 << 20 }},
+		{"task-max-ttl", func(c *mcpswarm.Config) { c.TaskLimits.MaxTTL = 1000 * time.Hour }},
+		{"task-ttl", func(c *mcpswarm.Config) { c.TaskLimits.DefaultTTL = 48 * time.Hour }},
+		{"task-poll-interval", func(c *mcpswarm.Config) { c.TaskLimits.PollInterval = time.Hour }},
 	} {
 		cfg := mcpswarm.DefaultConfig()
 		cfg.DataDir = t.TempDir()

@@ -118,6 +118,7 @@ func DefaultConfig() Config {
 		Widgets:         DefaultWidgetLimits(),
 		GRPC:            DefaultGRPCLimits(),
 		MaxRevocations:  swarm.DefaultMaxRevocations,
+		TaskLimits:      task.Limits{}.WithDefaults(),
 	}
 }
 
@@ -219,6 +220,26 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxRevocations < 1 || c.MaxRevocations > 1<<26 {
 		return fieldErr("max-revocations", "must be from 1 to %d, got %d", 1<<26, c.MaxRevocations)
+	}
+	return c.validateTasks()
+}
+
+// validateTasks checks the task limits; zero fields take the defaults.
+// A task's record, result included, is replicated to every peer in one
+// message, so a result must fit well inside grpc-max-message-bytes.
+func (c *Config) validateTasks() error {
+	l := c.TaskLimits
+	switch {
+	case l.PerPrincipal < 0 || l.PerPrincipal > 1_000_000:
+		return fieldErr("task-per-principal", "must be from 1 to 1000000 (0: the default %d), got %d", task.DefaultPerPrincipal, l.PerPrincipal)
+	case l.MaxResultBytes < 0 || (l.MaxResultBytes > 0 && (l.MaxResultBytes < 1024 || l.MaxResultBytes > c.GRPC.MaxMessageBytes/2)):
+		return fieldErr("task-max-result", "must be from 1 KiB to half of --grpc-max-message-bytes (%d), got %d", c.GRPC.MaxMessageBytes/2, l.MaxResultBytes)
+	case l.MaxTTL < 0 || l.MaxTTL > 30*24*time.Hour:
+		return fieldErr("task-max-ttl", "must be at most 720h, got %s", l.MaxTTL)
+	case l.DefaultTTL < 0 || (l.MaxTTL > 0 && l.DefaultTTL > l.MaxTTL):
+		return fieldErr("task-ttl", "must be positive and at most --task-max-ttl (%s), got %s", l.MaxTTL, l.DefaultTTL)
+	case l.PollInterval < 0 || l.PollInterval > time.Minute:
+		return fieldErr("task-poll-interval", "must be at most 1m, got %s", l.PollInterval)
 	}
 	return nil
 }

@@ -296,6 +296,7 @@ func (n *Node) buildFront(ctx context.Context) (err error) {
 		Dev:          n.cfg.Dev,
 		Keepalive:    n.cfg.Keepalive,
 		MaxBodyBytes: n.cfg.MaxBodyBytes,
+		Tasks:        n.cfg.TaskLimits,
 		Logger:       n.log.With("component", "mcp"),
 		Registerer:   n.metrics,
 		Version:      n.cfg.Version,

@@ -23,7 +23,7 @@ type frontBox struct{ mcp.Front }
 // Unavailable (the sender retries or answers the client).
 func (s *Swarm) Attach(f mcp.Front) (mcp.Connections, mcp.Relay, task.Store) {
 	s.frontPtr.Store(&frontBox{f})
-	return s.conns, relay{s}, nil // no task table yet: the front serves no tasks
+	return s.conns, relay{s}, s.tasks
 }
 
 // front is the attached front, or nil before Attach.

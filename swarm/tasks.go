@@ -29,7 +29,7 @@ import (
 //
 // Every node keeps an index of both, fed by the registry's change
 // callbacks, and answers reads from it. A read merges the requests into
-// the record (mergeRequests), so a tasks/get anywhere right after an
+// the record (task.Merge), so a tasks/get anywhere right after an
 // acknowledged tasks/cancel or tasks/update already shows its effect.
 const (
 	taskKeyPrefix = "t/"

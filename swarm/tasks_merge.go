@@ -1,7 +1,6 @@
 package swarm
 
 import (
-	"encoding/json"
 	"slices"
 	"time"
 
@@ -67,7 +66,7 @@ func (e *taskEntry) view(now time.Time) (task.Record, bool) {
 	if c == nil {
 		return task.Record{}, false
 	}
-	return mergeRequests(c.rec, e.requests()), true
+	return task.Merge(c.rec, e.requests()), true
 }
 
 // requests returns e's requests in key order.
@@ -95,49 +94,4 @@ func (e *taskEntry) cancelRequested() bool {
 		}
 	}
 	return false
-}
-
-// mergeRequests is what a reader sees of r once the requests for it are
-// taken into account: a cancel makes a task that has not ended read as
-// cancelled, and answered input keys leave InputRequests at once (an
-// input_required task with none left reads as working); a terminal record
-// is returned as it is. It is the rule the front's package states as
-// task.Merge (on the taskfront branch, not yet on main): once both are
-// merged, this copy goes and view calls task.Merge.
-func mergeRequests(r task.Record, reqs []task.Request) task.Record {
-	if r.Status.Terminal() || len(reqs) == 0 {
-		return r
-	}
-	pending := decodeInputs(r.InputRequests)
-	for _, q := range reqs {
-		if q.Task != r.ID {
-			continue
-		}
-		if q.Cancel {
-			r.Status, r.InputRequests = task.Cancelled, nil
-			return r
-		}
-		for k := range decodeInputs(q.Responses) {
-			delete(pending, k)
-		}
-	}
-	if r.Status == task.InputRequired {
-		r.InputRequests = nil
-		if len(pending) == 0 {
-			r.Status = task.Working
-		} else if b, err := json.Marshal(pending); err == nil {
-			r.InputRequests = b
-		}
-	}
-	return r
-}
-
-// decodeInputs decodes an inputRequests or responses map (empty when raw
-// is not one).
-func decodeInputs(raw json.RawMessage) map[string]json.RawMessage {
-	m := map[string]json.RawMessage{}
-	if len(raw) > 0 {
-		_ = json.Unmarshal(raw, &m)
-	}
-	return m
 }

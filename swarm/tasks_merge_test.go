@@ -1,7 +1,6 @@
 package swarm
 
 import (
-	"encoding/json"
 	"testing"
 	"time"
 
@@ -48,33 +47,6 @@ func TestEveryNodeReadsTheSameCopyOfATask(t *testing.T) {
 	e := &taskEntry{copies: map[string]*taskCopy{"n1": copyOf("n1", task.Completed, 1, false)}}
 	if got := e.winner(now.Add(time.Hour)); got != nil {
 		t.Errorf("an expired copy was read: %+v", got.rec)
-	}
-}
-
-// Requests read into the record: answered inputs leave at once, the last
-// one answered reads as working, a cancel reads as cancelled, and nothing
-// changes a terminal record.
-func TestRequestsReadIntoTheRecord(t *testing.T) {
-	waiting := task.Record{ID: "t", Status: task.InputRequired, InputRequests: json.RawMessage(`{"a":{},"b":{}}`)}
-	answer := func(keys string) task.Request { return task.Request{Task: "t", Responses: json.RawMessage(keys)} }
-
-	got := mergeRequests(waiting, []task.Request{answer(`{"a":1}`)})
-	if got.Status != task.InputRequired || string(got.InputRequests) != `{"b":{}}` {
-		t.Errorf("one of two answered: %s %s", got.Status, got.InputRequests)
-	}
-	got = mergeRequests(waiting, []task.Request{answer(`{"a":1}`), answer(`{"b":2}`)})
-	if got.Status != task.Working || got.InputRequests != nil {
-		t.Errorf("both answered: %s %s", got.Status, got.InputRequests)
-	}
-	if got = mergeRequests(waiting, []task.Request{answer(`{"a":1}`), {Task: "t", Cancel: true}}); got.Status != task.Cancelled {
-		t.Errorf("cancel requested: %s", got.Status)
-	}
-	if got = mergeRequests(waiting, []task.Request{{Task: "other", Cancel: true}}); got.Status != task.InputRequired {
-		t.Errorf("another task's cancel: %s", got.Status)
-	}
-	done := task.Record{ID: "t", Status: task.Completed}
-	if got = mergeRequests(done, []task.Request{{Task: "t", Cancel: true}}); got.Status != task.Completed {
-		t.Errorf("a completed task read as %s after a cancel", got.Status)
 	}
 }
 
