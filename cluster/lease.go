@@ -66,7 +66,10 @@ type leases struct {
 	linked map[crdt.Origin]bool      // this node's own stream to it was established once
 	hidden map[crdt.Origin]bool      // its entries were hidden here after it was linked, and not shown again yet
 	sent   map[string]time.Time      // writer: last message sent to the peer that could renew its lease
-	synced map[crdt.Origin]time.Time // start of the last full pull from the origin that succeeded
+	// answered: when this node last answered the peer's heartbeat with its
+	// own position (beatpair.go).
+	answered map[string]time.Time
+	synced   map[crdt.Origin]time.Time // start of the last full pull from the origin that succeeded
 	// lost names required members that died (not gone: see refused) and
 	// that the view has since forgotten, after the dead grace. They still
 	// count against the majority: a node cut off from the rest sees every
@@ -82,7 +85,7 @@ type leases struct {
 }
 
 func newLeases(gen *atomic.Uint64) *leases {
-	return &leases{gen: gen, heard: map[crdt.Origin]time.Time{}, gone: map[crdt.Origin]time.Time{}, linked: map[crdt.Origin]bool{}, hidden: map[crdt.Origin]bool{}, sent: map[string]time.Time{}, synced: map[crdt.Origin]time.Time{}, lost: map[string]bool{}}
+	return &leases{gen: gen, heard: map[crdt.Origin]time.Time{}, gone: map[crdt.Origin]time.Time{}, linked: map[crdt.Origin]bool{}, hidden: map[crdt.Origin]bool{}, sent: map[string]time.Time{}, answered: map[string]time.Time{}, synced: map[crdt.Origin]time.Time{}, lost: map[string]bool{}}
 }
 
 // lose records that the view forgets dead member o: if it was required
@@ -207,13 +210,23 @@ func (l *leases) heardFrom(o crdt.Origin, at time.Time) {
 	}
 	delete(l.gone, o)
 	delete(l.lost, o.Name)
-	l.heard[o] = at
+	// The latest renewal holds: two goroutines renew (the peer's stream to
+	// this node, and this node's stream to it with the peer's answers,
+	// beatpair.go), each stamping its message on receipt.
+	if prev, ok := l.heard[o]; !ok || at.After(prev) {
+		l.heard[o] = at
+	}
 	l.mu.Unlock()
 }
 
+// sentTo records a send to peer at at that could renew its lease. Several
+// goroutines send to a peer (this node's stream to it, the answers on its
+// stream to this node): the latest send is what a writer waits out.
 func (l *leases) sentTo(peer string, at time.Time) {
 	l.mu.Lock()
-	l.sent[peer] = at
+	if prev, ok := l.sent[peer]; !ok || at.After(prev) {
+		l.sent[peer] = at
+	}
 	l.mu.Unlock()
 }
 

@@ -50,6 +50,9 @@ type link struct {
 	// synced is set once a pull from the peer has succeeded: until every
 	// live peer's is, this node does not know the cluster's state.
 	synced atomic.Bool
+	// beats counts the heartbeats sent to the peer, the share of the
+	// heartbeats metric this link's streams make.
+	beats  atomic.Uint64
 	name   string
 	origin crdt.Origin
 	addr   string
@@ -218,6 +221,7 @@ func (r *replicator) send(l *link) {
 type ackMsg struct {
 	resp *peerv1.ReplicateResponse
 	err  error
+	at   time.Time // received, on the cluster's clock: a position's answer renews a lease from then
 }
 
 // stream runs one Replicate stream until it fails. It reports whether the
@@ -234,7 +238,7 @@ func (r *replicator) stream(l *link) (bool, error) {
 	go func() {
 		for {
 			resp, err := st.Recv()
-			acks.put(ackMsg{resp, err})
+			acks.put(ackMsg{resp, err, cfg.Clock.Now()})
 			if err != nil {
 				return
 			}
@@ -250,6 +254,8 @@ func (r *replicator) stream(l *link) (bool, error) {
 	// names them by ref. Batches are shared by all links, so each stream
 	// sends its own rewritten copy.
 	var enc crdtpb.StreamEncoder
+	var lastSent time.Time     // the stream's last message, for quiet
+	var owed map[string]uint64 // the peer's last answered position not held yet (heardPosition)
 	sendReq := func(b *batch, req *peerv1.ReplicateRequest) error {
 		if len(inflight) == 0 {
 			watchdog.Reset(cfg.StreamIdle)
@@ -259,9 +265,14 @@ func (r *replicator) stream(l *link) (bool, error) {
 			wire = enc.Encode(req)
 		}
 		// Before the send: the peer may renew its lease on it (lease.go).
-		r.leases.sentTo(l.name, cfg.Clock.Now())
+		lastSent = cfg.Clock.Now()
+		r.leases.sentTo(l.name, lastSent)
 		if err := st.Send(wire); err != nil {
 			return fmt.Errorf("sending to %s: %w", l.name, err)
+		}
+		if b.position {
+			r.c.metrics.beatsSent.Inc()
+			l.beats.Add(1)
 		}
 		inflight = append(inflight, b)
 		r.c.metrics.bytesSent.Add(float64(proto.Size(wire)))
@@ -304,6 +315,11 @@ func (r *replicator) stream(l *link) (bool, error) {
 				// stretch how long writers wait out this peer's lease.
 				continue
 			}
+			if r.quiet(l, cfg.Clock.Now(), lastSent) {
+				// The peer's heartbeats and this node's answers renew
+				// both leases (beatpair.go).
+				continue
+			}
 			if err := sendReq(r.positionBatch()); err != nil {
 				return established, err
 			}
@@ -329,6 +345,12 @@ func (r *replicator) stream(l *link) (bool, error) {
 					watchdog.Reset(cfg.StreamIdle)
 				}
 				r.acked(l, b, a.resp)
+				if b.position {
+					r.c.metrics.beatsAnswered.Inc()
+				}
+				if p := a.resp.GetPosition(); p != nil && r.beatPair {
+					owed = r.heardPosition(l, p, a.at, owed)
+				}
 			}
 		}
 	}
