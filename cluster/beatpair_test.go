@@ -193,3 +193,53 @@ func TestBeatPairMixedPairKeepsBothLeasesFresh(t *testing.T) {
 		t.Fatalf("%.3f heartbeats per pair per period, want %.3f: only n2's stream to n0 may be quiet", got, want)
 	}
 }
+
+// Each stream of a pair renews both leases: when the heartbeats of the
+// smaller node's stream stop arriving (its writes to the larger one are
+// held up), the larger node, which no longer answers any, heartbeats its
+// own stream every period, and the smaller one's answers renew the lease
+// the other way. Before, each lease had one stream: the larger node's
+// lease on the smaller one lapsed with the smaller one's heartbeats.
+func TestBeatPairEitherStreamRenewsBothLeases(t *testing.T) {
+	clock := beatClock()
+	onClock := func(c *Config) { c.Clock = clock }
+	g := newGate()
+	nw := memnet.New()
+	n0 := startNode(t, nw, "n0", "", onClock, g.option)
+	n1 := startNode(t, nw, "n1", "", onClock, joinTo(n0))
+	nodes := []*tnode{n0, n1}
+	awaitMembers(t, nodes, 20*time.Second)
+	run := startBeats(t, nodes, clock)
+	run.tick(t)
+	run.tick(t)
+
+	g.block() // what n0 sends on the connection it dialed to n1 is held up
+	defer g.release()
+	quiet := linkBeats(n1, n0)
+	every := heartbeatEvery(n0.cfg)
+	const ticks = 5 // within StreamIdle (6 periods): no stream is cut yet
+	for i := 1; i <= ticks; i++ {
+		clock.Advance(every)
+		at := clock.Now()
+		if i >= 2 {
+			// n1 last answered n0 before the hold-up, more than quietFor
+			// ago from here on: it heartbeats, n0 answers.
+			eventually(t, 20*time.Second, func() error {
+				for _, p := range [][2]*tnode{{n0, n1}, {n1, n0}} {
+					if h := heardAt(p[0], p[1]); h.Before(at) {
+						return fmt.Errorf("%s last renewed its lease on %s at %v, not at the tick %v", p[0].name, p[1].name, h, at)
+					}
+				}
+				return nil
+			})
+		}
+		for _, n := range nodes {
+			if err := n.c.InSync(); err != nil {
+				t.Fatalf("%s %v after n0's heartbeats stopped arriving: %v", n.name, time.Duration(i)*every, err)
+			}
+		}
+	}
+	if got := linkBeats(n1, n0) - quiet; got < ticks-1 {
+		t.Fatalf("n1 sent n0 %d heartbeats in the %d periods after n0's stopped arriving, want one a period from the second", got, ticks)
+	}
+}
