@@ -50,18 +50,20 @@ type link struct {
 	// synced is set once a pull from the peer has succeeded: until every
 	// live peer's is, this node does not know the cluster's state.
 	synced atomic.Bool
-	// beats counts the heartbeats sent to the peer, the share of the
-	// heartbeats metric this link's streams make.
-	beats  atomic.Uint64
-	name   string
-	origin crdt.Origin
-	addr   string
-	cc     *grpc.ClientConn
-	client peerv1.PeerServiceClient
-	queue  chan *batch
-	ctx    context.Context
-	cancel context.CancelFunc
-	r      *replicator
+	// beats and answers count the heartbeats sent to the peer and the
+	// answers to them received, this link's share of the heartbeats
+	// metric (a stream cut with a heartbeat in flight leaves one
+	// unanswered).
+	beats, answers atomic.Uint64
+	name           string
+	origin         crdt.Origin
+	addr           string
+	cc             *grpc.ClientConn
+	client         peerv1.PeerServiceClient
+	queue          chan *batch
+	ctx            context.Context
+	cancel         context.CancelFunc
+	r              *replicator
 
 	mu      sync.Mutex
 	acked   map[string]uint64 // own seq per registry the peer holds
@@ -347,6 +349,7 @@ func (r *replicator) stream(l *link) (bool, error) {
 				r.acked(l, b, a.resp)
 				if b.position {
 					r.c.metrics.beatsAnswered.Inc()
+					l.answers.Add(1)
 				}
 				if p := a.resp.GetPosition(); p != nil && r.beatPair {
 					owed = r.heardPosition(l, p, a.at, owed)
