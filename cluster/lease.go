@@ -21,12 +21,18 @@ import (
 // Reader side: each Replicate stream from a peer is in order, and the peer
 // heartbeats it every min(StreamIdle, Lease)/3. When this node applies a
 // message from peer P with no gap and nothing refused, it holds every
-// write P made before sending it: it records "heard from P at t". While
+// write P made before sending it: it records "heard from P at t". Between
+// peers that both advertise CapBeatPair, P's answer to this node's
+// heartbeat carries P's position and renews the lease the same way when
+// this node holds that much of P's writes, so only one stream of the pair
+// heartbeats every period (beatpair.go, with its own argument). While
 // t + Lease is in the future for every live member it has heard from, the
 // node is in sync; otherwise InSync fails, naming the member.
 //
 // Writer side: a peer renews its lease only on a message this node sent
-// it, so it holds no lease past (the last send to it) + transit + Lease. A
+// it (a heartbeat, a push, an answer carrying its position), recorded
+// before it is sent, so it holds no lease past (the last send to it) +
+// transit + Lease. A
 // writer whose write P has not acknowledged waits until lastSent(P) +
 // Lease + leaseMargin before answering: by then P's lease has lapsed and P
 // refuses until its link is back and it has caught up. A sender keeps at
