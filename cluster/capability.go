@@ -51,6 +51,14 @@ const (
 	// While a live peer lacks it, every node spends states by the previous
 	// rule: at the arbiter, copied to every node.
 	CapSpentHolders = "spent-holders"
+	// CapBeatPair: the node answers a peer's heartbeat with its own
+	// position and renews its lease on that peer from the peer's answers
+	// to its heartbeats (ReplicateResponse.position), so one heartbeat
+	// exchange per pair of nodes renews the leases both ways: a node whose
+	// name is the larger of a pair heartbeats its stream to the other only
+	// while the other's heartbeats stop coming (beatpair.go). Without it a
+	// peer gets every heartbeat, and its own keep coming.
+	CapBeatPair = "beat-pair"
 	// zonePrefix starts the capability name that carries a node's zone
 	// ("zone=eu-west-1a"), which standby placement spreads copies across.
 	zonePrefix = "zone="
@@ -58,7 +66,7 @@ const (
 
 // DefaultCapabilities is what this code supports.
 func DefaultCapabilities() []string {
-	return []string{CapCallStream, CapHandoffGen, CapRevocationKeys, CapSerialIDs, CapSpentHolders, CapStandby, CapStandbyHandoff, CapStreamRefs}
+	return []string{CapBeatPair, CapCallStream, CapHandoffGen, CapRevocationKeys, CapSerialIDs, CapSpentHolders, CapStandby, CapStandbyHandoff, CapStreamRefs}
 }
 
 // Capabilities is a member's advertised protocol version and capability

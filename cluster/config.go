@@ -100,7 +100,9 @@ type Config struct {
 	// SnapshotChunkBytes bounds the entries of one snapshot chunk.
 	SnapshotChunkBytes int
 	// StreamIdle is how long a Replicate stream may stay silent before the
-	// receiver cuts it; senders send a heartbeat every StreamIdle/3.
+	// receiver cuts it; a stream with nothing else to send heartbeats at
+	// least every StreamIdle/3 (and every min(StreamIdle, Lease)/3 unless
+	// its peer's heartbeats renew the leases both ways, CapBeatPair).
 	StreamIdle time.Duration
 	// CatchUpTimeout bounds one whole catch-up or digest call.
 	CatchUpTimeout time.Duration

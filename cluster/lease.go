@@ -21,12 +21,18 @@ import (
 // Reader side: each Replicate stream from a peer is in order, and the peer
 // heartbeats it every min(StreamIdle, Lease)/3. When this node applies a
 // message from peer P with no gap and nothing refused, it holds every
-// write P made before sending it: it records "heard from P at t". While
+// write P made before sending it: it records "heard from P at t". Between
+// peers that both advertise CapBeatPair, P's answer to this node's
+// heartbeat carries P's position and renews the lease the same way when
+// this node holds that much of P's writes, so only one stream of the pair
+// heartbeats every period (beatpair.go, with its own argument). While
 // t + Lease is in the future for every live member it has heard from, the
 // node is in sync; otherwise InSync fails, naming the member.
 //
 // Writer side: a peer renews its lease only on a message this node sent
-// it, so it holds no lease past (the last send to it) + transit + Lease. A
+// it (a heartbeat, a push, an answer carrying its position), recorded
+// before it is sent, so it holds no lease past (the last send to it) +
+// transit + Lease. A
 // writer whose write P has not acknowledged waits until lastSent(P) +
 // Lease + leaseMargin before answering: by then P's lease has lapsed and P
 // refuses until its link is back and it has caught up. A sender keeps at
@@ -66,7 +72,10 @@ type leases struct {
 	linked map[crdt.Origin]bool      // this node's own stream to it was established once
 	hidden map[crdt.Origin]bool      // its entries were hidden here after it was linked, and not shown again yet
 	sent   map[string]time.Time      // writer: last message sent to the peer that could renew its lease
-	synced map[crdt.Origin]time.Time // start of the last full pull from the origin that succeeded
+	// answered: when this node last answered the peer's heartbeat with its
+	// own position (beatpair.go).
+	answered map[string]time.Time
+	synced   map[crdt.Origin]time.Time // start of the last full pull from the origin that succeeded
 	// lost names required members that died (not gone: see refused) and
 	// that the view has since forgotten, after the dead grace. They still
 	// count against the majority: a node cut off from the rest sees every
@@ -82,7 +91,7 @@ type leases struct {
 }
 
 func newLeases(gen *atomic.Uint64) *leases {
-	return &leases{gen: gen, heard: map[crdt.Origin]time.Time{}, gone: map[crdt.Origin]time.Time{}, linked: map[crdt.Origin]bool{}, hidden: map[crdt.Origin]bool{}, sent: map[string]time.Time{}, synced: map[crdt.Origin]time.Time{}, lost: map[string]bool{}}
+	return &leases{gen: gen, heard: map[crdt.Origin]time.Time{}, gone: map[crdt.Origin]time.Time{}, linked: map[crdt.Origin]bool{}, hidden: map[crdt.Origin]bool{}, sent: map[string]time.Time{}, answered: map[string]time.Time{}, synced: map[crdt.Origin]time.Time{}, lost: map[string]bool{}}
 }
 
 // lose records that the view forgets dead member o: if it was required
@@ -207,13 +216,23 @@ func (l *leases) heardFrom(o crdt.Origin, at time.Time) {
 	}
 	delete(l.gone, o)
 	delete(l.lost, o.Name)
-	l.heard[o] = at
+	// The latest renewal holds: two goroutines renew (the peer's stream to
+	// this node, and this node's stream to it with the peer's answers,
+	// beatpair.go), each stamping its message on receipt.
+	if prev, ok := l.heard[o]; !ok || at.After(prev) {
+		l.heard[o] = at
+	}
 	l.mu.Unlock()
 }
 
+// sentTo records a send to peer at at that could renew its lease. Several
+// goroutines send to a peer (this node's stream to it, the answers on its
+// stream to this node): the latest send is what a writer waits out.
 func (l *leases) sentTo(peer string, at time.Time) {
 	l.mu.Lock()
-	l.sent[peer] = at
+	if prev, ok := l.sent[peer]; !ok || at.After(prev) {
+		l.sent[peer] = at
+	}
 	l.mu.Unlock()
 }
 

@@ -21,6 +21,9 @@ type metrics struct {
 	rejected       *prometheus.CounterVec // reason
 	suspects       prometheus.Counter     //
 	streamRestarts prometheus.Counter     //
+	heartbeats     *prometheus.CounterVec // event: sent|answered
+	beatsSent      prometheus.Counter     // heartbeats{event="sent"}
+	beatsAnswered  prometheus.Counter     // heartbeats{event="answered"}
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -55,12 +58,16 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Times a peer alive in memberlist was marked suspect because its gRPC calls failed."}),
 		streamRestarts: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "stream_restarts_total",
 			Help: "Replicate streams re-opened after a failure."}),
+		heartbeats: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "heartbeats_total",
+			Help: "Heartbeats (positions) sent on Replicate streams, and answers to them received; between beat-pair peers one stream of a pair heartbeats."}, []string{"event"}),
 	}
+	m.beatsSent = m.heartbeats.WithLabelValues("sent")
+	m.beatsAnswered = m.heartbeats.WithLabelValues("answered")
 	if reg == nil {
 		return m, nil
 	}
 	for _, c := range []prometheus.Collector{m.members, m.lag, m.deltasSent, m.deltasRecv, m.bytesSent, m.bytesRecv,
-		m.catchUps, m.snapshots, m.antiEntropy, m.convergence, m.queueDrops, m.rejected, m.suspects, m.streamRestarts} {
+		m.catchUps, m.snapshots, m.antiEntropy, m.convergence, m.queueDrops, m.rejected, m.suspects, m.streamRestarts, m.heartbeats} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

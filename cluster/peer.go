@@ -50,15 +50,20 @@ type link struct {
 	// synced is set once a pull from the peer has succeeded: until every
 	// live peer's is, this node does not know the cluster's state.
 	synced atomic.Bool
-	name   string
-	origin crdt.Origin
-	addr   string
-	cc     *grpc.ClientConn
-	client peerv1.PeerServiceClient
-	queue  chan *batch
-	ctx    context.Context
-	cancel context.CancelFunc
-	r      *replicator
+	// beats and answers count the heartbeats sent to the peer and the
+	// answers to them received, this link's share of the heartbeats
+	// metric (a stream cut with a heartbeat in flight leaves one
+	// unanswered).
+	beats, answers atomic.Uint64
+	name           string
+	origin         crdt.Origin
+	addr           string
+	cc             *grpc.ClientConn
+	client         peerv1.PeerServiceClient
+	queue          chan *batch
+	ctx            context.Context
+	cancel         context.CancelFunc
+	r              *replicator
 
 	mu      sync.Mutex
 	acked   map[string]uint64 // own seq per registry the peer holds
@@ -218,6 +223,7 @@ func (r *replicator) send(l *link) {
 type ackMsg struct {
 	resp *peerv1.ReplicateResponse
 	err  error
+	at   time.Time // received, on the cluster's clock: a position's answer renews a lease from then
 }
 
 // stream runs one Replicate stream until it fails. It reports whether the
@@ -234,7 +240,7 @@ func (r *replicator) stream(l *link) (bool, error) {
 	go func() {
 		for {
 			resp, err := st.Recv()
-			acks.put(ackMsg{resp, err})
+			acks.put(ackMsg{resp, err, cfg.Clock.Now()})
 			if err != nil {
 				return
 			}
@@ -250,6 +256,8 @@ func (r *replicator) stream(l *link) (bool, error) {
 	// names them by ref. Batches are shared by all links, so each stream
 	// sends its own rewritten copy.
 	var enc crdtpb.StreamEncoder
+	var lastSent time.Time     // the stream's last message, for quiet
+	var owed map[string]uint64 // the peer's last answered position not held yet (heardPosition)
 	sendReq := func(b *batch, req *peerv1.ReplicateRequest) error {
 		if len(inflight) == 0 {
 			watchdog.Reset(cfg.StreamIdle)
@@ -259,9 +267,14 @@ func (r *replicator) stream(l *link) (bool, error) {
 			wire = enc.Encode(req)
 		}
 		// Before the send: the peer may renew its lease on it (lease.go).
-		r.leases.sentTo(l.name, cfg.Clock.Now())
+		lastSent = cfg.Clock.Now()
+		r.leases.sentTo(l.name, lastSent)
 		if err := st.Send(wire); err != nil {
 			return fmt.Errorf("sending to %s: %w", l.name, err)
+		}
+		if b.position {
+			r.c.metrics.beatsSent.Inc()
+			l.beats.Add(1)
 		}
 		inflight = append(inflight, b)
 		r.c.metrics.bytesSent.Add(float64(proto.Size(wire)))
@@ -304,6 +317,11 @@ func (r *replicator) stream(l *link) (bool, error) {
 				// stretch how long writers wait out this peer's lease.
 				continue
 			}
+			if r.quiet(l, cfg.Clock.Now(), lastSent) {
+				// The peer's heartbeats and this node's answers renew
+				// both leases (beatpair.go).
+				continue
+			}
 			if err := sendReq(r.positionBatch()); err != nil {
 				return established, err
 			}
@@ -329,6 +347,13 @@ func (r *replicator) stream(l *link) (bool, error) {
 					watchdog.Reset(cfg.StreamIdle)
 				}
 				r.acked(l, b, a.resp)
+				if b.position {
+					r.c.metrics.beatsAnswered.Inc()
+					l.answers.Add(1)
+				}
+				if p := a.resp.GetPosition(); p != nil && r.beatPair {
+					owed = r.heardPosition(l, p, a.at, owed)
+				}
 			}
 		}
 	}

@@ -34,7 +34,9 @@ type replicator struct {
 	ackCh chan struct{} // closed at the next acknowledgement (acked.go)
 
 	leases *leases // lease.go
-	beat   *beat   // the streams' one heartbeat clock (beat.go)
+	// beatPair: this node advertises CapBeatPair (beatpair.go).
+	beatPair bool
+	beat     *beat // the streams' one heartbeat clock (beat.go)
 
 	linksMu sync.Mutex
 	links   map[string]*link // by member name; written by the loop only
@@ -59,15 +61,16 @@ type replicator struct {
 func newReplicator(c *Cluster) *replicator {
 	return &replicator{
 		c: c, log: c.log,
-		wake:    make(chan struct{}, 1),
-		leases:  newLeases(&c.syncGen),
-		beat:    newBeat(c.cfg.Clock, heartbeatEvery(c.cfg)),
-		flushed: map[string]uint64{},
-		events:  make(chan func(), 256),
-		links:   map[string]*link{},
-		known:   map[string]crdt.Origin{},
-		graves:  map[crdt.Origin]time.Time{},
-		rng:     rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
+		wake:     make(chan struct{}, 1),
+		leases:   newLeases(&c.syncGen),
+		beatPair: ownCapabilities(c.cfg).Has(CapBeatPair),
+		beat:     newBeat(c.cfg.Clock, heartbeatEvery(c.cfg)),
+		flushed:  map[string]uint64{},
+		events:   make(chan func(), 256),
+		links:    map[string]*link{},
+		known:    map[string]crdt.Origin{},
+		graves:   map[crdt.Origin]time.Time{},
+		rng:      rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
 	}
 }
 

@@ -169,6 +169,9 @@ func (s *peerServer) Replicate(stream grpc.BidiStreamingServer[peerv1.ReplicateR
 			if err != nil {
 				return err
 			}
+			if isHeartbeat(m.req) {
+				resp.Position = s.c.repl.answer(caller) // beatpair.go
+			}
 			s.c.metrics.bytesSent.Add(float64(proto.Size(resp)))
 			if err := stream.Send(resp); err != nil {
 				return err

@@ -667,7 +667,15 @@ type ReplicateResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// gaps are per-registry versions the receiver holds where a delta did not
 	// continue them; the sender serves catch-up from there.
-	Gaps          []*Digest `protobuf:"bytes,1,rep,name=gaps,proto3" json:"gaps,omitempty"`
+	Gaps []*Digest `protobuf:"bytes,1,rep,name=gaps,proto3" json:"gaps,omitempty"`
+	// position, when set, is the receiver's own position as a heartbeat
+	// carries it (per registry, an empty delta at the sequence of its own
+	// writes it has sent on): the caller renews its lease on the receiver's
+	// writes from it when it already holds them, as if the receiver had sent
+	// it a heartbeat. A receiver sets it only in the answer to a heartbeat
+	// (a request without puts or removals), and only for a caller that
+	// advertises the "beat-pair" capability.
+	Position      *Position `protobuf:"bytes,2,opt,name=position,proto3" json:"position,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -709,6 +717,59 @@ func (x *ReplicateResponse) GetGaps() []*Digest {
 	return nil
 }
 
+func (x *ReplicateResponse) GetPosition() *Position {
+	if x != nil {
+		return x.Position
+	}
+	return nil
+}
+
+// Position is a node's own position: one empty delta per registry, from and
+// to its sequence.
+type Position struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Deltas        []*Delta               `protobuf:"bytes,1,rep,name=deltas,proto3" json:"deltas,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Position) Reset() {
+	*x = Position{}
+	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Position) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Position) ProtoMessage() {}
+
+func (x *Position) ProtoReflect() protoreflect.Message {
+	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Position.ProtoReflect.Descriptor instead.
+func (*Position) Descriptor() ([]byte, []int) {
+	return file_mcpswarm_peer_v1_peer_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *Position) GetDeltas() []*Delta {
+	if x != nil {
+		return x.Deltas
+	}
+	return nil
+}
+
 // ExchangeDigestRequest carries the caller's digests for every registry.
 type ExchangeDigestRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -720,7 +781,7 @@ type ExchangeDigestRequest struct {
 
 func (x *ExchangeDigestRequest) Reset() {
 	*x = ExchangeDigestRequest{}
-	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[10]
+	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -732,7 +793,7 @@ func (x *ExchangeDigestRequest) String() string {
 func (*ExchangeDigestRequest) ProtoMessage() {}
 
 func (x *ExchangeDigestRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[10]
+	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -745,7 +806,7 @@ func (x *ExchangeDigestRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExchangeDigestRequest.ProtoReflect.Descriptor instead.
 func (*ExchangeDigestRequest) Descriptor() ([]byte, []int) {
-	return file_mcpswarm_peer_v1_peer_proto_rawDescGZIP(), []int{10}
+	return file_mcpswarm_peer_v1_peer_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ExchangeDigestRequest) GetSender() string {
@@ -773,7 +834,7 @@ type ExchangeDigestResponse struct {
 
 func (x *ExchangeDigestResponse) Reset() {
 	*x = ExchangeDigestResponse{}
-	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[11]
+	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -785,7 +846,7 @@ func (x *ExchangeDigestResponse) String() string {
 func (*ExchangeDigestResponse) ProtoMessage() {}
 
 func (x *ExchangeDigestResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[11]
+	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -798,7 +859,7 @@ func (x *ExchangeDigestResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExchangeDigestResponse.ProtoReflect.Descriptor instead.
 func (*ExchangeDigestResponse) Descriptor() ([]byte, []int) {
-	return file_mcpswarm_peer_v1_peer_proto_rawDescGZIP(), []int{11}
+	return file_mcpswarm_peer_v1_peer_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ExchangeDigestResponse) GetSender() string {
@@ -827,7 +888,7 @@ type CatchUpRequest struct {
 
 func (x *CatchUpRequest) Reset() {
 	*x = CatchUpRequest{}
-	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[12]
+	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -839,7 +900,7 @@ func (x *CatchUpRequest) String() string {
 func (*CatchUpRequest) ProtoMessage() {}
 
 func (x *CatchUpRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[12]
+	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -852,7 +913,7 @@ func (x *CatchUpRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CatchUpRequest.ProtoReflect.Descriptor instead.
 func (*CatchUpRequest) Descriptor() ([]byte, []int) {
-	return file_mcpswarm_peer_v1_peer_proto_rawDescGZIP(), []int{12}
+	return file_mcpswarm_peer_v1_peer_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *CatchUpRequest) GetSender() string {
@@ -883,7 +944,7 @@ type CatchUpResponse struct {
 
 func (x *CatchUpResponse) Reset() {
 	*x = CatchUpResponse{}
-	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[13]
+	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -895,7 +956,7 @@ func (x *CatchUpResponse) String() string {
 func (*CatchUpResponse) ProtoMessage() {}
 
 func (x *CatchUpResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[13]
+	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -908,7 +969,7 @@ func (x *CatchUpResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CatchUpResponse.ProtoReflect.Descriptor instead.
 func (*CatchUpResponse) Descriptor() ([]byte, []int) {
-	return file_mcpswarm_peer_v1_peer_proto_rawDescGZIP(), []int{13}
+	return file_mcpswarm_peer_v1_peer_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *CatchUpResponse) GetItem() isCatchUpResponse_Item {
@@ -971,7 +1032,7 @@ type Caller struct {
 
 func (x *Caller) Reset() {
 	*x = Caller{}
-	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[14]
+	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -983,7 +1044,7 @@ func (x *Caller) String() string {
 func (*Caller) ProtoMessage() {}
 
 func (x *Caller) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[14]
+	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -996,7 +1057,7 @@ func (x *Caller) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Caller.ProtoReflect.Descriptor instead.
 func (*Caller) Descriptor() ([]byte, []int) {
-	return file_mcpswarm_peer_v1_peer_proto_rawDescGZIP(), []int{14}
+	return file_mcpswarm_peer_v1_peer_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Caller) GetPrincipal() string {
@@ -1058,7 +1119,7 @@ type CallToolRequest struct {
 
 func (x *CallToolRequest) Reset() {
 	*x = CallToolRequest{}
-	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[15]
+	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1070,7 +1131,7 @@ func (x *CallToolRequest) String() string {
 func (*CallToolRequest) ProtoMessage() {}
 
 func (x *CallToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[15]
+	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1083,7 +1144,7 @@ func (x *CallToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallToolRequest.ProtoReflect.Descriptor instead.
 func (*CallToolRequest) Descriptor() ([]byte, []int) {
-	return file_mcpswarm_peer_v1_peer_proto_rawDescGZIP(), []int{15}
+	return file_mcpswarm_peer_v1_peer_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *CallToolRequest) GetCaller() *Caller {
@@ -1137,7 +1198,7 @@ type CallToolResponse struct {
 
 func (x *CallToolResponse) Reset() {
 	*x = CallToolResponse{}
-	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[16]
+	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1149,7 +1210,7 @@ func (x *CallToolResponse) String() string {
 func (*CallToolResponse) ProtoMessage() {}
 
 func (x *CallToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[16]
+	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1162,7 +1223,7 @@ func (x *CallToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallToolResponse.ProtoReflect.Descriptor instead.
 func (*CallToolResponse) Descriptor() ([]byte, []int) {
-	return file_mcpswarm_peer_v1_peer_proto_rawDescGZIP(), []int{16}
+	return file_mcpswarm_peer_v1_peer_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *CallToolResponse) GetEvent() isCallToolResponse_Event {
@@ -1233,7 +1294,7 @@ type Progress struct {
 
 func (x *Progress) Reset() {
 	*x = Progress{}
-	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[17]
+	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1245,7 +1306,7 @@ func (x *Progress) String() string {
 func (*Progress) ProtoMessage() {}
 
 func (x *Progress) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[17]
+	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1258,7 +1319,7 @@ func (x *Progress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Progress.ProtoReflect.Descriptor instead.
 func (*Progress) Descriptor() ([]byte, []int) {
-	return file_mcpswarm_peer_v1_peer_proto_rawDescGZIP(), []int{17}
+	return file_mcpswarm_peer_v1_peer_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Progress) GetProgress() float64 {
@@ -1295,7 +1356,7 @@ type LogMessage struct {
 
 func (x *LogMessage) Reset() {
 	*x = LogMessage{}
-	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[18]
+	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1307,7 +1368,7 @@ func (x *LogMessage) String() string {
 func (*LogMessage) ProtoMessage() {}
 
 func (x *LogMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[18]
+	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1320,7 +1381,7 @@ func (x *LogMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogMessage.ProtoReflect.Descriptor instead.
 func (*LogMessage) Descriptor() ([]byte, []int) {
-	return file_mcpswarm_peer_v1_peer_proto_rawDescGZIP(), []int{18}
+	return file_mcpswarm_peer_v1_peer_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *LogMessage) GetLevel() string {
@@ -1356,7 +1417,7 @@ type ToolResult struct {
 
 func (x *ToolResult) Reset() {
 	*x = ToolResult{}
-	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[19]
+	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1368,7 +1429,7 @@ func (x *ToolResult) String() string {
 func (*ToolResult) ProtoMessage() {}
 
 func (x *ToolResult) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[19]
+	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1381,7 +1442,7 @@ func (x *ToolResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolResult.ProtoReflect.Descriptor instead.
 func (*ToolResult) Descriptor() ([]byte, []int) {
-	return file_mcpswarm_peer_v1_peer_proto_rawDescGZIP(), []int{19}
+	return file_mcpswarm_peer_v1_peer_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ToolResult) GetResult() []byte {
@@ -1410,7 +1471,7 @@ type ReadResourceRequest struct {
 
 func (x *ReadResourceRequest) Reset() {
 	*x = ReadResourceRequest{}
-	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[20]
+	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1422,7 +1483,7 @@ func (x *ReadResourceRequest) String() string {
 func (*ReadResourceRequest) ProtoMessage() {}
 
 func (x *ReadResourceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[20]
+	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1435,7 +1496,7 @@ func (x *ReadResourceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadResourceRequest.ProtoReflect.Descriptor instead.
 func (*ReadResourceRequest) Descriptor() ([]byte, []int) {
-	return file_mcpswarm_peer_v1_peer_proto_rawDescGZIP(), []int{20}
+	return file_mcpswarm_peer_v1_peer_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ReadResourceRequest) GetCaller() *Caller {
@@ -1470,7 +1531,7 @@ type ReadResourceResponse struct {
 
 func (x *ReadResourceResponse) Reset() {
 	*x = ReadResourceResponse{}
-	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[21]
+	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1482,7 +1543,7 @@ func (x *ReadResourceResponse) String() string {
 func (*ReadResourceResponse) ProtoMessage() {}
 
 func (x *ReadResourceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[21]
+	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1495,7 +1556,7 @@ func (x *ReadResourceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadResourceResponse.ProtoReflect.Descriptor instead.
 func (*ReadResourceResponse) Descriptor() ([]byte, []int) {
-	return file_mcpswarm_peer_v1_peer_proto_rawDescGZIP(), []int{21}
+	return file_mcpswarm_peer_v1_peer_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ReadResourceResponse) GetMimeType() string {
@@ -1528,7 +1589,7 @@ type DeliverClientMessageRequest struct {
 
 func (x *DeliverClientMessageRequest) Reset() {
 	*x = DeliverClientMessageRequest{}
-	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[22]
+	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1540,7 +1601,7 @@ func (x *DeliverClientMessageRequest) String() string {
 func (*DeliverClientMessageRequest) ProtoMessage() {}
 
 func (x *DeliverClientMessageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[22]
+	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1553,7 +1614,7 @@ func (x *DeliverClientMessageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeliverClientMessageRequest.ProtoReflect.Descriptor instead.
 func (*DeliverClientMessageRequest) Descriptor() ([]byte, []int) {
-	return file_mcpswarm_peer_v1_peer_proto_rawDescGZIP(), []int{22}
+	return file_mcpswarm_peer_v1_peer_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *DeliverClientMessageRequest) GetConnection() string {
@@ -1588,7 +1649,7 @@ type DeliverClientMessageResponse struct {
 
 func (x *DeliverClientMessageResponse) Reset() {
 	*x = DeliverClientMessageResponse{}
-	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[23]
+	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1600,7 +1661,7 @@ func (x *DeliverClientMessageResponse) String() string {
 func (*DeliverClientMessageResponse) ProtoMessage() {}
 
 func (x *DeliverClientMessageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[23]
+	mi := &file_mcpswarm_peer_v1_peer_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1613,7 +1674,7 @@ func (x *DeliverClientMessageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeliverClientMessageResponse.ProtoReflect.Descriptor instead.
 func (*DeliverClientMessageResponse) Descriptor() ([]byte, []int) {
-	return file_mcpswarm_peer_v1_peer_proto_rawDescGZIP(), []int{23}
+	return file_mcpswarm_peer_v1_peer_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *DeliverClientMessageResponse) GetHttpStatus() int32 {
@@ -1685,9 +1746,12 @@ const file_mcpswarm_peer_v1_peer_proto_rawDesc = "" +
 	"\aorigins\x18\x03 \x03(\v2\x1c.mcpswarm.peer.v1.OriginDeclR\aorigins\x12>\n" +
 	"\n" +
 	"registries\x18\x04 \x03(\v2\x1e.mcpswarm.peer.v1.RegistryDeclR\n" +
-	"registries\"A\n" +
+	"registries\"y\n" +
 	"\x11ReplicateResponse\x12,\n" +
-	"\x04gaps\x18\x01 \x03(\v2\x18.mcpswarm.peer.v1.DigestR\x04gaps\"c\n" +
+	"\x04gaps\x18\x01 \x03(\v2\x18.mcpswarm.peer.v1.DigestR\x04gaps\x126\n" +
+	"\bposition\x18\x02 \x01(\v2\x1a.mcpswarm.peer.v1.PositionR\bposition\";\n" +
+	"\bPosition\x12/\n" +
+	"\x06deltas\x18\x01 \x03(\v2\x17.mcpswarm.peer.v1.DeltaR\x06deltas\"c\n" +
 	"\x15ExchangeDigestRequest\x12\x16\n" +
 	"\x06sender\x18\x01 \x01(\tR\x06sender\x122\n" +
 	"\adigests\x18\x02 \x03(\v2\x18.mcpswarm.peer.v1.DigestR\adigests\"d\n" +
@@ -1772,7 +1836,7 @@ func file_mcpswarm_peer_v1_peer_proto_rawDescGZIP() []byte {
 	return file_mcpswarm_peer_v1_peer_proto_rawDescData
 }
 
-var file_mcpswarm_peer_v1_peer_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
+var file_mcpswarm_peer_v1_peer_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_mcpswarm_peer_v1_peer_proto_goTypes = []any{
 	(*Put)(nil),                          // 0: mcpswarm.peer.v1.Put
 	(*Removal)(nil),                      // 1: mcpswarm.peer.v1.Removal
@@ -1784,20 +1848,21 @@ var file_mcpswarm_peer_v1_peer_proto_goTypes = []any{
 	(*SnapshotChunk)(nil),                // 7: mcpswarm.peer.v1.SnapshotChunk
 	(*ReplicateRequest)(nil),             // 8: mcpswarm.peer.v1.ReplicateRequest
 	(*ReplicateResponse)(nil),            // 9: mcpswarm.peer.v1.ReplicateResponse
-	(*ExchangeDigestRequest)(nil),        // 10: mcpswarm.peer.v1.ExchangeDigestRequest
-	(*ExchangeDigestResponse)(nil),       // 11: mcpswarm.peer.v1.ExchangeDigestResponse
-	(*CatchUpRequest)(nil),               // 12: mcpswarm.peer.v1.CatchUpRequest
-	(*CatchUpResponse)(nil),              // 13: mcpswarm.peer.v1.CatchUpResponse
-	(*Caller)(nil),                       // 14: mcpswarm.peer.v1.Caller
-	(*CallToolRequest)(nil),              // 15: mcpswarm.peer.v1.CallToolRequest
-	(*CallToolResponse)(nil),             // 16: mcpswarm.peer.v1.CallToolResponse
-	(*Progress)(nil),                     // 17: mcpswarm.peer.v1.Progress
-	(*LogMessage)(nil),                   // 18: mcpswarm.peer.v1.LogMessage
-	(*ToolResult)(nil),                   // 19: mcpswarm.peer.v1.ToolResult
-	(*ReadResourceRequest)(nil),          // 20: mcpswarm.peer.v1.ReadResourceRequest
-	(*ReadResourceResponse)(nil),         // 21: mcpswarm.peer.v1.ReadResourceResponse
-	(*DeliverClientMessageRequest)(nil),  // 22: mcpswarm.peer.v1.DeliverClientMessageRequest
-	(*DeliverClientMessageResponse)(nil), // 23: mcpswarm.peer.v1.DeliverClientMessageResponse
+	(*Position)(nil),                     // 10: mcpswarm.peer.v1.Position
+	(*ExchangeDigestRequest)(nil),        // 11: mcpswarm.peer.v1.ExchangeDigestRequest
+	(*ExchangeDigestResponse)(nil),       // 12: mcpswarm.peer.v1.ExchangeDigestResponse
+	(*CatchUpRequest)(nil),               // 13: mcpswarm.peer.v1.CatchUpRequest
+	(*CatchUpResponse)(nil),              // 14: mcpswarm.peer.v1.CatchUpResponse
+	(*Caller)(nil),                       // 15: mcpswarm.peer.v1.Caller
+	(*CallToolRequest)(nil),              // 16: mcpswarm.peer.v1.CallToolRequest
+	(*CallToolResponse)(nil),             // 17: mcpswarm.peer.v1.CallToolResponse
+	(*Progress)(nil),                     // 18: mcpswarm.peer.v1.Progress
+	(*LogMessage)(nil),                   // 19: mcpswarm.peer.v1.LogMessage
+	(*ToolResult)(nil),                   // 20: mcpswarm.peer.v1.ToolResult
+	(*ReadResourceRequest)(nil),          // 21: mcpswarm.peer.v1.ReadResourceRequest
+	(*ReadResourceResponse)(nil),         // 22: mcpswarm.peer.v1.ReadResourceResponse
+	(*DeliverClientMessageRequest)(nil),  // 23: mcpswarm.peer.v1.DeliverClientMessageRequest
+	(*DeliverClientMessageResponse)(nil), // 24: mcpswarm.peer.v1.DeliverClientMessageResponse
 }
 var file_mcpswarm_peer_v1_peer_proto_depIdxs = []int32{
 	0,  // 0: mcpswarm.peer.v1.Delta.puts:type_name -> mcpswarm.peer.v1.Put
@@ -1808,33 +1873,35 @@ var file_mcpswarm_peer_v1_peer_proto_depIdxs = []int32{
 	3,  // 5: mcpswarm.peer.v1.ReplicateRequest.origins:type_name -> mcpswarm.peer.v1.OriginDecl
 	4,  // 6: mcpswarm.peer.v1.ReplicateRequest.registries:type_name -> mcpswarm.peer.v1.RegistryDecl
 	6,  // 7: mcpswarm.peer.v1.ReplicateResponse.gaps:type_name -> mcpswarm.peer.v1.Digest
-	6,  // 8: mcpswarm.peer.v1.ExchangeDigestRequest.digests:type_name -> mcpswarm.peer.v1.Digest
-	6,  // 9: mcpswarm.peer.v1.ExchangeDigestResponse.digests:type_name -> mcpswarm.peer.v1.Digest
-	6,  // 10: mcpswarm.peer.v1.CatchUpRequest.wants:type_name -> mcpswarm.peer.v1.Digest
-	2,  // 11: mcpswarm.peer.v1.CatchUpResponse.delta:type_name -> mcpswarm.peer.v1.Delta
-	7,  // 12: mcpswarm.peer.v1.CatchUpResponse.snapshot:type_name -> mcpswarm.peer.v1.SnapshotChunk
-	14, // 13: mcpswarm.peer.v1.CallToolRequest.caller:type_name -> mcpswarm.peer.v1.Caller
-	17, // 14: mcpswarm.peer.v1.CallToolResponse.progress:type_name -> mcpswarm.peer.v1.Progress
-	18, // 15: mcpswarm.peer.v1.CallToolResponse.log:type_name -> mcpswarm.peer.v1.LogMessage
-	19, // 16: mcpswarm.peer.v1.CallToolResponse.result:type_name -> mcpswarm.peer.v1.ToolResult
-	14, // 17: mcpswarm.peer.v1.ReadResourceRequest.caller:type_name -> mcpswarm.peer.v1.Caller
-	8,  // 18: mcpswarm.peer.v1.PeerService.Replicate:input_type -> mcpswarm.peer.v1.ReplicateRequest
-	10, // 19: mcpswarm.peer.v1.PeerService.ExchangeDigest:input_type -> mcpswarm.peer.v1.ExchangeDigestRequest
-	12, // 20: mcpswarm.peer.v1.PeerService.CatchUp:input_type -> mcpswarm.peer.v1.CatchUpRequest
-	15, // 21: mcpswarm.peer.v1.PeerService.CallTool:input_type -> mcpswarm.peer.v1.CallToolRequest
-	20, // 22: mcpswarm.peer.v1.PeerService.ReadResource:input_type -> mcpswarm.peer.v1.ReadResourceRequest
-	22, // 23: mcpswarm.peer.v1.PeerService.DeliverClientMessage:input_type -> mcpswarm.peer.v1.DeliverClientMessageRequest
-	9,  // 24: mcpswarm.peer.v1.PeerService.Replicate:output_type -> mcpswarm.peer.v1.ReplicateResponse
-	11, // 25: mcpswarm.peer.v1.PeerService.ExchangeDigest:output_type -> mcpswarm.peer.v1.ExchangeDigestResponse
-	13, // 26: mcpswarm.peer.v1.PeerService.CatchUp:output_type -> mcpswarm.peer.v1.CatchUpResponse
-	16, // 27: mcpswarm.peer.v1.PeerService.CallTool:output_type -> mcpswarm.peer.v1.CallToolResponse
-	21, // 28: mcpswarm.peer.v1.PeerService.ReadResource:output_type -> mcpswarm.peer.v1.ReadResourceResponse
-	23, // 29: mcpswarm.peer.v1.PeerService.DeliverClientMessage:output_type -> mcpswarm.peer.v1.DeliverClientMessageResponse
-	24, // [24:30] is the sub-list for method output_type
-	18, // [18:24] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	10, // 8: mcpswarm.peer.v1.ReplicateResponse.position:type_name -> mcpswarm.peer.v1.Position
+	2,  // 9: mcpswarm.peer.v1.Position.deltas:type_name -> mcpswarm.peer.v1.Delta
+	6,  // 10: mcpswarm.peer.v1.ExchangeDigestRequest.digests:type_name -> mcpswarm.peer.v1.Digest
+	6,  // 11: mcpswarm.peer.v1.ExchangeDigestResponse.digests:type_name -> mcpswarm.peer.v1.Digest
+	6,  // 12: mcpswarm.peer.v1.CatchUpRequest.wants:type_name -> mcpswarm.peer.v1.Digest
+	2,  // 13: mcpswarm.peer.v1.CatchUpResponse.delta:type_name -> mcpswarm.peer.v1.Delta
+	7,  // 14: mcpswarm.peer.v1.CatchUpResponse.snapshot:type_name -> mcpswarm.peer.v1.SnapshotChunk
+	15, // 15: mcpswarm.peer.v1.CallToolRequest.caller:type_name -> mcpswarm.peer.v1.Caller
+	18, // 16: mcpswarm.peer.v1.CallToolResponse.progress:type_name -> mcpswarm.peer.v1.Progress
+	19, // 17: mcpswarm.peer.v1.CallToolResponse.log:type_name -> mcpswarm.peer.v1.LogMessage
+	20, // 18: mcpswarm.peer.v1.CallToolResponse.result:type_name -> mcpswarm.peer.v1.ToolResult
+	15, // 19: mcpswarm.peer.v1.ReadResourceRequest.caller:type_name -> mcpswarm.peer.v1.Caller
+	8,  // 20: mcpswarm.peer.v1.PeerService.Replicate:input_type -> mcpswarm.peer.v1.ReplicateRequest
+	11, // 21: mcpswarm.peer.v1.PeerService.ExchangeDigest:input_type -> mcpswarm.peer.v1.ExchangeDigestRequest
+	13, // 22: mcpswarm.peer.v1.PeerService.CatchUp:input_type -> mcpswarm.peer.v1.CatchUpRequest
+	16, // 23: mcpswarm.peer.v1.PeerService.CallTool:input_type -> mcpswarm.peer.v1.CallToolRequest
+	21, // 24: mcpswarm.peer.v1.PeerService.ReadResource:input_type -> mcpswarm.peer.v1.ReadResourceRequest
+	23, // 25: mcpswarm.peer.v1.PeerService.DeliverClientMessage:input_type -> mcpswarm.peer.v1.DeliverClientMessageRequest
+	9,  // 26: mcpswarm.peer.v1.PeerService.Replicate:output_type -> mcpswarm.peer.v1.ReplicateResponse
+	12, // 27: mcpswarm.peer.v1.PeerService.ExchangeDigest:output_type -> mcpswarm.peer.v1.ExchangeDigestResponse
+	14, // 28: mcpswarm.peer.v1.PeerService.CatchUp:output_type -> mcpswarm.peer.v1.CatchUpResponse
+	17, // 29: mcpswarm.peer.v1.PeerService.CallTool:output_type -> mcpswarm.peer.v1.CallToolResponse
+	22, // 30: mcpswarm.peer.v1.PeerService.ReadResource:output_type -> mcpswarm.peer.v1.ReadResourceResponse
+	24, // 31: mcpswarm.peer.v1.PeerService.DeliverClientMessage:output_type -> mcpswarm.peer.v1.DeliverClientMessageResponse
+	26, // [26:32] is the sub-list for method output_type
+	20, // [20:26] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_mcpswarm_peer_v1_peer_proto_init() }
@@ -1842,11 +1909,11 @@ func file_mcpswarm_peer_v1_peer_proto_init() {
 	if File_mcpswarm_peer_v1_peer_proto != nil {
 		return
 	}
-	file_mcpswarm_peer_v1_peer_proto_msgTypes[13].OneofWrappers = []any{
+	file_mcpswarm_peer_v1_peer_proto_msgTypes[14].OneofWrappers = []any{
 		(*CatchUpResponse_Delta)(nil),
 		(*CatchUpResponse_Snapshot)(nil),
 	}
-	file_mcpswarm_peer_v1_peer_proto_msgTypes[16].OneofWrappers = []any{
+	file_mcpswarm_peer_v1_peer_proto_msgTypes[17].OneofWrappers = []any{
 		(*CallToolResponse_Progress)(nil),
 		(*CallToolResponse_Log)(nil),
 		(*CallToolResponse_Result)(nil),
@@ -1857,7 +1924,7 @@ func file_mcpswarm_peer_v1_peer_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_mcpswarm_peer_v1_peer_proto_rawDesc), len(file_mcpswarm_peer_v1_peer_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   24,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
