@@ -184,7 +184,7 @@ type Limits struct {
 // Default limits.
 const (
 	DefaultPerPrincipal   = 100
-	DefaultMaxResultBytes = 1 << 20
+	DefaultMaxResultBytes = 512 << 10 // half the smallest peer message allowed: a record travels in one
 	DefaultTTL            = time.Hour
 	DefaultMaxTTL         = 24 * time.Hour
 	DefaultPollInterval   = 500 * time.Millisecond
