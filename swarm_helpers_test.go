@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -412,4 +413,33 @@ func (c *conn) listed() map[string]string {
 		out[s.ID] = s.Owner
 	}
 	return out
+}
+
+// post sends body to node n's /mcp as c's connection (its session id,
+// 2025-11-25), whichever node c was opened on.
+func (c *conn) post(n *mcpswarm.Node, body string) (*http.Response, error) {
+	req, _ := http.NewRequest(http.MethodPost, "http://"+n.HTTPAddr()+"/mcp", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", c.id)
+	req.Header.Set("Mcp-Protocol-Version", mcp.ProtocolVersion20251125)
+	req.Header.Set("Authorization", "Bearer "+aliceToken)
+	return httpClient(n).Do(req)
+}
+
+// callInBackground posts body to n as c and delivers the whole answer (or
+// the error) on the channel once it comes.
+func (c *conn) callInBackground(n *mcpswarm.Node, body string) <-chan string {
+	answered := make(chan string, 1)
+	go func() {
+		resp, err := c.post(n, body)
+		if err != nil {
+			answered <- err.Error()
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		answered <- string(b)
+	}()
+	return answered
 }

@@ -3,8 +3,6 @@ package mcpswarm_test
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -105,26 +103,7 @@ func TestAJobLeavesItsSessionServingAndIsCancelledFromAnyNode(t *testing.T) {
 	}
 	c := connect(t, nodes[1], connOpts{token: aliceToken})
 	eventually(t, 5*time.Second, "node2 lists ej", func() bool { return c.tools()["ej.run.click"] })
-	post := func(n *mcpswarm.Node, body string) (*http.Response, error) {
-		req, _ := http.NewRequest(http.MethodPost, "http://"+n.HTTPAddr()+"/mcp", strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Mcp-Session-Id", c.id)
-		req.Header.Set("Mcp-Protocol-Version", mcp.ProtocolVersion20251125)
-		req.Header.Set("Authorization", "Bearer "+aliceToken)
-		return httpClient(n).Do(req)
-	}
-	answered := make(chan string, 1)
-	go func() {
-		resp, err := post(nodes[1], `{"jsonrpc":"2.0","id":77,"method":"tools/call","params":{"name":"ej.run.click","arguments":{}}}`)
-		if err != nil {
-			answered <- err.Error()
-			return
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		answered <- string(b)
-	}()
+	answered := c.callInBackground(nodes[1], `{"jsonrpc":"2.0","id":77,"method":"tools/call","params":{"name":"ej.run.click","arguments":{}}}`)
 	// The click is applied (job 2 is next) and job 1 runs; the session
 	// takes another write meanwhile.
 	eventually(t, 5*time.Second, "the run click is applied", func() bool { return jobsModel(t, a1, "ej").Next == 2 })
@@ -139,7 +118,7 @@ func TestAJobLeavesItsSessionServingAndIsCancelledFromAnyNode(t *testing.T) {
 		t.Fatalf("the job's call answered before it was cancelled: %s", got)
 	default:
 	}
-	resp, err := post(nodes[2], `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":77,"reason":"enough"}}`)
+	resp, err := c.post(nodes[2], `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":77,"reason":"enough"}}`)
 	if err != nil {
 		t.Fatal(err)
 	}

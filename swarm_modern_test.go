@@ -18,20 +18,33 @@ import (
 // answering an input_required round with state and responses.
 func modernCall(t *testing.T, n *mcpswarm.Node, name, state string, responses map[string]any) map[string]any {
 	t.Helper()
-	params := map[string]any{"name": name, "arguments": map[string]any{}, "_meta": map[string]any{
-		mcp.MetaKeyProtocolVersion:    mcp.ProtocolVersion20260728,
-		mcp.MetaKeyClientInfo:         map[string]any{"name": "modern", "version": "1"},
-		mcp.MetaKeyClientCapabilities: map[string]any{"elicitation": map[string]any{}},
-	}}
+	params := map[string]any{"name": name, "arguments": map[string]any{}}
 	if state != "" {
 		params["requestState"], params["inputResponses"] = state, responses
 	}
-	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
+	res, rpcErr := modernRequest(t, n, "tools/call", name, params, map[string]any{"elicitation": map[string]any{}})
+	if res == nil {
+		t.Fatalf("modern call %s on %s: %v", name, n.HTTPAddr(), rpcErr)
+	}
+	return res
+}
+
+// modernRequest posts a 2026-07-28 request to node n as alice, with
+// Mcp-Name name and the client capabilities caps in its _meta, and returns
+// its result (nil on an error answer) and its error object.
+func modernRequest(t *testing.T, n *mcpswarm.Node, method, name string, params, caps map[string]any) (result, rpcErr map[string]any) {
+	t.Helper()
+	params["_meta"] = map[string]any{
+		mcp.MetaKeyProtocolVersion:    mcp.ProtocolVersion20260728,
+		mcp.MetaKeyClientInfo:         map[string]any{"name": "modern", "version": "1"},
+		mcp.MetaKeyClientCapabilities: caps,
+	}
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
 	req, _ := http.NewRequest(http.MethodPost, "http://"+n.HTTPAddr()+"/mcp", strings.NewReader(string(body)))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set(mcp.HeaderProtocolVersion, mcp.ProtocolVersion20260728)
-	req.Header.Set(mcp.HeaderMethod, "tools/call")
+	req.Header.Set(mcp.HeaderMethod, method)
 	req.Header.Set(mcp.HeaderName, name)
 	req.Header.Set("Authorization", "Bearer "+aliceToken)
 	resp, err := httpClient(n).Do(req)
@@ -42,15 +55,16 @@ func modernCall(t *testing.T, n *mcpswarm.Node, name, state string, responses ma
 	raw, _ := io.ReadAll(resp.Body)
 	text := string(raw)
 	if i := strings.Index(text, "data: "); i >= 0 { // an SSE answer
-		text = strings.TrimSpace(text[i+len("data: "):])
+		text = strings.TrimSpace(strings.SplitN(text[i+len("data: "):], "\n", 2)[0])
 	}
 	var v struct {
 		Result map[string]any `json:"result"`
+		Error  map[string]any `json:"error"`
 	}
-	if err := json.Unmarshal([]byte(text), &v); err != nil || v.Result == nil {
-		t.Fatalf("modern call %s on %s: %d %s", name, n.HTTPAddr(), resp.StatusCode, raw)
+	if err := json.Unmarshal([]byte(text), &v); err != nil {
+		t.Fatalf("%s on %s: %d %s", method, n.HTTPAddr(), resp.StatusCode, raw)
 	}
-	return v.Result
+	return v.Result, v.Error
 }
 
 // A 2026-07-28 requestState approved on node1 cannot be replayed on node2:

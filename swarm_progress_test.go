@@ -2,16 +2,12 @@ package mcpswarm_test
 
 import (
 	"context"
-	"io"
-	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
-
-	"github.com/mcpswarm/mcpswarm"
 
 	"github.com/mcpswarm/mcpswarm/session"
 	"github.com/mcpswarm/mcpswarm/session/apps"
@@ -124,30 +120,11 @@ func TestCancellationReachesTheOwnerFromAnyNode(t *testing.T) {
 	}
 	eventually(t, 5*time.Second, "node2 lists cy", func() bool { return c.tools()["cy.wait.click"] })
 
-	post := func(n *mcpswarm.Node, body string) (*http.Response, error) {
-		req, _ := http.NewRequest(http.MethodPost, "http://"+n.HTTPAddr()+"/mcp", strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Mcp-Session-Id", c.id)
-		req.Header.Set("Mcp-Protocol-Version", mcp.ProtocolVersion20251125)
-		req.Header.Set("Authorization", "Bearer "+aliceToken)
-		return httpClient(n).Do(req)
-	}
-	answered := make(chan string, 1)
-	go func() {
-		resp, err := post(nodes[1], `{"jsonrpc":"2.0","id":4242,"method":"tools/call","params":{"name":"cy.wait.click","arguments":{}}}`)
-		if err != nil {
-			answered <- err.Error()
-			return
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		answered <- string(b)
-	}()
+	answered := c.callInBackground(nodes[1], `{"jsonrpc":"2.0","id":4242,"method":"tools/call","params":{"name":"cy.wait.click","arguments":{}}}`)
 	if got := <-outcome; got != "started" {
 		t.Fatalf("the session reported %q before starting", got)
 	}
-	resp, err := post(nodes[2], `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":4242,"reason":"user stopped it"}}`)
+	resp, err := c.post(nodes[2], `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":4242,"reason":"user stopped it"}}`)
 	if err != nil {
 		t.Fatal(err)
 	}

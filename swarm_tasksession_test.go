@@ -2,54 +2,17 @@ package mcpswarm_test
 
 import (
 	"encoding/json"
-	"io"
-	"net/http"
-	"strings"
 	"testing"
 	"time"
-
-	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcpswarm/mcpswarm"
 	"github.com/mcpswarm/mcpswarm/mcp/task"
 )
 
-// tasksRPC posts a 2026-07-28 request declaring the tasks extension to node
-// n as alice, with Mcp-Name name, and returns its result (nil on an error
-// answer) and its error object.
+// tasksRPC is modernRequest declaring the tasks extension.
 func tasksRPC(t *testing.T, n *mcpswarm.Node, method, name string, params map[string]any) (result, rpcErr map[string]any) {
 	t.Helper()
-	params["_meta"] = map[string]any{
-		mcp.MetaKeyProtocolVersion:    mcp.ProtocolVersion20260728,
-		mcp.MetaKeyClientInfo:         map[string]any{"name": "tasks", "version": "1"},
-		mcp.MetaKeyClientCapabilities: map[string]any{"extensions": map[string]any{task.ExtensionName: map[string]any{}}},
-	}
-	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
-	req, _ := http.NewRequest(http.MethodPost, "http://"+n.HTTPAddr()+"/mcp", strings.NewReader(string(body)))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set(mcp.HeaderProtocolVersion, mcp.ProtocolVersion20260728)
-	req.Header.Set(mcp.HeaderMethod, method)
-	req.Header.Set(mcp.HeaderName, name)
-	req.Header.Set("Authorization", "Bearer "+aliceToken)
-	resp, err := httpClient(n).Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	text := string(raw)
-	if i := strings.Index(text, "data: "); i >= 0 {
-		text = strings.TrimSpace(strings.SplitN(text[i+len("data: "):], "\n", 2)[0])
-	}
-	var v struct {
-		Result map[string]any `json:"result"`
-		Error  map[string]any `json:"error"`
-	}
-	if err := json.Unmarshal([]byte(text), &v); err != nil {
-		t.Fatalf("%s on %s: %d %s", method, n.HTTPAddr(), resp.StatusCode, raw)
-	}
-	return v.Result, v.Error
+	return modernRequest(t, n, method, name, params, map[string]any{"extensions": map[string]any{task.ExtensionName: map[string]any{}}})
 }
 
 // A task of a session's tool runs on the node that took the call, which

@@ -24,27 +24,7 @@ func TestCutOffPeerRefusesOnceAWriteIsAnswered(t *testing.T) {
 	reg := n0.regs["sessions"]
 	// Every link is up, both ways, and carries writes: a link still
 	// opening holds no lease, and then nobody waits or refuses for it.
-	for _, n := range nodes {
-		if err := n.regs["sessions"].Put("warm-"+n.name, []byte("up")); err != nil {
-			t.Fatal(err)
-		}
-	}
-	eventually(t, 10*time.Second, func() error {
-		for _, n := range nodes {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			err := n.regs["sessions"].AwaitPeers(ctx)
-			cancel()
-			if err != nil {
-				return fmt.Errorf("%s: %w", n.name, err)
-			}
-		}
-		for _, n := range nodes {
-			if err := n.c.InSync(); err != nil {
-				return fmt.Errorf("%s: %w", n.name, err)
-			}
-		}
-		return nil
-	})
+	warmLinks(t, nodes, func(ctx context.Context, n *tnode) error { return n.regs["sessions"].AwaitPeers(ctx) })
 
 	n2.net.Cut(n2.name, true)
 	if err := reg.Put("conn", []byte("revoked")); err != nil {
@@ -186,26 +166,10 @@ func TestWriteWaitsForTheLeaseOnTheClusterClock(t *testing.T) {
 	nodes := startCluster(t, 3, func(c *Config) { c.Clock = clock; c.DeadGrace = time.Minute })
 	n0, n2 := nodes[0], nodes[2]
 	reg := n0.regs["sessions"]
-	for _, n := range nodes {
-		if err := n.regs["sessions"].Put("warm-"+n.name, []byte("up")); err != nil {
-			t.Fatal(err)
-		}
-	}
 	// Acknowledged by every peer (awaitAcked: AwaitPeers would then wait
 	// for lapses on a clock that does not move).
-	eventually(t, 10*time.Second, func() error {
-		for _, n := range nodes {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			err := n.c.repl.awaitAcked(ctx, "sessions", n.regs["sessions"].seq(n.c.Origin()))
-			cancel()
-			if err != nil {
-				return fmt.Errorf("%s: %w", n.name, err)
-			}
-			if err := n.c.InSync(); err != nil {
-				return fmt.Errorf("%s: %w", n.name, err)
-			}
-		}
-		return nil
+	warmLinks(t, nodes, func(ctx context.Context, n *tnode) error {
+		return n.c.repl.awaitAcked(ctx, "sessions", n.regs["sessions"].seq(n.c.Origin()))
 	})
 
 	start := clock.Now()
@@ -259,4 +223,31 @@ func TestWriteWaitsForTheLeaseOnTheClusterClock(t *testing.T) {
 		t.Fatalf("n2.InSync() = %v once the write was answered, want a BehindError", err)
 	}
 	t.Logf("answered %v after the cut on the cluster clock (lease %v + margin %v)", clock.Since(start), n0.cfg.Lease, leaseMargin)
+}
+
+// warmLinks writes on every node and waits until acked says each node's
+// write reached its peers and every node is in sync.
+func warmLinks(t *testing.T, nodes []*tnode, acked func(context.Context, *tnode) error) {
+	t.Helper()
+	for _, n := range nodes {
+		if err := n.regs["sessions"].Put("warm-"+n.name, []byte("up")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, 10*time.Second, func() error {
+		for _, n := range nodes {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			err := acked(ctx, n)
+			cancel()
+			if err != nil {
+				return fmt.Errorf("%s: %w", n.name, err)
+			}
+		}
+		for _, n := range nodes {
+			if err := n.c.InSync(); err != nil {
+				return fmt.Errorf("%s: %w", n.name, err)
+			}
+		}
+		return nil
+	})
 }
