@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpswarm/mcpswarm/internal/poll"
+
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -133,17 +135,14 @@ func (e *testEnv) getTask(t *testing.T, token, id string) map[string]any {
 
 func awaitStatus(t *testing.T, e *testEnv, token, id, want string) map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		res := e.getTask(t, token, id)
-		if res["status"] == want {
-			return res
+	var res map[string]any
+	poll.Until(t, 10*time.Second, "task "+id+" is "+want, func() error {
+		if res = e.getTask(t, token, id); res["status"] != want {
+			return fmt.Errorf("it is %v", res["status"])
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("task %s is %v, waited for %s", id, res["status"], want)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
+	return res
 }
 
 func TestAModernTaskIsCreatedPolledAndCancelled(t *testing.T) {
@@ -370,35 +369,30 @@ func TestTaskStatusIsPushedToItsPrincipal(t *testing.T) {
 	cn.waitFor(t, ack, 1)
 	id := e.startTask(t, "alice-token", "t_slow")["taskId"].(string)
 	e.taskCall(t, "alice-token", "tasks/cancel", map[string]any{"taskId": id}, true, id)
-	deadline := time.Now().Add(10 * time.Second)
-	for !pushed(an.all(task.NotificationStatus), id, "cancelled") {
-		if time.Now().After(deadline) {
-			t.Fatalf("alice's listen stream got %v, no cancelled push", an.all(task.NotificationStatus))
+	poll.Until(t, 10*time.Second, "alice's listen stream gets the cancelled push", func() error {
+		if !pushed(an.all(task.NotificationStatus), id, "cancelled") {
+			return fmt.Errorf("it got %v", an.all(task.NotificationStatus))
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 	if n := cn.count(task.NotificationStatus); n != 0 {
 		t.Fatalf("carol's listen stream got %d pushes of alice's task", n)
 	}
 
 	legacy, ln := e.connect(t, clientOpts{listen: true, headers: bearer("alice-token")})
-	for !e.srv.HoldsStream(legacy.GetSessionId()) { // the push goes there, not on the call's own POST
-		if time.Now().After(deadline) {
-			t.Fatal("the legacy client's GET stream was never held")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	// The push goes to the GET stream, not on the call's own POST.
+	poll.True(t, 10*time.Second, "the legacy client's GET stream is held", func() bool { return e.srv.HoldsStream(legacy.GetSessionId()) })
 	resp := legacyRequest(t, legacy, "tools/call", map[string]any{"name": "t_quick", "task": map[string]any{}})
 	var created mcp.CreateTaskResult
 	if err := json.Unmarshal(resp.Result, &created); err != nil {
 		t.Fatal(err)
 	}
-	for !pushed(ln.all(task.LegacyNotificationStatus), created.Task.TaskId, "completed") {
-		if time.Now().After(deadline) {
-			t.Fatalf("the creating connection got %v, no completed push", ln.all(task.LegacyNotificationStatus))
+	poll.Until(t, 10*time.Second, "the creating connection gets the completed push", func() error {
+		if !pushed(ln.all(task.LegacyNotificationStatus), created.Task.TaskId, "completed") {
+			return fmt.Errorf("it got %v", ln.all(task.LegacyNotificationStatus))
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // pushed reports whether ns hold a push of task id at status.

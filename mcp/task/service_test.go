@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpswarm/mcpswarm/internal/poll"
+
 	"go.uber.org/goleak"
 
 	"github.com/mcpswarm/mcpswarm/mcp/task"
@@ -34,13 +36,7 @@ func result(text string) json.RawMessage {
 // await polls cond until it holds or 10 s passed.
 func await(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	poll.True(t, 10*time.Second, what, cond)
 }
 
 func start(t *testing.T, s *task.Service, principal string, h task.Handler) task.Record {
