@@ -402,10 +402,8 @@ func TestTasksOutliveTheirRunner(t *testing.T) {
 		for _, n := range all {
 			readNow(t, n, "done", task.Completed)
 			readNow(t, n, "running", task.Failed)
-			for _, id := range []string{"done", "running"} {
-				if got := mcpswarm.TaskHolders(n, id); len(got) != 1 {
-					return fmt.Errorf("%s sees %s held by %v", mcpswarm.NodeName(n), id, got)
-				}
+			if err := heldOnce(n, "done", "running"); err != nil {
+				return err
 			}
 		}
 		return nil
@@ -445,10 +443,8 @@ func TestARestartedRunnerKeepsItsTasksOnce(t *testing.T) {
 			if rec.Error == nil || !strings.Contains(rec.Error.Message, "(node1) was lost") {
 				t.Fatalf("%s reads the failure %+v", mcpswarm.NodeName(n), rec.Error)
 			}
-			for _, id := range []string{"done", "running"} {
-				if got := mcpswarm.TaskHolders(n, id); len(got) != 1 {
-					return fmt.Errorf("%s sees %s held by %v", mcpswarm.NodeName(n), id, got)
-				}
+			if err := heldOnce(n, "done", "running"); err != nil {
+				return err
 			}
 		}
 		return nil
@@ -508,4 +504,15 @@ func TestAnExpiredTaskIsUnknownAndRemoved(t *testing.T) {
 	for _, n := range nodes {
 		readNow(t, n, "long", task.Working)
 	}
+}
+
+// heldOnce says which of the tasks ids n sees held by other than exactly
+// one node.
+func heldOnce(n *mcpswarm.Node, ids ...string) error {
+	for _, id := range ids {
+		if got := mcpswarm.TaskHolders(n, id); len(got) != 1 {
+			return fmt.Errorf("%s sees %s held by %v", mcpswarm.NodeName(n), id, got)
+		}
+	}
+	return nil
 }
