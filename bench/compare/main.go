@@ -101,6 +101,9 @@ func main() {
 // fleet is every server process of one run.
 type fleet struct {
 	mcpgo, gosdk, single, nodeA, nodeB *proc // the load series' servers
+	// mcpgoDurable is bare mcp-go whose tool puts a record into mcpswarm's
+	// journal (Sync mode) before answering: the durable click's ceiling.
+	mcpgoDurable *proc
 	// process and processPeer are a two-node cluster like A and B, in
 	// `process` durability with no standbys: the reference of the
 	// replicated click, which differs from it only by the standby.
@@ -110,7 +113,7 @@ type fleet struct {
 }
 
 func (f *fleet) stop() {
-	for _, p := range []*proc{f.nodeB, f.nodeA, f.processPeer, f.process, f.single, f.gosdk, f.mcpgo, f.crowded, f.memGosdk, f.memMcpgo} {
+	for _, p := range []*proc{f.nodeB, f.nodeA, f.processPeer, f.process, f.single, f.gosdk, f.mcpgoDurable, f.mcpgo, f.crowded, f.memGosdk, f.memMcpgo} {
 		if p != nil {
 			p.stop()
 		}
@@ -262,13 +265,14 @@ func (f *fleet) startMemory(ctx context.Context, b bins, tmp string, extra []str
 	return err
 }
 
-// startPeer starts a peer server on a fresh loopback port.
-func startPeer(ctx context.Context, name, bin string) (*proc, error) {
+// startPeer starts a peer server on a fresh loopback port, with extra
+// flags.
+func startPeer(ctx context.Context, name, bin string, extra ...string) (*proc, error) {
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
 	}
-	return startProc(ctx, name, bin, "http://"+addr, "-addr", addr)
+	return startProc(ctx, name, bin, "http://"+addr, append([]string{"-addr", addr}, extra...)...)
 }
 
 // start runs every server: the peers, one mcpswarm node, and a two-node
@@ -280,6 +284,9 @@ func (f *fleet) start(ctx context.Context, b bins, tmp string, extra []string) e
 		return err
 	}
 	if f.gosdk, err = startPeer(ctx, "go-sdk", b.gosdk); err != nil {
+		return err
+	}
+	if f.mcpgoDurable, err = startPeer(ctx, "mcp-go durable", b.mcpgo, "-journal", filepath.Join(tmp, "mcpgo-journal")); err != nil {
 		return err
 	}
 	if f.single, _, err = startNode(ctx, b.mcpswarm, tmp, "bench1", "", extra); err != nil {

@@ -24,6 +24,8 @@ func allSeries(f *fleet, idle int) []series {
 	plain := plainCalls
 	return []series{
 		{key: "mcpgo", label: "bare mcp-go v1.2.1", servers: []*proc{f.mcpgo}, connect: plain(f.mcpgo, "increment")},
+		{key: "mcpgo-durable", label: "bare mcp-go v1.2.1 whose tool first puts a 1,300-byte record (a `counter` snapshot's size) into mcpswarm's journal in `sync` mode (group commit; answered after its fdatasync): the most a durable click can reach on this machine",
+			servers: []*proc{f.mcpgoDurable}, connect: plain(f.mcpgoDurable, "increment")},
 		{key: "gosdk", label: "go-sdk v1.8.0", servers: []*proc{f.gosdk}, connect: plain(f.gosdk, "increment")},
 		{key: "static", label: "mcpswarm static tool (swarm_list)", servers: []*proc{f.single}, connect: plain(f.single, "swarm_list")},
 		{key: "click", label: "mcpswarm click, local session on a lone node (no standby: `replica` answers after the owner's fsync, as `sync`)", servers: []*proc{f.single}, connect: clicks(f.single, f.single, "w")},
