@@ -53,9 +53,10 @@ func (j *Journal) compactLeading() {
 		return
 	}
 	// A Process fsync on the old file must end before it is closed; none
-	// starts on it after install.
-	for j.syncing {
-		done := j.syncDone
+	// starts on it after install (a round handed on meanwhile fsyncs the
+	// new file, which holds every record).
+	for j.onDisk != nil {
+		done := j.onDisk
 		j.mu.Unlock()
 		<-done
 		j.mu.Lock()

@@ -114,6 +114,10 @@ type round struct {
 	full     chan struct{}
 	want     int
 	timedOut bool
+	// synced is set when a writer of the round asked for it to be on
+	// disk before it returns (PutSynced): the round is fsynced, as in
+	// Sync mode, whatever the journal's mode.
+	synced bool
 }
 
 // Journal is an open journal directory. It is safe for concurrent use.
@@ -154,13 +158,15 @@ type Journal struct {
 	rounds    uint64 // fsyncs of written records
 	records   uint64 // records written (Sync: committed; Process: appended)
 	// Process mode's fsyncs (Sync and the background round) are a group
-	// commit of their own: synced is how many of records a finished fsync
-	// covers; syncing is set while one is on disk, and syncDone is closed
-	// when it ends, so callers it does not cover wait for it and then one
-	// of them fsyncs for all.
+	// commit of their own (fsync.go): synced is how many of records a
+	// finished fsync covers; syncing is set while a round leads, from its
+	// fsync until it hands on to the next; nextSync gathers the callers
+	// waiting for the next round; onDisk is closed when the fsync in
+	// flight, if any, returns.
 	synced   uint64
 	syncing  bool
-	syncDone chan struct{}
+	nextSync *syncRound
+	onDisk   chan struct{}
 	closing  bool // Close has begun: writes refuse
 	closed   bool // the file is closed
 
@@ -406,7 +412,20 @@ func (j *Journal) Put(key string, value []byte) error {
 	if err := validate(key, value); err != nil {
 		return err
 	}
-	return j.write(record{key: key, value: value})
+	return j.write(record{key: key, value: value}, false)
+}
+
+// PutSynced is Put, but returns only once the record is on disk
+// (fdatasync returned), whatever the journal's Mode: in Process mode, for
+// a write that nothing else will hold (a replicated session with no
+// standby), so it goes to disk in one group commit of write and
+// fdatasync, as in Sync mode, rather than a write(2) followed by Sync.
+// Process writes that join its round return after the fdatasync too.
+func (j *Journal) PutSynced(key string, value []byte) error {
+	if err := validate(key, value); err != nil {
+		return err
+	}
+	return j.write(record{key: key, value: value}, true)
 }
 
 // Delete removes key, with the same durability as Put.
@@ -414,16 +433,20 @@ func (j *Journal) Delete(key string) error {
 	if err := validate(key, nil); err != nil {
 		return err
 	}
-	return j.write(record{key: key, del: true})
+	return j.write(record{key: key, del: true}, false)
 }
 
-func (j *Journal) write(rec record) error {
+// write queues rec in the round being gathered (or, in Process mode with
+// no round in progress and no fsync asked for, writes it alone) and
+// returns when that round is written, and fsynced if Mode is Sync or
+// synced is set.
+func (j *Journal) write(rec record, synced bool) error {
 	j.mu.Lock()
 	if err := j.usable(); err != nil {
 		j.mu.Unlock()
 		return err
 	}
-	if j.opt.Mode == Process && !j.leading {
+	if j.opt.Mode == Process && !synced && !j.leading {
 		j.leading = true
 		return j.writeAlone(rec)
 	}
@@ -435,6 +458,7 @@ func (j *Journal) write(rec record) error {
 		}
 		j.next = rd
 	}
+	rd.synced = rd.synced || synced
 	rel := int64(len(rd.buf))
 	rd.buf = appendRecord(rd.buf, rec)
 	rd.entries = append(rd.entries, entry{key: rec.key, rel: rel, n: len(rd.buf) - int(rel), del: rec.del})
@@ -474,7 +498,7 @@ func (j *Journal) write(rec record) error {
 // arriving meanwhile join rd. Process rounds have no fdatasync to share
 // and never wait.
 func (j *Journal) gatherLocked(rd *round) {
-	if j.opt.Mode != Sync {
+	if !j.fsyncs(rd) {
 		return
 	}
 	want := j.gather.want(len(rd.entries))
@@ -501,14 +525,18 @@ func (j *Journal) gatherLocked(rd *round) {
 func (j *Journal) leadLocked() {
 	rd := j.next
 	j.next = nil
-	if j.opt.Mode == Sync {
+	fsync := j.fsyncs(rd)
+	if fsync {
 		j.gather.committed(len(rd.entries), rd.timedOut)
 	}
-	rd.err = j.commitLocked(rd.buf, rd.entries)
+	rd.err = j.commitLocked(rd.buf, rd.entries, fsync)
 	j.recycleLocked(rd)
 	close(rd.done)
-	j.finishLeadLocked()
+	j.finishLeadLocked(!fsync)
 }
+
+// fsyncs reports whether round rd is fsynced as it is committed.
+func (j *Journal) fsyncs(rd *round) bool { return j.opt.Mode == Sync || rd.synced }
 
 // writeAlone writes rec as a round of its own, from a buffer the lead
 // keeps (Process mode, no round in progress): an unhurried writer builds
@@ -517,22 +545,23 @@ func (j *Journal) leadLocked() {
 func (j *Journal) writeAlone(rec record) error {
 	j.solo = appendRecord(j.solo[:0], rec)
 	j.soloEntry[0] = entry{key: rec.key, n: len(j.solo), del: rec.del}
-	err := j.commitLocked(j.solo, j.soloEntry[:])
+	err := j.commitLocked(j.solo, j.soloEntry[:], false)
 	j.soloEntry[0] = entry{} // drop the key
 	if cap(j.solo) > maxSpare {
 		j.solo = nil
 	}
-	j.finishLeadLocked()
+	j.finishLeadLocked(true)
 	return err
 }
 
 // finishLeadLocked ends a lead after its round: it asks the background
-// round to fsync Process writes, compacts the file when it is due (still
+// round to fsync Process writes (unsynced: the round was not fsynced),
+// compacts the file when it is due (still
 // leading, so no round writes meanwhile, but without mu, so writers keep
 // joining the next round), then hands the lead to the next round's
 // writers, if any; it unlocks mu. Called with mu held and leading set.
-func (j *Journal) finishLeadLocked() {
-	if j.opt.Mode == Process {
+func (j *Journal) finishLeadLocked(unsynced bool) {
+	if unsynced && j.opt.Mode == Process {
 		j.wake()
 	}
 	if !j.closing && j.failed == nil && needsCompaction(j.end, j.live, j.opt.CompactMin) {
@@ -588,11 +617,11 @@ func (j *Journal) reserve(f *os.File, base, n, alloc int64, prealloc bool) (int6
 
 func (j *Journal) wake() { j.kick.Kick() }
 
-// commitLocked writes a round's records (and, in Sync mode, fsyncs them)
-// at the end of the file. Only the leader commits, one at a time, so the
+// commitLocked writes a round's records (and fsyncs them, with fsync) at
+// the end of the file. Only the leader commits, one at a time, so the
 // file and its end stay put while mu is released for the I/O. Called and
 // returns with mu held.
-func (j *Journal) commitLocked(buf []byte, entries []entry) error {
+func (j *Journal) commitLocked(buf []byte, entries []entry, fsync bool) error {
 	if j.failed != nil {
 		return fmt.Errorf("journal %s refuses writes after an earlier failure: %w", j.dir, j.failed)
 	}
@@ -601,7 +630,7 @@ func (j *Journal) commitLocked(buf []byte, entries []entry) error {
 	alloc, prealloc = j.reserve(f, base, int64(len(buf)), alloc, prealloc)
 	_, werr := f.WriteAt(buf, base)
 	var serr error
-	if werr == nil && j.opt.Mode == Sync {
+	if werr == nil && fsync {
 		serr = j.opt.fsync(f)
 	}
 	j.mu.Lock()
@@ -626,7 +655,9 @@ func (j *Journal) commitLocked(buf []byte, entries []entry) error {
 	j.end = base + int64(len(buf))
 	j.alloc = max(j.alloc, j.end)
 	j.records += uint64(len(entries))
-	if j.opt.Mode == Sync {
+	if fsync {
+		// Every record before this round's was written before its
+		// fdatasync began.
 		j.rounds++
 		j.synced = j.records
 	}

@@ -102,6 +102,7 @@ func BenchmarkPut(b *testing.B) {
 			b.ReportAllocs()
 			var next sync.Mutex
 			w := 0
+			defer reportCPU(b)()
 			b.RunParallel(func(pb *testing.PB) {
 				next.Lock()
 				key := fmt.Sprintf("s%d", w)
@@ -114,6 +115,8 @@ func BenchmarkPut(b *testing.B) {
 					}
 				}
 			})
+			st := j.Stats()
+			b.ReportMetric(float64(st.Records)/float64(max(st.Rounds, 1)), "writes/fsync")
 		})
 	}
 }
