@@ -133,13 +133,18 @@ func (r *replicas) republish(id string) {
 	}
 }
 
+// alone reports whether this node ships its sessions' snapshots and no
+// other member could stand by for them: a write now would find no standby
+// placed and be answered on this node's own fsync.
+func (r *replicas) alone() bool { return r.ship != nil && r.ship.Alone() }
+
 // replicate ships a saved snapshot (b, already written to the owner's
-// journal j) to the session's standbys and decides how the write is
-// answered: when every placed standby holds it; on the owner's own fsync
-// when none is placed (a lone node) or one missed it while this node is
-// in the majority; refused when it is not (fenced) or when a standby holds
-// a later epoch (demoted).
-func (r *replicas) replicate(id string, epoch uint64, b []byte, j *journal.Journal) error {
+// journal j, and fsynced there if synced) to the session's standbys and
+// decides how the write is answered: when every placed standby holds it;
+// on the owner's own fsync when none is placed (a lone node) or one
+// missed it while this node is in the majority; refused when it is not
+// (fenced) or when a standby holds a later epoch (demoted).
+func (r *replicas) replicate(id string, epoch uint64, b []byte, j *journal.Journal, synced bool) error {
 	if r.ship == nil {
 		return nil
 	}
@@ -166,6 +171,9 @@ func (r *replicas) replicate(id string, epoch uint64, b []byte, j *journal.Journ
 		return nil
 	case standby.Degraded:
 		r.degraded.Inc()
+	}
+	if synced {
+		return nil
 	}
 	return j.Sync()
 }

@@ -103,9 +103,18 @@ func (s *snapshotStore) Save(snap session.Snapshot) error {
 	}
 	b, err := snap.AppendJSON((*bp)[:0])
 	if err == nil {
-		err = s.j.Put(snap.Info.ID, b)
+		// With no member to stand by (a lone node), the write will be
+		// answered on this node's fsync: it goes to disk in one group
+		// commit of write and fdatasync, not a write(2) and then a Sync
+		// of its own.
+		synced := s.rep != nil && s.rep.alone()
+		if synced {
+			err = s.j.PutSynced(snap.Info.ID, b)
+		} else {
+			err = s.j.Put(snap.Info.ID, b)
+		}
 		if err == nil && s.rep != nil {
-			if err = s.rep.replicate(snap.Info.ID, snap.Info.Handoff, b, s.j); err != nil {
+			if err = s.rep.replicate(snap.Info.ID, snap.Info.Handoff, b, s.j, synced); err != nil {
 				err = notReplicated{err}
 			}
 		}

@@ -143,6 +143,17 @@ func (s *Shipper) state(id string) *shipped {
 	return st
 }
 
+// Alone reports whether no member but this node may stand by now, so a
+// snapshot shipped now would find no standby placed (Outcome.Placed
+// empty) whatever its session.
+func (s *Shipper) Alone() bool {
+	if s.cfg.Replicas <= 0 {
+		return true
+	}
+	self := s.cfg.Peers.Self().Name
+	return !slices.ContainsFunc(s.cfg.Peers.Candidates(), func(c Candidate) bool { return c.Name != self })
+}
+
 // Ship sends snap, session id's newest snapshot under epoch, to its
 // standbys and waits for their acknowledgements (at most AckTimeout).
 func (s *Shipper) Ship(ctx context.Context, id string, epoch uint64, snap []byte) Outcome {
