@@ -29,6 +29,7 @@ import (
 // options are the harness's flags.
 type options struct {
 	mcpswarm    string        // the mcpswarm binary
+	mcpswarmB   string        // a second mcpswarm binary for the click-b series (before/after in one run); empty: none
 	benchDir    string        // the bench module (peers are built from it)
 	docsDir     string        // where BENCHMARKS.md and bench/ live; empty: print the report only
 	rounds      int           // interleaved rounds
@@ -50,6 +51,7 @@ func main() {
 	var conc string
 	quick := flag.Bool("quick", false, "a short smoke run: 1 round of 1 s windows, 100 idle connections, report printed only")
 	flag.StringVar(&o.mcpswarm, "mcpswarm", "../bin/mcpswarm", "the mcpswarm binary (built by `make build`)")
+	flag.StringVar(&o.mcpswarmB, "mcpswarm-b", "", "a second mcpswarm binary: adds the series click-b, the click series on a lone node of this binary, so a change is measured against its base in the same rounds")
 	flag.StringVar(&o.benchDir, "bench", ".", "the bench module directory (peers are built from bench/peers)")
 	flag.StringVar(&o.docsDir, "docs", "", "docs directory to write BENCHMARKS.md's bench-compare section and docs/bench/compare-*; empty prints the report")
 	flag.IntVar(&o.rounds, "rounds", 3, "interleaved rounds")
@@ -104,6 +106,7 @@ type fleet struct {
 	// mcpgoDurable is bare mcp-go whose tool puts a record into mcpswarm's
 	// journal (Sync mode) before answering: the durable click's ceiling.
 	mcpgoDurable *proc
+	singleB      *proc // a lone node of the -mcpswarm-b binary (click-b); nil without it
 	// process and processPeer are a two-node cluster like A and B, in
 	// `process` durability with no standbys: the reference of the
 	// replicated click, which differs from it only by the standby.
@@ -113,7 +116,7 @@ type fleet struct {
 }
 
 func (f *fleet) stop() {
-	for _, p := range []*proc{f.nodeB, f.nodeA, f.processPeer, f.process, f.single, f.gosdk, f.mcpgoDurable, f.mcpgo, f.crowded, f.memGosdk, f.memMcpgo} {
+	for _, p := range []*proc{f.nodeB, f.nodeA, f.processPeer, f.process, f.single, f.gosdk, f.mcpgoDurable, f.singleB, f.mcpgo, f.crowded, f.memGosdk, f.memMcpgo} {
 		if p != nil {
 			p.stop()
 		}
@@ -225,12 +228,12 @@ func run(ctx context.Context, o options) error {
 }
 
 // bins are the executables of one run.
-type bins struct{ mcpgo, gosdk, mcpswarm string }
+type bins struct{ mcpgo, gosdk, mcpswarm, mcpswarmB string }
 
 // buildPeers builds the two peer servers from the bench module, and
 // mcpswarm when its binary is missing.
 func buildPeers(ctx context.Context, o options, tmp string) (bins, error) {
-	b := bins{mcpgo: filepath.Join(tmp, "peer-mcpgo"), gosdk: filepath.Join(tmp, "peer-gosdk"), mcpswarm: o.mcpswarm}
+	b := bins{mcpgo: filepath.Join(tmp, "peer-mcpgo"), gosdk: filepath.Join(tmp, "peer-gosdk"), mcpswarm: o.mcpswarm, mcpswarmB: o.mcpswarmB}
 	for pkg, out := range map[string]string{"./peers/mcpgo": b.mcpgo, "./peers/gosdk": b.gosdk} {
 		if err := goBuild(ctx, o.benchDir, pkg, out); err != nil {
 			return b, err
@@ -291,6 +294,11 @@ func (f *fleet) start(ctx context.Context, b bins, tmp string, extra []string) e
 	}
 	if f.single, _, err = startNode(ctx, b.mcpswarm, tmp, "bench1", "", extra); err != nil {
 		return err
+	}
+	if b.mcpswarmB != "" {
+		if f.singleB, _, err = startNode(ctx, b.mcpswarmB, tmp, "bench1b", "", extra); err != nil {
+			return err
+		}
 	}
 	// After extra, so that these flags win over ones given there.
 	noStandby := append(slices.Clone(extra), "--durability", "process", "--session-replicas", "0")

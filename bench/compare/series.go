@@ -22,7 +22,7 @@ const baseline = "mcpgo"
 
 func allSeries(f *fleet, idle int) []series {
 	plain := plainCalls
-	return []series{
+	all := []series{
 		{key: "mcpgo", label: "bare mcp-go v1.2.1", servers: []*proc{f.mcpgo}, connect: plain(f.mcpgo, "increment")},
 		{key: "mcpgo-durable", label: "bare mcp-go v1.2.1 whose tool first puts a 1,300-byte record (a `counter` snapshot's size) into mcpswarm's journal in `sync` mode (group commit; answered after its fdatasync): the most a durable click can reach on this machine",
 			servers: []*proc{f.mcpgoDurable}, connect: plain(f.mcpgoDurable, "increment")},
@@ -39,6 +39,11 @@ func allSeries(f *fleet, idle int) []series {
 		{key: "crowded", label: fmt.Sprintf("mcpswarm click, local session, on a node also holding %d idle connections with a session each", idle),
 			servers: []*proc{f.crowded}, connect: clicks(f.crowded, f.crowded, "w")},
 	}
+	if f.singleB != nil {
+		all = append(all, series{key: "click-b", label: "the `click` series on a lone node of the -mcpswarm-b binary (a change against its base, in the same rounds)",
+			servers: []*proc{f.singleB}, connect: clicks(f.singleB, f.singleB, "w")})
+	}
+	return all
 }
 
 // plainCalls opens n clients of p that each call tool without arguments.
