@@ -60,7 +60,7 @@ type link struct {
 	addr           string
 	cc             *grpc.ClientConn
 	client         peerv1.PeerServiceClient
-	queue          chan *batch
+	queue          *batchQueue
 	ctx            context.Context
 	cancel         context.CancelFunc
 	r              *replicator
@@ -100,15 +100,13 @@ func (r *replicator) dial(m Member) (*link, error) {
 	ctx, cancel := context.WithCancel(r.ctx)
 	return &link{
 		caps: m.Capabilities, name: m.Name, origin: m.Origin, addr: m.GRPCAddr, cc: cc, client: peerv1.NewPeerServiceClient(cc),
-		queue: make(chan *batch, cfg.PeerQueue), ctx: ctx, cancel: cancel, r: r,
+		queue: newBatchQueue(cfg.PeerQueue), ctx: ctx, cancel: cancel, r: r,
 		acked: map[string]uint64{},
 	}, nil
 }
 
 func (l *link) enqueue(b *batch) {
-	select {
-	case l.queue <- b:
-	default:
+	if !l.queue.put(b) {
 		l.r.c.metrics.queueDrops.Inc()
 		l.r.log.Debug("peer queue full, dropping batch", slog.String("peer", l.name))
 	}
@@ -292,13 +290,11 @@ func (r *replicator) stream(l *link) (bool, error) {
 	tick := r.beat.next()
 	for {
 		// Queued batches go before heartbeats.
-		select {
-		case b := <-l.queue:
+		if b := l.queue.pop(); b != nil {
 			if err := sendReq(b, b.req); err != nil {
 				return established, err
 			}
 			continue
-		default:
 		}
 		select {
 		case <-ctx.Done():
@@ -306,10 +302,8 @@ func (r *replicator) stream(l *link) (bool, error) {
 				return established, ctx.Err()
 			}
 			return established, fmt.Errorf("peer %s stopped acknowledging for %s", l.name, cfg.StreamIdle)
-		case b := <-l.queue:
-			if err := sendReq(b, b.req); err != nil {
-				return established, err
-			}
+		case <-l.queue.ready:
+			// Popped at the top of the loop.
 		case <-tick:
 			tick = r.beat.next()
 			if slices.ContainsFunc(inflight, func(b *batch) bool { return b.position }) {
@@ -339,14 +333,8 @@ func (r *replicator) stream(l *link) (bool, error) {
 				if len(inflight) == 0 {
 					return established, fmt.Errorf("unexpected acknowledgement from %s", l.name)
 				}
-				b := inflight[0]
-				// Shifted down and the vacated slot cleared, not sliced
-				// past: the array behind inflight would keep every answered
-				// batch (a heartbeat is this stream's own) alive at rest.
-				// It holds a few batches at most.
-				n := copy(inflight, inflight[1:])
-				inflight[n] = nil
-				inflight = inflight[:n]
+				var b *batch
+				b, inflight = answered(inflight)
 				if len(inflight) == 0 {
 					watchdog.Stop()
 				} else {
