@@ -60,7 +60,7 @@ type link struct {
 	addr           string
 	cc             *grpc.ClientConn
 	client         peerv1.PeerServiceClient
-	queue          chan *batch
+	queue          *batchQueue
 	ctx            context.Context
 	cancel         context.CancelFunc
 	r              *replicator
@@ -100,15 +100,13 @@ func (r *replicator) dial(m Member) (*link, error) {
 	ctx, cancel := context.WithCancel(r.ctx)
 	return &link{
 		caps: m.Capabilities, name: m.Name, origin: m.Origin, addr: m.GRPCAddr, cc: cc, client: peerv1.NewPeerServiceClient(cc),
-		queue: make(chan *batch, cfg.PeerQueue), ctx: ctx, cancel: cancel, r: r,
+		queue: newBatchQueue(cfg.PeerQueue), ctx: ctx, cancel: cancel, r: r,
 		acked: map[string]uint64{},
 	}, nil
 }
 
 func (l *link) enqueue(b *batch) {
-	select {
-	case l.queue <- b:
-	default:
+	if !l.queue.put(b) {
 		l.r.c.metrics.queueDrops.Inc()
 		l.r.log.Debug("peer queue full, dropping batch", slog.String("peer", l.name))
 	}
@@ -292,13 +290,11 @@ func (r *replicator) stream(l *link) (bool, error) {
 	tick := r.beat.next()
 	for {
 		// Queued batches go before heartbeats.
-		select {
-		case b := <-l.queue:
+		if b := l.queue.pop(); b != nil {
 			if err := sendReq(b, b.req); err != nil {
 				return established, err
 			}
 			continue
-		default:
 		}
 		select {
 		case <-ctx.Done():
@@ -306,10 +302,8 @@ func (r *replicator) stream(l *link) (bool, error) {
 				return established, ctx.Err()
 			}
 			return established, fmt.Errorf("peer %s stopped acknowledging for %s", l.name, cfg.StreamIdle)
-		case b := <-l.queue:
-			if err := sendReq(b, b.req); err != nil {
-				return established, err
-			}
+		case <-l.queue.ready:
+			// Popped at the top of the loop.
 		case <-tick:
 			tick = r.beat.next()
 			if slices.ContainsFunc(inflight, func(b *batch) bool { return b.position }) {
@@ -339,8 +333,8 @@ func (r *replicator) stream(l *link) (bool, error) {
 				if len(inflight) == 0 {
 					return established, fmt.Errorf("unexpected acknowledgement from %s", l.name)
 				}
-				b := inflight[0]
-				inflight = inflight[1:]
+				var b *batch
+				b, inflight = answered(inflight)
 				if len(inflight) == 0 {
 					watchdog.Stop()
 				} else {
@@ -599,23 +593,39 @@ const (
 )
 
 // peerReadBuffer is each peer connection end's read buffer. gRPC's
-// default, 32 KiB, is held by every connection for its whole life, and a
-// node holds two ends per peer (it dials every peer and every peer dials
-// it): at 64 nodes, 4 MiB of a node's heap for buffers that small pushes
-// and heartbeats (a few hundred bytes) never fill. Reads of a larger frame
-// go straight into the frame's own buffer once this one is empty, so
-// catch-ups lose nothing to a small one. Writes take a buffer from a
-// shared pool only while they flush, so they cost no memory at rest.
-const peerReadBuffer = 4 << 10
+// default, 32 KiB, is held by every connection for its whole life where
+// the connection cannot read into a pooled buffer on demand (TLS, and the
+// in-memory connections of tests and internal/scale; a plain TCP socket
+// can), and a node holds two ends per peer (it dials every peer and every
+// peer dials it). Heartbeats and pushes are frames of a few hundred bytes,
+// which 1 KiB still reads in one call; a larger frame's payload is read
+// straight into its own buffer once this one is empty, so catch-ups lose
+// nothing to a small one. 4 KiB cost a node 8 KiB per peer at rest, 1 KiB
+// costs it 2.
+const peerReadBuffer = 1 << 10
+
+// peerWriteBuffer is how many bytes a peer connection batches into one
+// write. gRPC takes the buffer from a process-wide pool when a connection
+// starts writing and returns it once flushed, but a connection's writer
+// yields before flushing a small batch, and a node's streams all
+// heartbeat on one clock (beat.go): every connection then holds its own
+// buffer at once, and the pool keeps that many between two collections.
+// With gRPC's default, 32 KiB, that was ~20 KiB of a node's heap per peer
+// at rest (internal/scale, N = 24), a quarter of it at 8 KiB. A message
+// larger than the buffer goes out in several writes of 8 KiB instead of
+// 32 KiB, which a catch-up's megabytes do not notice
+// (BenchmarkColdJoin100k).
+const peerWriteBuffer = 8 << 10
 
 // PeerTransportDialOptions are the transport options (flow-control windows,
-// read buffer) of this node's connections to its peers: what a peer link
+// read and write buffers) of this node's connections to its peers: what a peer link
 // costs in memory depends on them (internal/scale measures it).
 func PeerTransportDialOptions() []grpc.DialOption {
 	return []grpc.DialOption{
 		grpc.WithInitialWindowSize(peerStreamWindow),
 		grpc.WithInitialConnWindowSize(peerConnWindow),
 		grpc.WithReadBufferSize(peerReadBuffer),
+		grpc.WithWriteBufferSize(peerWriteBuffer),
 	}
 }
 
@@ -626,6 +636,7 @@ func PeerTransportServerOptions() []grpc.ServerOption {
 		grpc.InitialWindowSize(peerStreamWindow),
 		grpc.InitialConnWindowSize(peerConnWindow),
 		grpc.ReadBufferSize(peerReadBuffer),
+		grpc.WriteBufferSize(peerWriteBuffer),
 	}
 }
 

@@ -99,3 +99,78 @@ func (b *ackBox) take() []ackMsg {
 	b.items = nil
 	return items
 }
+
+// batchQueue holds the batches queued for one peer's stream, at most
+// limit (Config.PeerQueue). A channel of that capacity held its 2 KiB of
+// slots on every link at rest, where pushes queue one or two batches at a
+// time; this holds a small array, and a burst's larger one only until it
+// drains.
+type batchQueue struct {
+	mu    sync.Mutex
+	items []*batch
+	head  int // items[head:] are queued
+	limit int
+	ready chan struct{} // cap 1: a batch may be queued
+}
+
+// batchQueueKeep is the capacity a drained queue keeps for the next push.
+const batchQueueKeep = 16
+
+func newBatchQueue(limit int) *batchQueue {
+	return &batchQueue{limit: limit, ready: make(chan struct{}, 1)}
+}
+
+// put queues b; false when the queue is full and b was not queued.
+func (q *batchQueue) put(b *batch) bool {
+	q.mu.Lock()
+	if len(q.items)-q.head >= q.limit {
+		q.mu.Unlock()
+		return false
+	}
+	q.items = append(q.items, b)
+	q.mu.Unlock()
+	q.signal()
+	return true
+}
+
+// pop returns the oldest queued batch, nil when there is none.
+func (q *batchQueue) pop() *batch {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.head == len(q.items) {
+		return nil
+	}
+	b := q.items[q.head]
+	q.items[q.head] = nil
+	q.head++
+	if q.head < len(q.items) {
+		q.signal()
+		return b
+	}
+	q.head = 0
+	if cap(q.items) > batchQueueKeep {
+		q.items = nil
+	} else {
+		q.items = q.items[:0]
+	}
+	return b
+}
+
+func (q *batchQueue) signal() {
+	select {
+	case q.ready <- struct{}{}:
+	default:
+	}
+}
+
+// answered removes the oldest batch in flight on a stream and returns it.
+// The rest shift down and the vacated slot is cleared, where slicing past
+// it would leave the array behind inflight keeping every answered batch
+// (a heartbeat is the stream's own) alive at rest. A stream has a few
+// batches in flight at most.
+func answered(inflight []*batch) (*batch, []*batch) {
+	b := inflight[0]
+	n := copy(inflight, inflight[1:])
+	inflight[n] = nil
+	return b, inflight[:n]
+}
