@@ -274,8 +274,8 @@ func (e *BehindError) RetryAfter() time.Duration { return e.Retry }
 func (c *Cluster) Clock() clockwork.Clock { return c.cfg.Clock }
 
 // heartbeatEvery is how often a sender heartbeats each stream: two fifths
-// of the lease, so a renewal may come a full period late (plus 0.6 of one)
-// before the lease runs out. With DefaultConfig's 1.7 s lease that is every
+// of the lease, so a renewal may come a period and a half late before the
+// lease runs out. With DefaultConfig's 1.7 s lease that is every
 // 680 ms, and a heartbeat may be 1.02 s late; the lease was 1.5 s with a
 // heartbeat every 500 ms (a third), 1 s of room. At rest the heartbeats
 // are the work a node does per peer (docs/bench/idle.md): the longer lease
