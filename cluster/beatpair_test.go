@@ -18,9 +18,10 @@ func withoutBeatPair(c *Config) {
 }
 
 // beatClock starts the nodes' cluster clock on a multiple of every
-// heartbeat period, so that advancing it by one period is one tick.
+// heartbeat period (17 s is one of 500 ms and 680 ms), so that advancing it
+// by one period is one tick.
 func beatClock() *clockwork.FakeClock {
-	return clockwork.NewFakeClockAt(time.Unix(1_800_000_000, 0))
+	return clockwork.NewFakeClockAt(time.Unix(17*105_882_352, 0))
 }
 
 // heardAt is when n last renewed its lease on o's writes.
@@ -163,7 +164,7 @@ func TestBeatPairHeartbeatsOneStreamOfEachPair(t *testing.T) {
 		// Each of a pair's two streams heartbeats every period.
 		{"previous version", []func(*Config){withoutBeatPair}, 2, 2},
 		// One stream every period; the other keeps itself open every
-		// StreamIdle/3 (LocalConfig: every other period), one tick either
+		// StreamIdle/2 (LocalConfig: every other period), one tick either
 		// way at the window's ends.
 		{"beat-pair", nil, 1 + float64(ticks/2-1)/ticks, 1 + float64(ticks/2+1)/ticks},
 	} {
@@ -225,7 +226,7 @@ func TestBeatPairEitherStreamRenewsBothLeases(t *testing.T) {
 	defer g.release()
 	quiet := linkBeats(n1, n0)
 	every := heartbeatEvery(n0.cfg)
-	const ticks = 5 // within StreamIdle (6 periods): no stream is cut yet
+	const ticks = 4 // within StreamIdle (4.4 periods): no stream is cut yet
 	for i := 1; i <= ticks; i++ {
 		clock.Advance(every)
 		at := clock.Now()
@@ -252,12 +253,44 @@ func TestBeatPairEitherStreamRenewsBothLeases(t *testing.T) {
 	}
 }
 
+// A pair of nodes at rest exchanges at most 3.3 heartbeat messages a second
+// on LAN timers and 4.5 on loopback ones (a heartbeat every 680 ms, two
+// fifths of the 1.7 s lease, answered; the pair's other stream kept open
+// every StreamIdle/2), where it exchanged 4.4 and 6 with a heartbeat every
+// 500 ms, a third of a 1.5 s lease: what a node does per peer at rest
+// (docs/bench/idle.md). The lease leaves a heartbeat the same room to be
+// late as it did, a full second.
+func TestIdleHeartbeatMessagesPerPairPerSecond(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		streamIdle time.Duration
+		max        float64
+	}{{"lan", DefaultConfig().StreamIdle, 3.3}, {"loopback", LocalConfig().StreamIdle, 4.5}} {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := beatClock()
+			nodes := startCluster(t, 3, func(c *Config) {
+				c.Clock, c.StreamIdle, c.Lease = clock, tc.streamIdle, DefaultConfig().Lease
+			})
+			// 22 periods: two of the LAN timers' keep-opens, one every eleventh.
+			perPeriod := heartbeatsPerPair(t, nodes, clock, 22)
+			got := 2 * perPeriod / heartbeatEvery(nodes[0].cfg).Seconds()
+			t.Logf("%.2f heartbeat messages per pair per second", got)
+			if got > tc.max {
+				t.Fatalf("%.2f heartbeat messages per pair per second at rest, want at most %.1f", got, tc.max)
+			}
+			if lapse := DefaultConfig().Lease - heartbeatEvery(nodes[0].cfg); lapse < time.Second {
+				t.Fatalf("a heartbeat may be %v late before the lease runs out, want a second", lapse)
+			}
+		})
+	}
+}
+
 // BenchmarkIdleHeartbeats runs a swarm at rest on the in-memory network,
 // one heartbeat period of its cluster clock per iteration, and reports the
 // replication streams' heartbeat messages (heartbeats and their answers)
 // per pair of nodes per second: with beat-pair, one stream of a pair
-// heartbeats and the other sends a message every StreamIdle/3 (every
-// other period on loopback timers, every tenth on LAN ones). Run with
+// heartbeats and the other sends a message every StreamIdle/2 (every
+// other period on loopback timers, every eleventh on LAN ones). Run with
 // -benchtime=40x or more: the quiet streams send once in several periods.
 func BenchmarkIdleHeartbeats(b *testing.B) {
 	for _, size := range []int{3, 24} {

@@ -101,7 +101,7 @@ type Config struct {
 	SnapshotChunkBytes int
 	// StreamIdle is how long a Replicate stream may stay silent before the
 	// receiver cuts it; a stream with nothing else to send heartbeats at
-	// least every StreamIdle/3 (and every min(StreamIdle, Lease)/3 unless
+	// least every StreamIdle/2 (and every min(StreamIdle, Lease)·2/5 unless
 	// its peer's heartbeats renew the leases both ways, CapBeatPair).
 	StreamIdle time.Duration
 	// CatchUpTimeout bounds one whole catch-up or digest call.
@@ -110,9 +110,10 @@ type Config struct {
 	// wrote after the last in-order, gap-free message it applied from that
 	// peer (lease.go). Past it the node is behind: InSync fails and it must
 	// not serve connection state. Senders heartbeat every min(StreamIdle,
-	// Lease)/3; a writer whose peer missed an acknowledgement waits until
-	// that peer's lease has surely lapsed. Keep it below the swarm's
-	// acknowledgement bound.
+	// Lease)·2/5; a writer whose peer missed an acknowledgement waits until
+	// that peer's lease has surely lapsed (Lease + 250 ms after its last
+	// send to it). Keep Lease + 250 ms below the swarm's acknowledgement
+	// bound, so that wait never outlasts it.
 	Lease time.Duration
 	// Clock drives the cluster's own timers: heartbeats and stream idle
 	// cuts, leases and the wait for a lapsed lease, anti-entropy rounds and
@@ -158,9 +159,9 @@ func DefaultConfig() Config {
 		PeerQueue:          256,                    // batches per peer before dropping to catch-up
 		MaxMessageBytes:    4 << 20,                // gRPC's default receive limit
 		SnapshotChunkBytes: 256 << 10,              // well below MaxMessageBytes
-		StreamIdle:         15 * time.Second,       // heartbeat every 5 s
+		StreamIdle:         15 * time.Second,       // a quiet stream heartbeats every 7.5 s
 		CatchUpTimeout:     30 * time.Second,       // room for a 100k-entry snapshot on a slow link
-		Lease:              3 * time.Second / 2,    // below the swarm's 2 s acknowledgement bound: heartbeat every 500 ms
+		Lease:              17 * time.Second / 10,  // + 250 ms below the swarm's 2 s acknowledgement bound: heartbeat every 680 ms
 		Clock:              nil,                    // wall clock
 		SuspectAfter:       3,                      // three failed attempts in a row
 		RetryMin:           100 * time.Millisecond, // first re-dial
@@ -195,7 +196,7 @@ func LocalConfig() Config {
 	c.BatchDelay = 2 * time.Millisecond // tighter batching on loopback
 	c.AntiEntropy = 200 * time.Millisecond
 	c.AntiEntropyQuiet = 1600 * time.Millisecond
-	c.StreamIdle = 3 * time.Second // heartbeat every second
+	c.StreamIdle = 3 * time.Second // a quiet stream heartbeats every other period
 	c.CatchUpTimeout = 10 * time.Second
 	c.RetryMin = 20 * time.Millisecond
 	c.RetryMax = 500 * time.Millisecond

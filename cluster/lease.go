@@ -19,7 +19,7 @@ import (
 // is not missing any of that node's writes.
 //
 // Reader side: each Replicate stream from a peer is in order, and the peer
-// heartbeats it every min(StreamIdle, Lease)/3. When this node applies a
+// heartbeats it every min(StreamIdle, Lease)·2/5. When this node applies a
 // message from peer P with no gap and nothing refused, it holds every
 // write P made before sending it: it records "heard from P at t". Between
 // peers that both advertise CapBeatPair, P's answer to this node's
@@ -273,8 +273,14 @@ func (e *BehindError) RetryAfter() time.Duration { return e.Retry }
 // layers above that bound their waits on the same time.
 func (c *Cluster) Clock() clockwork.Clock { return c.cfg.Clock }
 
-// heartbeatEvery is how often a sender heartbeats each stream.
-func heartbeatEvery(cfg Config) time.Duration { return min(cfg.StreamIdle, cfg.Lease) / 3 }
+// heartbeatEvery is how often a sender heartbeats each stream: two fifths
+// of the lease, so a renewal may come a period and a half late before the
+// lease runs out. With DefaultConfig's 1.7 s lease that is every
+// 680 ms, and a heartbeat may be 1.02 s late; the lease was 1.5 s with a
+// heartbeat every 500 ms (a third), 1 s of room. At rest the heartbeats
+// are the work a node does per peer (docs/bench/idle.md): the longer lease
+// and period send 26 % fewer of them with the same room for a late one.
+func heartbeatEvery(cfg Config) time.Duration { return min(cfg.StreamIdle, cfg.Lease) * 2 / 5 }
 
 // InSync reports whether this node holds, within the lease, every write of
 // every member it must hear from; otherwise it returns a *BehindError.
