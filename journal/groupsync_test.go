@@ -48,6 +48,25 @@ func (l *syncLedger) fsync(f *os.File) error {
 	return nil
 }
 
+// fsyncs reports how many fsyncs the journal asked for.
+func (l *syncLedger) fsyncs() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.calls
+}
+
+// openLedgered opens a Process-mode journal whose fsyncs a ledger records.
+func openLedgered(t *testing.T) (*Journal, *syncLedger) {
+	t.Helper()
+	ledger := &syncLedger{durable: map[string]int{}}
+	j, err := Open(t.TempDir(), Options{Mode: Process, Logger: quiet, CompactMin: 32 << 10, fsync: ledger.fsync})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { j.Close() })
+	return j, ledger
+}
+
 func (l *syncLedger) covers(key string, v int) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -59,12 +78,7 @@ func (l *syncLedger) covers(key string, v int) bool {
 // returns has had its own write covered by an fsync that finished: the
 // group commit answers no caller before its write is on disk.
 func TestConcurrentSyncsShareFsyncsAndCoverEveryWrite(t *testing.T) {
-	ledger := &syncLedger{durable: map[string]int{}}
-	j, err := Open(t.TempDir(), Options{Mode: Process, Logger: quiet, CompactMin: 32 << 10, fsync: ledger.fsync})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer j.Close()
+	j, ledger := openLedgered(t)
 	const writers, each = 16, 40
 	var wg sync.WaitGroup
 	for w := range writers {
@@ -87,9 +101,7 @@ func TestConcurrentSyncsShareFsyncsAndCoverEveryWrite(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	ledger.mu.Lock()
-	calls := ledger.calls
-	ledger.mu.Unlock()
+	calls := ledger.fsyncs()
 	if calls >= writers*each {
 		t.Errorf("%d fsyncs for %d Syncs: they are not shared", calls, writers*each)
 	}
@@ -101,12 +113,7 @@ func TestConcurrentSyncsShareFsyncsAndCoverEveryWrite(t *testing.T) {
 // concurrent ones share fsyncs, as Sync mode's rounds do; Process writes
 // beside them keep their own durability.
 func TestPutSyncedIsOnDiskBeforeItReturns(t *testing.T) {
-	ledger := &syncLedger{durable: map[string]int{}}
-	j, err := Open(t.TempDir(), Options{Mode: Process, Logger: quiet, CompactMin: 32 << 10, fsync: ledger.fsync})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer j.Close()
+	j, ledger := openLedgered(t)
 	const writers, each = 16, 40
 	var wg sync.WaitGroup
 	for w := range writers {
@@ -131,9 +138,7 @@ func TestPutSyncedIsOnDiskBeforeItReturns(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	ledger.mu.Lock()
-	calls := ledger.calls
-	ledger.mu.Unlock()
+	calls := ledger.fsyncs()
 	synced := writers * each * 3 / 4
 	if calls >= synced {
 		t.Errorf("%d fsyncs for %d PutSynced: they are not shared", calls, synced)
