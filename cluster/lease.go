@@ -276,10 +276,9 @@ func (c *Cluster) Clock() clockwork.Clock { return c.cfg.Clock }
 // heartbeatEvery is how often a sender heartbeats each stream: two fifths
 // of the lease, so a renewal may come a period and a half late before the
 // lease runs out. With DefaultConfig's 1.7 s lease that is every
-// 680 ms, and a heartbeat may be 1.02 s late; the lease was 1.5 s with a
-// heartbeat every 500 ms (a third), 1 s of room. At rest the heartbeats
-// are the work a node does per peer (docs/bench/idle.md): the longer lease
-// and period send 26 % fewer of them with the same room for a late one.
+// 680 ms, and a heartbeat may be 1.02 s late. At rest the heartbeats are
+// the work a node does per peer (docs/bench/idle.md), so the period is as
+// long as that room for a late one allows.
 func heartbeatEvery(cfg Config) time.Duration { return min(cfg.StreamIdle, cfg.Lease) * 2 / 5 }
 
 // InSync reports whether this node holds, within the lease, every write of
