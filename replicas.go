@@ -56,6 +56,10 @@ type replicas struct {
 	mu  sync.Mutex
 	mgr *session.Manager
 	sw  *swarm.Swarm
+	// retry kicks the rebalance again while a moved standby waits for its
+	// release (retire); closed stops it from being armed again.
+	retry  *time.Timer
+	closed bool
 
 	degraded prometheus.Counter
 	kick     coalesce.Signal
@@ -107,7 +111,9 @@ func openReplicas(dataDir string, c *cluster.Cluster, n int, reg prometheus.Regi
 		coalesce.Run(r.stop, r.kick, 50*time.Millisecond, func() {
 			if r.ship != nil {
 				r.ship.Rebalance(context.Background())
-				r.retire()
+				if !r.retire() {
+					r.retryIn(retireRetry)
+				}
 			}
 		})
 	}()
@@ -209,18 +215,39 @@ func (r *replicas) publishStandbys(ids ...string) error {
 	return err
 }
 
+// retireRetry is how soon retire tries again after a try whose records did
+// not reach every peer (a peer just back from a partition answers late).
+const retireRetry = time.Second
+
 // retire confirms the records of sessions whose placement moved, so the
-// standbys they no longer name are released (Shipper.Retiring); records
-// not confirmed now are tried again at the next membership change or
-// write.
-func (r *replicas) retire() {
+// standbys they no longer name are released (Shipper.Retiring). It reports
+// whether none is left waiting: the caller tries again later, since no
+// membership change or write may come to do it (a moved standby would
+// otherwise keep its copy, and a dead owner's record could still name it).
+func (r *replicas) retire() bool {
 	ids := r.ship.Retiring()
 	if len(ids) == 0 {
-		return
+		return true
 	}
 	if err := r.publishStandbys(ids...); err != nil {
 		r.log.Debug("moved standbys keep their copies until the records that drop them reach every peer", "sessions", len(ids), "err", err)
+		return false
 	}
+	return true
+}
+
+// retryIn kicks the rebalance again after d, unless r is closing.
+func (r *replicas) retryIn(d time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return
+	}
+	if r.retry == nil {
+		r.retry = time.AfterFunc(d, r.kick.Kick)
+		return
+	}
+	r.retry.Reset(d)
 }
 
 // knownDown reports whether a standby that missed a write (with why) is
@@ -274,6 +301,12 @@ func (r *replicas) prime(id string, epoch uint64, b []byte) {
 }
 
 func (r *replicas) close() error {
+	r.mu.Lock()
+	r.closed = true
+	if r.retry != nil {
+		r.retry.Stop()
+	}
+	r.mu.Unlock()
 	close(r.stop)
 	<-r.done
 	if r.ship != nil {
