@@ -20,6 +20,18 @@ import (
 // that relayed it: its copy is stale, so it does not promote, and the
 // session waits for the standby that holds every acknowledged click.
 func TestAStaleStandbyThatComesBackAfterItsOwnerDiedDoesNotPromote(t *testing.T) {
+	staleStandbyComesBack(t, false)
+}
+
+// As above, but the standby stays cut off until its grace has forgotten the
+// owner and deleted its records: it can no longer take in the owner's last
+// record, which its peers still hold, and must not promote on the old one
+// it kept.
+func TestAStaleStandbyThatForgotItsOwnerDoesNotPromote(t *testing.T) {
+	staleStandbyComesBack(t, true)
+}
+
+func staleStandbyComesBack(t *testing.T, forgot bool) {
 	e := newSwarmEnv(t)
 	nodes := e.cluster(5)
 	alice1 := connect(t, nodes[0], connOpts{token: aliceToken})
@@ -74,6 +86,11 @@ func TestAStaleStandbyThatComesBackAfterItsOwnerDiedDoesNotPromote(t *testing.T)
 		}
 	}
 
+	if forgot {
+		eventually(t, 20*time.Second, stale+" forgets node1 after its grace", func() bool {
+			return mcpswarm.MemberState(e.nodes[stale], "node1") == ""
+		})
+	}
 	// The owner dies and the standby holding its last clicks is cut off;
 	// the stale standby comes back to a majority of three out of five.
 	e.cut(next)

@@ -49,7 +49,7 @@ func (c *Cluster) Forget(name string) (bool, error) {
 	}
 	l := c.repl.leases
 	l.mu.Lock()
-	was := l.lost[name]
+	_, was := l.lost[name]
 	delete(l.lost, name)
 	l.mu.Unlock()
 	c.mu.Lock()

@@ -83,15 +83,23 @@ type leases struct {
 	// look alone, hence a majority, and answer on its own while the real
 	// majority promoted its sessions. The members a previous run knew are
 	// lost too until heard (remember). A name is struck off when a member
-	// of that name is heard from again or leaves.
-	lost map[string]bool
+	// of that name is heard from again or leaves. The value is when this
+	// node's lease on it lapsed (zero for a member a previous run knew):
+	// InSync wants a full pull from each member it hears from since then.
+	lost map[string]time.Time
+	// outdated names dead members whose writes a peer holds more of than
+	// this node, which refuses them (it deleted the member's entries after
+	// the grace, or its view forgot the member): what this node kept of
+	// them may be out of date (Outdated). A name is struck off when a
+	// member of that name is alive again.
+	outdated map[string]bool
 	// gen counts the changes that can turn InSync's verdict from in sync
 	// to behind (shared with the view, see syncMemo).
 	gen *atomic.Uint64
 }
 
 func newLeases(gen *atomic.Uint64) *leases {
-	return &leases{gen: gen, heard: map[crdt.Origin]time.Time{}, gone: map[crdt.Origin]time.Time{}, linked: map[crdt.Origin]bool{}, hidden: map[crdt.Origin]bool{}, sent: map[string]time.Time{}, answered: map[string]time.Time{}, synced: map[crdt.Origin]time.Time{}, lost: map[string]bool{}}
+	return &leases{gen: gen, heard: map[crdt.Origin]time.Time{}, gone: map[crdt.Origin]time.Time{}, linked: map[crdt.Origin]bool{}, hidden: map[crdt.Origin]bool{}, sent: map[string]time.Time{}, answered: map[string]time.Time{}, synced: map[crdt.Origin]time.Time{}, lost: map[string]time.Time{}, outdated: map[string]bool{}}
 }
 
 // lose records that the view forgets dead member o: if it was required
@@ -107,7 +115,7 @@ func (l *leases) lose(o crdt.Origin, lease time.Duration) {
 	if diedAt, ok := l.gone[o]; ok && !at.Add(lease).Before(diedAt) {
 		return // its process is gone: it runs nothing
 	}
-	l.lost[o.Name] = true
+	l.lost[o.Name] = at.Add(lease)
 	l.gen.Add(1)
 }
 
@@ -126,7 +134,7 @@ func (c *Cluster) Lost() []string {
 func (l *leases) remember(names []string) {
 	l.mu.Lock()
 	for _, n := range names {
-		l.lost[n] = true
+		l.lost[n] = time.Time{}
 	}
 	l.gen.Add(1)
 	l.mu.Unlock()
@@ -216,6 +224,7 @@ func (l *leases) heardFrom(o crdt.Origin, at time.Time) {
 	}
 	delete(l.gone, o)
 	delete(l.lost, o.Name)
+	delete(l.outdated, o.Name)
 	// The latest renewal holds: two goroutines renew (the peer's stream to
 	// this node, and this node's stream to it with the peer's answers,
 	// beatpair.go), each stamping its message on receipt.
@@ -298,7 +307,10 @@ func heartbeatEvery(cfg Config) time.Duration { return min(cfg.StreamIdle, cfg.L
 // side of a partition this node is in: the node goes on only if it and the
 // required members it hears from are a strict majority of itself and every
 // required member, and it has pulled everything from each of those since
-// it lost the dead ones. A lone node, or one whose peers all left, is in
+// it lost the dead ones. A member lost (forgotten after the grace, still
+// counted against the majority) asks the same pull: the node may have
+// been the one cut off when it lost it, and the member's last writes are
+// on the others. A lone node, or one whose peers all left, is in
 // sync.
 func (c *Cluster) InSync() error {
 	now := c.cfg.Clock.Now()
@@ -389,19 +401,68 @@ func (c *Cluster) InSync() error {
 	if 1+len(fresh) <= len(gone)+len(lost) {
 		return &BehindError{Members: append(gone, lost...), Retry: retry}
 	}
-	if len(gone) == 0 {
+	if len(gone) == 0 && len(lost) == 0 {
 		c.syncMemo.Store(&syncVerdict{gen: gen, until: until})
-		return nil // the lost were lost longer than the grace ago
+		return nil
 	}
-	// The gone members' last writes reached the members that acknowledged
-	// them, not necessarily this node: it must have pulled everything
-	// from every member it hears from since it lost them.
-	for _, o := range fresh {
-		if !l.synced[o].After(lostLast) {
-			return &BehindError{Members: gone, Retry: retry, CatchingUp: true}
+	// The gone and lost members' last writes reached the members that
+	// acknowledged them, not necessarily this node (it may have been the
+	// one cut off when it lost them): it must have pulled everything from
+	// every member it hears from since its lease on them lapsed.
+	for _, name := range lost {
+		if t := l.lost[name]; t.After(lostLast) {
+			lostLast = t
 		}
 	}
+	for _, o := range fresh {
+		if !l.synced[o].After(lostLast) {
+			return &BehindError{Members: append(gone, lost...), Retry: retry, CatchingUp: true}
+		}
+	}
+	if len(gone) == 0 {
+		// Pulls only move synced forward: the verdict holds as the
+		// memo's does.
+		c.syncMemo.Store(&syncVerdict{gen: gen, until: until})
+	}
 	return nil
+}
+
+// maxOutdated bounds the names Outdated remembers: they come from peers'
+// digests, and a dead member's records matter to a failover for seconds.
+const maxOutdated = 1024
+
+// markOutdated records that a peer holds writes of dead member name that
+// this node refuses.
+func (l *leases) markOutdated(name string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.outdated[name] && len(l.outdated) >= maxOutdated {
+		for n := range l.outdated {
+			delete(l.outdated, n)
+			break
+		}
+	}
+	l.outdated[name] = true
+}
+
+// Outdated reports whether a peer was found holding writes of member name,
+// dead or forgotten here, that this node no longer takes in (it deleted
+// the member's entries after the grace while it could not hear from the
+// others): the records this node kept of that member may not be its last,
+// and must not drive a failover.
+func (c *Cluster) Outdated(name string) bool {
+	l := c.repl.leases
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.outdated[name]
+}
+
+// catchingUp reports whether a member was lost, so a new link pulls
+// everything from its peer at once (InSync wants that pull).
+func (l *leases) catchingUp() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.lost) > 0
 }
 
 // syncVerdict is InSync's memo of an in-sync verdict: it holds until

@@ -469,9 +469,12 @@ func (r *replicator) pull(ctx context.Context, l *link, ownOnly bool, complete *
 			if ownOnly && v.Origin != l.origin {
 				continue
 			}
-			if ok, _ := r.c.accept(v.Origin, l.origin); !ok {
+			if ok, _ := r.c.accept(v.Origin, l.origin); !ok || reg.dropped(v.Origin) {
 				if v.Seq > reg.seq(v.Origin) {
 					*complete = false
+					if _, known := r.c.view.get(v.Origin.Name); ok || !known {
+						r.leases.markOutdated(v.Origin.Name)
+					}
 				}
 				continue
 			}

@@ -229,6 +229,14 @@ func (r *Registry) apply(d crdt.Delta) (crdt.ApplyResult, error) {
 	return res, err
 }
 
+// dropped reports whether this registry ignores origin o's data: o was
+// deleted after its grace and is still remembered.
+func (r *Registry) dropped(o crdt.Origin) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.m.Dropped(o)
+}
+
 // seq returns what this registry holds of origin o.
 func (r *Registry) seq(o crdt.Origin) uint64 {
 	r.mu.Lock()

@@ -533,7 +533,10 @@ func (r *replicator) ensureLink(m Member) {
 	r.linksMu.Unlock()
 	r.wg.Add(1)
 	go func() { defer r.wg.Done(); r.send(l) }()
-	r.startSync(l, true) // the owner is the best source of its own origin
+	// The owner is the best source of its own origin. After a member was
+	// lost, InSync wants everything from each peer: a node back from a
+	// partition pulls it at once, not at anti-entropy's pace.
+	r.startSync(l, !r.leases.catchingUp())
 }
 
 // closeLink closes the link to name if it serves origin o. Loop only.

@@ -113,6 +113,7 @@ func (s *Swarm) mayPromote(id string, rec sessionRecord) promoteVerdict {
 	}
 	in := promotion{self: s.self, rec: rec, senderLeft: s.senderLeft(rec), draining: s.isDraining()}
 	in.heldOwner, in.heldEpoch, in.held = s.standbys.Held(id)
+	in.outdated = s.cl.Outdated(rec.Node)
 	_, in.running = s.mgr.Get(id)
 	in.alive = func(n string) bool {
 		m, ok := s.cl.Member(n)
@@ -137,6 +138,9 @@ type promotion struct {
 	heldEpoch uint64
 	// running: the session already runs here.
 	running bool
+	// outdated: a peer holds later writes of the record's owner that this
+	// node refuses (cluster.Outdated), so rec may not be its last record.
+	outdated bool
 	// alive reports whether a member is alive in this node's view.
 	alive func(node string) bool
 	// inSync is cluster.InSync (majority and caught up); majority reports
@@ -153,9 +157,12 @@ type promotion struct {
 // record's owner and epoch (it holds every write the owner acknowledged),
 // the owner did not hand the session off, this node is not draining, and
 // it is in the cluster's majority and caught up (the rule the leases use):
-// a node cut off with a dead owner's copy waits (promoteLater).
+// a node cut off with a dead owner's copy waits (promoteLater). A node that
+// deleted the owner's records while cut off, and then found a peer holding
+// later ones it can no longer take in, never promotes from what it kept:
+// the record that names the right standby is on the peers.
 func promotionVerdict(in promotion) promoteVerdict {
-	if in.senderLeft || in.draining {
+	if in.senderLeft || in.draining || in.outdated {
 		return promoteNo
 	}
 	if !in.held || in.heldOwner != in.rec.Node || in.heldEpoch != in.rec.Handoff {
