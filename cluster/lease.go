@@ -87,11 +87,11 @@ type leases struct {
 	// node's lease on it lapsed (zero for a member a previous run knew):
 	// InSync wants a full pull from each member it hears from since then.
 	lost map[string]time.Time
-	// outdated names dead members whose writes a peer holds more of than
+	// outdated names lost members whose writes a peer holds more of than
 	// this node, which refuses them (it deleted the member's entries after
-	// the grace, or its view forgot the member): what this node kept of
-	// them may be out of date (Outdated). A name is struck off when a
-	// member of that name is alive again.
+	// the grace): what this node kept of them may be out of date
+	// (Outdated). A name is struck off when a member of that name is
+	// heard from again.
 	outdated map[string]bool
 	// gen counts the changes that can turn InSync's verdict from in sync
 	// to behind (shared with the view, see syncMemo).
@@ -431,11 +431,14 @@ func (c *Cluster) InSync() error {
 // digests, and a dead member's records matter to a failover for seconds.
 const maxOutdated = 1024
 
-// markOutdated records that a peer holds writes of dead member name that
-// this node refuses.
-func (l *leases) markOutdated(name string) {
+// markOutdated records, if name is a lost member, that a peer holds
+// writes of it that this node refuses, and reports whether it was lost.
+func (l *leases) markOutdated(name string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if _, lost := l.lost[name]; !lost {
+		return false
+	}
 	if !l.outdated[name] && len(l.outdated) >= maxOutdated {
 		for n := range l.outdated {
 			delete(l.outdated, n)
@@ -443,11 +446,12 @@ func (l *leases) markOutdated(name string) {
 		}
 	}
 	l.outdated[name] = true
+	return true
 }
 
 // Outdated reports whether a peer was found holding writes of member name,
-// dead or forgotten here, that this node no longer takes in (it deleted
-// the member's entries after the grace while it could not hear from the
+// lost here, that this node no longer takes in (it deleted the member's
+// entries after the grace, possibly while it could not hear from the
 // others): the records this node kept of that member may not be its last,
 // and must not drive a failover.
 func (c *Cluster) Outdated(name string) bool {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -250,4 +251,63 @@ func warmLinks(t *testing.T, nodes []*tnode, acked func(context.Context, *tnode)
 		}
 		return nil
 	})
+}
+
+// TestANodeBackFromAPartitionKnowsWhatItForgotIsOutdated: n2 is cut off
+// until its grace has forgotten n0 and n1 and deleted their entries;
+// meanwhile n0 writes (n1 holds the write) and dies. Back, n2 counts n0
+// lost: it is in sync only once it has pulled from n1, and by then it
+// knows that n1 holds writes of n0 it kept no copy of and no longer takes
+// in (Outdated), so nothing it kept of n0 may drive a failover.
+func TestANodeBackFromAPartitionKnowsWhatItForgotIsOutdated(t *testing.T) {
+	if testing.Short() {
+		t.Skip("cuts a node off past its grace and waits for memberlist's verdicts on wall time")
+	}
+	nodes := startCluster(t, 3, func(c *Config) {
+		c.DeadGrace = time.Minute
+		if c.Name == "n2" {
+			c.DeadGrace = time.Second
+		}
+		// Only the pull a new link makes can catch n2 up.
+		c.AntiEntropy = time.Hour
+		c.AntiEntropyQuiet = time.Hour
+	})
+	n0, n1, n2 := nodes[0], nodes[1], nodes[2]
+	warmLinks(t, nodes, func(ctx context.Context, n *tnode) error { return n.regs["sessions"].AwaitPeers(ctx) })
+
+	n2.net.Cut(n2.name, true)
+	eventually(t, 20*time.Second, func() error {
+		if lost := n2.c.Lost(); !slices.Equal(lost, []string{"n0", "n1"}) {
+			return fmt.Errorf("n2 counts %v lost", lost)
+		}
+		return nil
+	})
+	if err := n0.regs["sessions"].Put("k", []byte("after the cut")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, func() error {
+		if _, ok := n1.regs["sessions"].Get(n0.c.Origin(), "k"); !ok {
+			return errors.New("n1 lacks n0's write")
+		}
+		return nil
+	})
+	n0.kill()
+	eventually(t, 10*time.Second, func() error {
+		if m, _ := n1.c.Member("n0"); m.State.live() {
+			return fmt.Errorf("n1 sees n0 %s", m.State)
+		}
+		return nil
+	})
+
+	n2.net.Cut(n2.name, false)
+	eventually(t, 20*time.Second, func() error {
+		err := n2.c.InSync()
+		if err == nil && !n2.c.Outdated("n0") {
+			t.Fatal("n2 is in sync again without knowing that n1 holds later writes of n0")
+		}
+		return err
+	})
+	if n2.c.Outdated("n1") {
+		t.Fatal("n2 counts n1, heard from again, outdated")
+	}
 }

@@ -470,11 +470,13 @@ func (r *replicator) pull(ctx context.Context, l *link, ownOnly bool, complete *
 				continue
 			}
 			if ok, _ := r.c.accept(v.Origin, l.origin); !ok || reg.dropped(v.Origin) {
-				if v.Seq > reg.seq(v.Origin) {
+				// A member this node lost, whose entries it deleted, is
+				// hidden everywhere: its later writes matter only to a
+				// failover, which Outdated stops. Waiting for the peer to
+				// delete them too would keep this node out of sync for
+				// the peer's whole grace.
+				if v.Seq > reg.seq(v.Origin) && !r.leases.markOutdated(v.Origin.Name) {
 					*complete = false
-					if _, known := r.c.view.get(v.Origin.Name); ok || !known {
-						r.leases.markOutdated(v.Origin.Name)
-					}
 				}
 				continue
 			}
