@@ -438,9 +438,10 @@ func TestKubernetesPodLifecycle(t *testing.T) {
 		}
 	}
 	ports := map[string]string{} // manifest port → free loopback address
-	for _, a := range []string{cfg.HTTPAddr, cfg.GRPCAddr, cfg.GossipAddr} {
+	free := freePorts(t, 3)
+	for i, a := range []string{cfg.HTTPAddr, cfg.GRPCAddr, cfg.GossipAddr} {
 		_, p, _ := net.SplitHostPort(a)
-		ports[p] = freePort(t)
+		ports[p] = free[i]
 	}
 	local := func(arg string) string {
 		for prefix, dir := range remap {

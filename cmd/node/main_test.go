@@ -40,22 +40,28 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// freePort returns a loopback address nobody listens on right now.
-func freePort(t *testing.T) string {
+// freePorts returns n distinct loopback addresses nobody listens on right
+// now. Every listener stays open until all are chosen: closed one at a
+// time, a port could come back for the next address.
+func freePorts(t *testing.T, n int) []string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	addrs := make([]string, n)
+	for i := range addrs {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		addrs[i] = ln.Addr().String()
 	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
-	return addr
+	return addrs
 }
 
 // serveArgs are the flags of a dev node on free loopback ports.
 func serveArgs(t *testing.T) []string {
+	p := freePorts(t, 3)
 	return []string{"serve", "--dev", "--name", "t1",
-		"--http", freePort(t), "--grpc", freePort(t), "--gossip", freePort(t),
+		"--http", p[0], "--grpc", p[1], "--gossip", p[2],
 		"--data-dir", t.TempDir(), "--log-format", "json"}
 }
 

@@ -74,12 +74,28 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# free_port asks the kernel for an unused loopback TCP port.
-free_port() {
-	"$node" -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'
+# free_ports asks the kernel for n unused loopback TCP ports at once: each
+# socket stays open until all are chosen, so no two are the same (asked one
+# at a time, a port just closed could come back for the next node before
+# the first bound it: "address already in use").
+free_ports() {
+	"$node" -e '
+const net = require("net"), n = Number(process.argv[1]), socks = [];
+let left = n;
+for (let i = 0; i < n; i++) {
+	const s = net.createServer();
+	socks.push(s);
+	s.listen(0, "127.0.0.1", () => {
+		if (--left > 0) return;
+		console.log(socks.map((x) => x.address().port).join(" "));
+		socks.forEach((x) => x.close());
+	});
+}' "$1"
 }
 
-http_port=$(free_port)
+read -r -a ports <<<"$(free_ports 10)"
+[[ ${#ports[@]} -eq 10 ]] || die "could not reserve 10 loopback ports"
+http_port=${ports[0]}
 mkdir -p "$out"
 log="$out/server.log"
 cd "$root"
@@ -89,8 +105,8 @@ node)
 	if [[ -z "${MCPSWARM_BIN:-}" ]]; then
 		go build -o "$bin" ./cmd/node || die "building bin/mcpswarm failed"
 	fi
-	grpc_port=$(free_port)
-	gossip_port=$(free_port)
+	grpc_port=${ports[1]}
+	gossip_port=${ports[2]}
 	# shellcheck disable=SC2086
 	"$bin" serve --dev --conformance \
 		--http "127.0.0.1:$http_port" --grpc "127.0.0.1:$grpc_port" --gossip "127.0.0.1:$gossip_port" \
@@ -107,13 +123,14 @@ cluster)
 	backends=()
 	first_gossip=""
 	for n in 1 2 3; do
-		h=$(free_port)
-		g=$(free_port)
+		h=${ports[3 * n - 2]}
+		g=${ports[3 * n - 1]}
+		r=${ports[3 * n]}
 		join=()
 		[[ -n "$first_gossip" ]] && join=(--join "$first_gossip")
 		# shellcheck disable=SC2086
 		"$bin" serve --dev --conformance --name "node$n" \
-			--http "127.0.0.1:$h" --grpc "127.0.0.1:$(free_port)" --gossip "127.0.0.1:$g" "${join[@]}" \
+			--http "127.0.0.1:$h" --grpc "127.0.0.1:$r" --gossip "127.0.0.1:$g" "${join[@]}" \
 			--data-dir "$work/node$n" ${SERVER_ARGS:-} >"$out/node$n.log" 2>&1 &
 		pids+=("$!")
 		[[ -z "$first_gossip" ]] && first_gossip="127.0.0.1:$g"
