@@ -409,8 +409,8 @@ func (c *Cluster) InSync() error {
 	// acknowledged them, not necessarily this node (it may have been the
 	// one cut off when it lost them): it must have pulled everything from
 	// every member it hears from since its lease on them lapsed.
-	for _, name := range lost {
-		if t := l.lost[name]; t.After(lostLast) {
+	for _, t := range l.lost {
+		if t.After(lostLast) {
 			lostLast = t
 		}
 	}

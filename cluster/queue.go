@@ -1,6 +1,10 @@
 package cluster
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/mcpswarm/mcpswarm/internal/coalesce"
+)
 
 // serialQueue delivers items to callbacks in the order they were added,
 // outside the caller's locks, from one goroutine at a time. add may be
@@ -76,19 +80,16 @@ func (q *serialQueue[T]) cond() *sync.Cond {
 type ackBox struct {
 	mu    sync.Mutex
 	items []ackMsg
-	ready chan struct{} // cap 1: items is non-empty
+	ready coalesce.Signal // kicked: items may be non-empty
 }
 
-func newAckBox() *ackBox { return &ackBox{ready: make(chan struct{}, 1)} }
+func newAckBox() *ackBox { return &ackBox{ready: coalesce.NewSignal()} }
 
 func (b *ackBox) put(a ackMsg) {
 	b.mu.Lock()
 	b.items = append(b.items, a)
 	b.mu.Unlock()
-	select {
-	case b.ready <- struct{}{}:
-	default:
-	}
+	b.ready.Kick()
 }
 
 // take returns the acknowledgements put since the last take, in order.
@@ -110,14 +111,14 @@ type batchQueue struct {
 	items []*batch
 	head  int // items[head:] are queued
 	limit int
-	ready chan struct{} // cap 1: a batch may be queued
+	ready coalesce.Signal // kicked: a batch may be queued
 }
 
 // batchQueueKeep is the capacity a drained queue keeps for the next push.
 const batchQueueKeep = 16
 
 func newBatchQueue(limit int) *batchQueue {
-	return &batchQueue{limit: limit, ready: make(chan struct{}, 1)}
+	return &batchQueue{limit: limit, ready: coalesce.NewSignal()}
 }
 
 // put queues b; false when the queue is full and b was not queued.
@@ -129,7 +130,7 @@ func (q *batchQueue) put(b *batch) bool {
 	}
 	q.items = append(q.items, b)
 	q.mu.Unlock()
-	q.signal()
+	q.ready.Kick()
 	return true
 }
 
@@ -144,7 +145,7 @@ func (q *batchQueue) pop() *batch {
 	q.items[q.head] = nil
 	q.head++
 	if q.head < len(q.items) {
-		q.signal()
+		q.ready.Kick()
 		return b
 	}
 	q.head = 0
@@ -154,13 +155,6 @@ func (q *batchQueue) pop() *batch {
 		q.items = q.items[:0]
 	}
 	return b
-}
-
-func (q *batchQueue) signal() {
-	select {
-	case q.ready <- struct{}{}:
-	default:
-	}
 }
 
 // answered removes the oldest batch in flight on a stream and returns it.
