@@ -329,7 +329,7 @@ func (c *Cluster) InSync() error {
 	var stale, gone []string
 	var fresh []crdt.Origin
 	var since time.Duration
-	var lostLast time.Time        // when the lease on the last gone member lapsed
+	var lostLast time.Time        // when the lease on the last gone or lost member lapsed
 	until := now.Add(c.cfg.Lease) // when the first fresh member's lease runs out
 	l.mu.Lock()
 	defer l.mu.Unlock()
